@@ -1,0 +1,186 @@
+"""`@config`: Burn's `#[derive(Config)]` on a dataclass.
+
+A config class is a plain dataclass, so Hydra/OmegaConf accept it as a structured config, plus Burn's
+conveniences: `Cls.new(*required)`, `with_<field>(value)` copies, `save(path)`/`Cls.load(path)` as
+pretty JSON in Burn's key order (required, then Option, then defaulted fields).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import types
+import typing
+from pathlib import Path
+from typing import Any, TypeVar, Union
+
+T = TypeVar("T")
+
+_CONFIG_MARK = "__burnlike_config__"
+
+
+class ConfigError(ValueError):
+    """A config file or dict does not match the config class (names the key and what was expected)."""
+
+
+def is_config(obj: Any) -> bool:
+    return dataclasses.is_dataclass(obj) and getattr(obj, _CONFIG_MARK, False)
+
+
+def _is_optional(tp: Any) -> bool:
+    origin = typing.get_origin(tp)
+    return origin in (Union, types.UnionType) and type(None) in typing.get_args(tp)
+
+
+def _strip_optional(tp: Any) -> Any:
+    if _is_optional(tp):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        return args[0] if len(args) == 1 else Union[tuple(args)]  # noqa: UP007
+    return tp
+
+
+def config(cls: type[T]) -> type[T]:
+    """Turn `cls` into a Burn-style config dataclass.
+
+    `Optional[...]` fields without a default get `None` (Burn's `Option` rule); defaults that are
+    themselves configs become `default_factory` copies so instances never share state.
+    """
+    annotations = cls.__dict__.get("__annotations__", {})
+    for name, tp in annotations.items():
+        if name.startswith("_") or typing.get_origin(tp) is typing.ClassVar:
+            continue
+        default = cls.__dict__.get(name, dataclasses.MISSING)
+        if default is dataclasses.MISSING:
+            hint = tp if not isinstance(tp, str) else tp.replace(" ", "")
+            if _is_optional(tp) or (isinstance(hint, str) and ("Optional[" in hint or "|None" in hint)):
+                setattr(cls, name, None)
+        elif is_config(default) or isinstance(default, (list, dict)):
+            setattr(cls, name, dataclasses.field(default_factory=_copier(default)))
+    setattr(cls, _CONFIG_MARK, True)
+    for name, method in (("save", _save), ("to_dict", _to_dict), ("with_", _with)):
+        if name not in cls.__dict__:
+            setattr(cls, name, method)
+    for name, method in (("new", _new), ("load", _load), ("from_dict", _from_dict)):
+        if name not in cls.__dict__:
+            setattr(cls, name, classmethod(method))
+    if "__getattr__" not in cls.__dict__:
+        cls.__getattr__ = _getattr_with  # type: ignore[attr-defined]
+    return dataclasses.dataclass(cls)
+
+
+def _copier(value: Any) -> Any:
+    import copy
+
+    return lambda: copy.deepcopy(value)
+
+
+def _new(cls: type[T], *args: Any, **kwargs: Any) -> T:
+    return cls(*args, **kwargs)
+
+
+def _with(self: Any, **changes: Any) -> Any:
+    return dataclasses.replace(self, **changes)
+
+
+def _getattr_with(self: Any, name: str) -> Any:
+    # `cfg.with_lr(1e-3)` -> a copy with lr changed, like Burn's generated setters.
+    if name.startswith("with_"):
+        field = name[len("with_") :]
+        if field in {f.name for f in dataclasses.fields(self)}:
+            return lambda value: dataclasses.replace(self, **{field: value})
+    raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+
+def _ordered_fields(cls: type) -> list[dataclasses.Field[Any]]:
+    hints = typing.get_type_hints(cls)
+    required, optional, defaulted = [], [], []
+    for f in dataclasses.fields(cls):
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            required.append(f)
+        elif _is_optional(hints.get(f.name)) and f.default is None:
+            optional.append(f)
+        else:
+            defaulted.append(f)
+    return required + optional + defaulted
+
+
+def _to_plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _to_plain(getattr(value, f.name)) for f in _ordered_fields(type(value))}
+    if isinstance(value, (list, tuple)):
+        return [_to_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _to_plain(v) for k, v in value.items()}
+    if hasattr(value, "value") and hasattr(type(value), "__members__"):  # Enum
+        return value.value
+    return value
+
+
+def _to_dict(self: Any) -> dict[str, Any]:
+    return _to_plain(self)
+
+
+def _save(self: Any, path: str | Path) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(_to_plain(self), indent=2) + "\n")
+
+
+def _load(cls: type[T], path: str | Path) -> T:
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: config file not found") from None
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"{path}: not valid JSON ({e})") from None
+    return _from_plain(cls, data, where=str(path))
+
+
+def _from_dict(cls: type[T], data: dict[str, Any]) -> T:
+    return _from_plain(cls, data, where=cls.__name__)
+
+
+def _from_plain(tp: Any, data: Any, where: str, key: str = "") -> Any:
+    base = _strip_optional(tp)
+    if data is None:
+        if _is_optional(tp) or tp is Any:
+            return None
+        raise ConfigError(f"{where}: key {key or '<root>'!r} is null but expects {_name(tp)}")
+    if dataclasses.is_dataclass(base):
+        if not isinstance(data, dict):
+            raise ConfigError(f"{where}: key {key or '<root>'!r} expects an object for {base.__name__}")
+        hints = typing.get_type_hints(base)
+        fields = {f.name: f for f in dataclasses.fields(base)}
+        unknown = sorted(set(data) - set(fields))
+        if unknown:
+            raise ConfigError(
+                f"{where}: unknown key {_join(key, unknown[0])!r} for {base.__name__} "
+                f"(expected one of: {', '.join(fields)})"
+            )
+        kwargs = {}
+        for name, f in fields.items():
+            if name in data:
+                kwargs[name] = _from_plain(hints[name], data[name], where, _join(key, name))
+            elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                raise ConfigError(f"{where}: missing required key {_join(key, name)!r} ({_name(hints[name])})")
+        return base(**kwargs)
+    origin = typing.get_origin(base)
+    if origin in (list, tuple, typing.Sequence):
+        if not isinstance(data, list):
+            raise ConfigError(f"{where}: key {key!r} expects a list, got {type(data).__name__}")
+        (item_tp, *_) = typing.get_args(base) or (Any,)
+        return [_from_plain(item_tp, v, where, f"{key}[{i}]") for i, v in enumerate(data)]
+    if base is float and isinstance(data, (int, float)) and not isinstance(data, bool):
+        return float(data)
+    if base in (int, str, bool) and not (isinstance(data, base) and not (base is int and isinstance(data, bool))):
+        raise ConfigError(f"{where}: key {key!r} expects {base.__name__}, got {data!r}")
+    return data
+
+
+def _join(prefix: str, name: str) -> str:
+    return f"{prefix}.{name}" if prefix else name
+
+
+def _name(tp: Any) -> str:
+    return getattr(tp, "__name__", str(tp))

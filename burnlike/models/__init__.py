@@ -1,0 +1,1 @@
+"""Ready models: `mnist` is Burn's book guide model; `mlp` a small baseline for sweeps."""

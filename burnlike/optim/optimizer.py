@@ -1,0 +1,190 @@
+"""Optimizer configs with Burn's names and defaults, building `torch.optim` optimizers.
+
+`config.init()` gives an `Optimizer`: the Learner asks it for a `torch.optim.Optimizer`
+(`build(params, lr)`); a custom loop calls `optim.step(lr, model, grads)` as in Burn, where the
+learning rate is an argument of the step, not optimizer state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from burnlike.config import config
+from burnlike.optim.grads import GradientsParams
+
+
+@config
+class WeightDecayConfig:
+    penalty: float
+
+
+@config
+class MomentumConfig:
+    momentum: float = 0.9
+    dampening: float = 0.1
+    nesterov: bool = False
+
+
+@config
+class GradientClippingConfig:
+    """Burn's `GradientClippingConfig::{Value, Norm}`: applied per parameter tensor, not globally."""
+
+    kind: str = "norm"  # "norm" | "value"
+    threshold: float = 1.0
+
+    @classmethod
+    def Value(cls, threshold: float) -> GradientClippingConfig:  # noqa: N802 - Burn's variant name
+        return cls(kind="value", threshold=threshold)
+
+    @classmethod
+    def Norm(cls, threshold: float) -> GradientClippingConfig:  # noqa: N802 - Burn's variant name
+        return cls(kind="norm", threshold=threshold)
+
+    def clip(self, params: Iterable[Tensor]) -> None:
+        if self.kind not in ("norm", "value"):
+            raise ValueError(f"GradientClippingConfig.kind must be 'norm' or 'value', got {self.kind!r}")
+        for p in params:
+            if p.grad is None:
+                continue
+            if self.kind == "value":
+                p.grad.clamp_(-self.threshold, self.threshold)
+            else:
+                torch.nn.utils.clip_grad_norm_([p], self.threshold, foreach=True)
+
+
+class OptimizerConfig:
+    """What every optimizer config provides: `init()` and the torch optimizer it stands for."""
+
+    grad_clipping: GradientClippingConfig | None
+
+    def init(self) -> Optimizer:
+        return Optimizer(self)
+
+    def torch_optimizer(self, params: Iterable[Any], lr: float) -> torch.optim.Optimizer:
+        raise NotImplementedError
+
+
+@config
+class AdamConfig(OptimizerConfig):
+    beta_1: float = 0.9
+    beta_2: float = 0.999
+    epsilon: float = 1e-5
+    amsgrad: bool = False
+    weight_decay: WeightDecayConfig | None = None
+    grad_clipping: GradientClippingConfig | None = None
+
+    def torch_optimizer(self, params: Iterable[Any], lr: float) -> torch.optim.Optimizer:
+        wd = self.weight_decay.penalty if self.weight_decay else 0.0  # L2 penalty, as Burn's Adam
+        return torch.optim.Adam(
+            params, lr=lr, betas=(self.beta_1, self.beta_2), eps=self.epsilon, weight_decay=wd, amsgrad=self.amsgrad
+        )
+
+
+@config
+class AdamWConfig(OptimizerConfig):
+    beta_1: float = 0.9
+    beta_2: float = 0.999
+    epsilon: float = 1e-5
+    weight_decay: float = 1e-4
+    amsgrad: bool = False
+    cautious_weight_decay: bool = False
+    grad_clipping: GradientClippingConfig | None = None
+
+    def torch_optimizer(self, params: Iterable[Any], lr: float) -> torch.optim.Optimizer:
+        if self.cautious_weight_decay:
+            raise NotImplementedError("AdamWConfig.cautious_weight_decay=True is not supported yet")
+        return torch.optim.AdamW(
+            params,
+            lr=lr,
+            betas=(self.beta_1, self.beta_2),
+            eps=self.epsilon,
+            weight_decay=self.weight_decay,
+            amsgrad=self.amsgrad,
+        )
+
+
+@config
+class SgdConfig(OptimizerConfig):
+    weight_decay: WeightDecayConfig | None = None
+    momentum: MomentumConfig | None = None
+    gradient_clipping: GradientClippingConfig | None = None
+
+    @property
+    def grad_clipping(self) -> GradientClippingConfig | None:  # type: ignore[override]
+        return self.gradient_clipping
+
+    def torch_optimizer(self, params: Iterable[Any], lr: float) -> torch.optim.Optimizer:
+        m = self.momentum
+        return torch.optim.SGD(
+            params,
+            lr=lr,
+            momentum=m.momentum if m else 0.0,
+            dampening=m.dampening if m else 0.0,
+            nesterov=m.nesterov if m else False,
+            weight_decay=self.weight_decay.penalty if self.weight_decay else 0.0,
+        )
+
+
+TorchOptimizerFactory = Callable[..., torch.optim.Optimizer]
+
+
+class Optimizer:
+    """An initialised optimizer (Burn's `OptimizerAdaptor`): `step(lr, model, grads) -> model`.
+
+    Also wraps a plain torch factory (`functools.partial(torch.optim.SGD, momentum=0.9)`), so
+    Lightning users can bring their own optimizer to the Learner.
+    """
+
+    def __init__(self, spec: OptimizerConfig | TorchOptimizerFactory) -> None:
+        self.spec = spec
+        self._torch: torch.optim.Optimizer | None = None
+        self._params: list[nn.Parameter] = []
+
+    @property
+    def grad_clipping(self) -> GradientClippingConfig | None:
+        return getattr(self.spec, "grad_clipping", None)
+
+    def build(self, params: Iterable[Any], lr: float) -> torch.optim.Optimizer:
+        if isinstance(self.spec, OptimizerConfig):
+            return self.spec.torch_optimizer(params, lr)
+        return self.spec(params, lr=lr)
+
+    def step(self, lr: float, model: nn.Module, grads: GradientsParams) -> nn.Module:
+        params = [p for p in model.parameters() if p.requires_grad]
+        if self._torch is None or [id(p) for p in params] != [id(p) for p in self._params]:
+            self._torch, self._params = self.build(params, lr), params
+        for group in self._torch.param_groups:
+            group["lr"] = lr
+        for p in params:
+            p.grad = grads.get(p)
+        if self.grad_clipping is not None:
+            self.grad_clipping.clip(params)
+        self._torch.step()
+        for p in params:
+            p.grad = None
+        return model
+
+    def state_dict(self) -> dict[str, Any]:
+        return self._torch.state_dict() if self._torch is not None else {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        if self._torch is None:
+            raise RuntimeError("Optimizer.load_state_dict: run one step (or build) first so parameters are bound")
+        self._torch.load_state_dict(state)
+
+
+def as_optimizer(optim: Optimizer | OptimizerConfig | TorchOptimizerFactory) -> Optimizer:
+    if isinstance(optim, Optimizer):
+        return optim
+    if isinstance(optim, OptimizerConfig):
+        return optim.init()
+    if callable(optim):
+        return Optimizer(optim)
+    raise TypeError(
+        "optimizer must be a burnlike optimizer (AdamConfig().init()), an optimizer config, or a "
+        f"callable(params, lr=...) returning a torch.optim.Optimizer; got {type(optim).__name__}"
+    )

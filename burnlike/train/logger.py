@@ -1,0 +1,111 @@
+"""Burn's artifact layout: `experiment.log` and `{train,valid}/epoch-N/<Metric>.log`.
+
+Metric logs hold one `value,count` line per iteration, values printed like Rust's f64 `Display`,
+so Burn's own tools (and `read_metric_log`) read them back.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from decimal import Decimal
+from pathlib import Path
+
+LOG_FORMAT = "%(asctime)s.%(msecs)03dZ  %(levelname)s %(name)s: %(message)s"
+
+
+def rust_f64(x: float) -> str:
+    """Format like Rust's `{}` for f64: shortest round-trip digits, never an exponent."""
+    if math.isnan(x):
+        return "NaN"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    text = repr(float(x))
+    if "e" in text or "E" in text:
+        text = format(Decimal(text), "f")
+    if text.endswith(".0"):
+        text = text[:-2]
+    return text
+
+
+def metric_file_name(name: str) -> str:
+    return name.replace(" ", "_") + ".log"
+
+
+def metric_log_path(artifact_dir: str | Path, split: str, epoch: int, name: str) -> Path:
+    return Path(artifact_dir) / split / f"epoch-{epoch}" / metric_file_name(name)
+
+
+class FileMetricLogger:
+    """Writes each epoch's per-iteration values of each metric (Burn's `FileMetricLogger`)."""
+
+    def __init__(self, artifact_dir: str | Path) -> None:
+        self.artifact_dir = Path(artifact_dir)
+
+    def log_epoch(self, split: str, epoch: int, name: str, history: list[tuple[float, float]]) -> Path:
+        path = metric_log_path(self.artifact_dir, split, epoch, name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        lines = [f"{rust_f64(v)},{rust_f64(c)}\n" for v, c in history]
+        path.write_text("".join(lines))
+        return path
+
+
+def read_metric_log(path: str | Path) -> float | None:
+    """Epoch value of one log: its `value,final` line if present, else Σ(v·count)/Σcount."""
+    total = weight = 0.0
+    try:
+        text = Path(path).read_text()
+    except FileNotFoundError:
+        return None
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        value, _, count = line.partition(",")
+        try:
+            if count.strip() == "final":
+                return float(value)
+            v, c = float(value), float(count)
+        except ValueError:
+            raise ValueError(f"{path}:{lineno}: expected 'value,count', got {line!r}") from None
+        total += v * c
+        weight += c
+    return total / weight if weight else None
+
+
+def read_epochs(artifact_dir: str | Path, split: str, name: str) -> dict[int, float]:
+    """Every logged epoch's value of metric `name` in `split`, keyed by epoch number."""
+    out: dict[int, float] = {}
+    root = Path(artifact_dir) / split
+    if not root.is_dir():
+        return out
+    for folder in root.glob("epoch-*"):
+        try:
+            epoch = int(folder.name.split("-", 1)[1])
+        except ValueError:
+            continue
+        value = read_metric_log(folder / metric_file_name(name))
+        if value is not None:
+            out[epoch] = value
+    return dict(sorted(out.items()))
+
+
+def install_experiment_log(artifact_dir: str | Path) -> logging.Handler:
+    """Route burnlike's and Lightning's log records to `experiment.log` (Burn's app logger)."""
+    path = Path(artifact_dir) / "experiment.log"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(path)
+    handler.setLevel(logging.INFO)
+    formatter = logging.Formatter(LOG_FORMAT, datefmt="%Y-%m-%dT%H:%M:%S")
+    handler.setFormatter(formatter)
+    for name in ("burnlike", "lightning.pytorch", "lightning.fabric"):
+        lg = logging.getLogger(name)
+        lg.addHandler(handler)
+        if lg.level == logging.NOTSET or lg.level > logging.INFO:
+            lg.setLevel(logging.INFO)
+    return handler
+
+
+def remove_experiment_log(handler: logging.Handler) -> None:
+    for name in ("burnlike", "lightning.pytorch", "lightning.fabric"):
+        logging.getLogger(name).removeHandler(handler)
+    handler.close()

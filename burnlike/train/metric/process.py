@@ -1,0 +1,80 @@
+"""Metrics that need nothing from the output (Burn's `Input = ()`): learning rate, speed, CPU."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from burnlike.train.metric.base import Metric, MetricContext, Number
+from burnlike.train.output import NONE
+
+
+class LearningRateMetric(Metric):
+    name = "Learning Rate"
+    input = NONE
+
+    def batch_value(self, item: Any, ctx: MetricContext) -> tuple[Number, Number]:
+        return (ctx.lr if ctx.lr is not None else float("nan")), 1
+
+
+class IterationSpeedMetric(Metric):
+    """`Iteration Speed` in iter/sec since the first update of the epoch."""
+
+    name = "Iteration Speed"
+    input = NONE
+    unit = "iter/sec"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._start: float | None = None
+        self._iters = 0
+
+    def batch_value(self, item: Any, ctx: MetricContext) -> tuple[Number, Number]:
+        now = time.perf_counter()
+        if self._start is None:
+            self._start = now
+        self._iters += 1
+        elapsed = now - self._start
+        return (self._iters / elapsed if elapsed > 0 else 0.0), 1
+
+    def reset(self) -> None:
+        super().reset()
+        self._start, self._iters = None, 0
+
+    def finish_epoch(self) -> tuple[float, list[tuple[float, float]]]:
+        out = super().finish_epoch()
+        self._start, self._iters = None, 0
+        return out
+
+
+class CpuUse(Metric):
+    """`CPU Usage` in % of all cores since the previous step (needs psutil)."""
+
+    name = "CPU Usage"
+    unit = "%"
+
+    def __init__(self) -> None:
+        super().__init__()
+        import psutil  # optional dependency: fail at construction, not mid-epoch
+
+        self._psutil = psutil
+        psutil.cpu_percent(None)
+
+    def batch_value(self, item: Any, ctx: MetricContext) -> tuple[Number, Number]:
+        return float(self._psutil.cpu_percent(None)), 1
+
+
+class CpuMemory(Metric):
+    """`CPU Memory` used, in GB (needs psutil)."""
+
+    name = "CPU Memory"
+    unit = "GB"
+
+    def __init__(self) -> None:
+        super().__init__()
+        import psutil
+
+        self._psutil = psutil
+
+    def batch_value(self, item: Any, ctx: MetricContext) -> tuple[Number, Number]:
+        return self._psutil.virtual_memory().used / 1e9, 1

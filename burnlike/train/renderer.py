@@ -1,0 +1,28 @@
+"""Progress display: Lightning's tqdm bar showing Burn's running metric means.
+
+The running means cost one host sync per refresh, so the bar refreshes every `refresh_rate`
+steps rather than every step.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import lightning as L
+from lightning.pytorch.callbacks import TQDMProgressBar
+
+
+class BurnProgressBar(TQDMProgressBar):
+    def __init__(self, refresh_rate: int = 20) -> None:
+        super().__init__(refresh_rate=refresh_rate)
+
+    def get_metrics(self, trainer: L.Trainer, pl_module: L.LightningModule) -> dict[str, Any]:
+        items = super().get_metrics(trainer, pl_module)
+        items.pop("v_num", None)
+        metrics = pl_module.valid_metrics if trainer.validating or trainer.sanity_checking else None
+        if metrics is None:
+            metrics = getattr(pl_module, "train_metrics", [])
+        for m in metrics or []:
+            if m.numeric and m.mean.update_called:
+                items[m.name] = f"{m.running():.4g}{m.unit}"
+        return items

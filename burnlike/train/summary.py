@@ -1,0 +1,74 @@
+"""`LearnerSummary`: Burn's end-of-training table, rebuilt from the metric log files."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from burnlike.train.logger import read_epochs
+
+
+@dataclass
+class MetricSummary:
+    split: str
+    name: str
+    min_value: float
+    min_epoch: int
+    max_value: float
+    max_epoch: int
+    epochs: dict[int, float] = field(default_factory=dict)
+
+
+@dataclass
+class LearnerSummary:
+    total_epochs: int
+    metrics: list[MetricSummary]
+    model: str | None = None
+
+    @classmethod
+    def from_dir(
+        cls, artifact_dir: str | Path, train_names: list[str], valid_names: list[str], model: str | None = None
+    ) -> LearnerSummary:
+        rows: list[MetricSummary] = []
+        epochs_seen = 0
+        for split, names in (("train", train_names), ("valid", valid_names)):
+            for name in sorted(set(names)):
+                values = read_epochs(artifact_dir, split, name)
+                if not values:
+                    continue
+                epochs_seen = max(epochs_seen, max(values))
+                lo = min(values, key=lambda e: (values[e], e))
+                hi = max(values, key=lambda e: (values[e], -e))
+                rows.append(MetricSummary(split, name, values[lo], lo, values[hi], hi, values))
+        return cls(epochs_seen, rows, model)
+
+    def get(self, split: str, name: str) -> MetricSummary | None:
+        return next((m for m in self.metrics if m.split == split and m.name == name), None)
+
+    def __str__(self) -> str:
+        headers = ["Split", "Metric", "Min.", "Epoch", "Max.", "Epoch"]
+        body = [
+            [m.split.capitalize(), m.name, _fmt(m.min_value), str(m.min_epoch), _fmt(m.max_value), str(m.max_epoch)]
+            for m in self.metrics
+        ]
+        widths = [max(len(h), *(len(r[i]) for r in body)) if body else len(h) for i, h in enumerate(headers)]
+        widths = [max(w, 8) for w in widths]
+
+        def row(cells: list[str]) -> str:
+            return "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |"
+
+        lines = ["======================== Learner Summary ========================"]
+        if self.model:
+            lines.append(f"Model:\n{self.model}")
+        lines += [f"Total Epochs: {self.total_epochs}", "", "", row(headers)]
+        lines.append("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+        lines += [row(r) for r in body]
+        return "\n".join(lines)
+
+
+def _fmt(x: float) -> str:
+    """Burn's `{:<9.3}` / `{:<9.3e}` below 1e-2 (Rust style exponent: `7.100e-3`)."""
+    if x != 0 and abs(x) < 1e-2:
+        mantissa, exp = f"{x:.3e}".split("e")
+        return f"{mantissa}e{int(exp)}"
+    return f"{x:.3f}"
