@@ -51,8 +51,8 @@ class LearnerSummary:
             [m.split.capitalize(), m.name, _fmt(m.min_value), str(m.min_epoch), _fmt(m.max_value), str(m.max_epoch)]
             for m in self.metrics
         ]
-        widths = [max(len(h), *(len(r[i]) for r in body)) if body else len(h) for i, h in enumerate(headers)]
-        widths = [max(w, 8) for w in widths]
+        # Burn's layout: Split as is, Metric as wide as the longest name, numbers in 8-wide cells.
+        widths = [5, max([6, *(len(m.name) for m in self.metrics)]), 8, 8, 8, 8]
 
         def row(cells: list[str]) -> str:
             return "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |"
