@@ -28,6 +28,9 @@ log = logging.getLogger("burnlike.train")
 EpochListener = Callable[[str, int, dict[str, tuple[float, list[tuple[float, float]]]]], None]
 
 
+_PLAIN_ATTRS = frozenset({"_current_fx_name"})
+
+
 class MetricInputError(TypeError):
     """A registered metric needs an input the model's output item cannot provide."""
 
@@ -76,6 +79,14 @@ class StepModule(L.LightningModule):
         self._needs_lr = any(m.input == NONE for m in self.train_metrics)
         self._ctx = MetricContext()
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        # Lightning sets `_current_fx_name` around every hook call (dozens per step); skip
+        # nn.Module's parameter/buffer/submodule bookkeeping for these plain attributes.
+        if name in _PLAIN_ATTRS:
+            object.__setattr__(self, name, value)
+        else:
+            super().__setattr__(name, value)
+
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         return self.model(*args, **kwargs)
 
@@ -98,8 +109,8 @@ class StepModule(L.LightningModule):
             self._checked.add("train")
         if self.train_metrics:
             ctx = self._ctx
-            ctx.iteration = self.global_step
             if self._needs_lr:
+                ctx.iteration = self.global_step
                 ctx.lr = self.trainer.optimizers[0].param_groups[0]["lr"]
             for m in self.train_metrics:
                 m.update(out.item, ctx)

@@ -23,6 +23,6 @@ class BurnProgressBar(TQDMProgressBar):
         if metrics is None:
             metrics = getattr(pl_module, "train_metrics", [])
         for m in metrics or []:
-            if m.numeric and m.mean.update_called:
+            if m.numeric and m.updated:
                 items[m.name] = f"{m.running():.4g}{m.unit}"
         return items

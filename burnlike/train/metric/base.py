@@ -29,7 +29,7 @@ class MetricContext:
 
 
 class WeightedMean(torchmetrics.Metric):
-    """Running mean weighted by count; the sums reduce across processes."""
+    """Count-weighted mean kept as two sums (Σ value·count, Σ count) that reduce across processes."""
 
     full_state_update = False
     total: Tensor
@@ -40,16 +40,22 @@ class WeightedMean(torchmetrics.Metric):
         self.add_state("total", torch.tensor(0.0, dtype=torch.float64), dist_reduce_fx="sum")
         self.add_state("weight", torch.tensor(0.0, dtype=torch.float64), dist_reduce_fx="sum")
 
-    def update(self, value: Number, count: Number) -> None:  # type: ignore[override]
-        self.total += value * count
-        self.weight += count
+    def update(self, total: Number, weight: Number) -> None:  # type: ignore[override]
+        self.total += total
+        self.weight += weight
 
     def compute(self) -> Tensor:
-        return self.total / self.weight.clamp_min(1e-300)
+        if self.weight <= 0:
+            return torch.tensor(float("nan"), dtype=torch.float64)
+        return self.total / self.weight
 
 
 class Metric(nn.Module):
-    """Base class: set `name`, `input` (an output kind) and implement `batch_value`."""
+    """Base class: set `name`, `input` (an output kind) and implement `batch_value`.
+
+    A step only computes the batch value and appends it (a few tensor ops, no sync); the epoch
+    aggregate is folded into the `WeightedMean` state at epoch end (one transfer, one collective).
+    """
 
     name: str = "Metric"
     input: str = NONE
@@ -60,32 +66,39 @@ class Metric(nn.Module):
         super().__init__()
         self.mean = WeightedMean()
         self._history: list[tuple[Number, Number]] = []
+        self._running = (0.0, 0.0, 0)  # (Σ v·c, Σ c, entries folded) for the progress display
 
     def batch_value(self, item: Any, ctx: MetricContext) -> tuple[Number, Number]:
         raise NotImplementedError
 
     def update(self, item: Any, ctx: MetricContext) -> None:
-        value, count = self.batch_value(item, ctx)
-        if isinstance(value, Tensor):
-            value = value.detach()
-        self.mean.update(value, count)
-        self._history.append((value, count))
+        self._history.append(self.batch_value(item, ctx))
+
+    @property
+    def updated(self) -> bool:
+        return bool(self._history)
 
     def running(self) -> float:
-        """Current epoch mean (one host sync; for progress display only)."""
-        return float(self.mean.total / max(float(self.mean.weight), 1e-300))
+        """Current epoch mean; folds only the steps since the last call (one small host sync)."""
+        total, weight, done = self._running
+        new = _to_host(self._history[done:])
+        total += sum(v * c for v, c in new)
+        weight += sum(c for _, c in new)
+        self._running = (total, weight, len(self._history))
+        return total / weight if weight else float("nan")
 
     def finish_epoch(self) -> tuple[float, list[tuple[float, float]]]:
         """Epoch value (synced across ranks) and this rank's per-step `(value, count)` pairs."""
         history = _to_host(self._history)
-        value = float(self.mean.compute()) if self.mean.update_called else float("nan")
-        self.mean.reset()
-        self._history = []
+        self.mean.update(sum(v * c for v, c in history), sum(c for _, c in history))
+        value = float(self.mean.compute())
+        self.reset()
         return value, history
 
     def reset(self) -> None:
         self.mean.reset()
         self._history = []
+        self._running = (0.0, 0.0, 0)
 
     def clone(self) -> Metric:
         """A fresh instance with the same settings (one per split, as Burn registers them)."""

@@ -1,0 +1,32 @@
+# Two entry points for a fresh machine: `make train` (the guide model on MNIST) and `make test`.
+VENV  ?= .venv
+PY    := $(VENV)/bin/python
+# Torch comes first so a machine's local wheel (or a CUDA/CPU index of your choice) is used.
+TORCH ?= torch torchvision
+DATA  ?= $(if $(wildcard ../shared/data/MNIST),$(abspath ../shared/data),$(abspath data))
+
+.PHONY: install train test lint bench
+
+$(VENV)/.installed: pyproject.toml
+	python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet $(TORCH)
+	$(PY) -m pip install --quiet -e ".[test,plot]"
+	touch $@
+
+install: $(VENV)/.installed
+
+train: install
+	BURNLIKE_DATA=$(DATA) $(PY) train.py model=mnist trainer.devices=1
+
+test: install
+	BURNLIKE_DATA=$(DATA) $(PY) -m pytest -q
+
+lint: install
+	$(VENV)/bin/ruff check burnlike tests benchmarks train.py examples
+
+bench: install
+	BURNLIKE_DATA=$(DATA) $(PY) benchmarks/train_overhead.py
+	BURNLIKE_DATA=$(DATA) $(PY) benchmarks/data_pipeline.py
+	$(PY) benchmarks/records.py
+	$(PY) benchmarks/startup.py
