@@ -121,7 +121,10 @@ class ComposedCheckpointingStrategy:
         save = False
         candidates: set[int] = set()
         for i, strategy in enumerate(self.strategies):
-            for action in strategy.checkpointing(epoch, store):
+            actions = strategy.checkpointing(epoch, store)
+            if not actions:  # this strategy doesn't want the current epoch: count it as deleted
+                self.deleted[i].add(epoch)
+            for action in actions:
                 if isinstance(action, Save):
                     save = True
                 else:
