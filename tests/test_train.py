@@ -150,3 +150,34 @@ def test_accuracy_pad_token_and_topk():
                                           (float("nan"), "NaN"), (1e20, "100000000000000000000")])
 def test_rust_float_display(x, text):
     assert rust_f64(x) == text
+
+
+def test_confusion_metrics_and_hamming_match_definitions():
+    from burnlike.train import ClassificationOutput, MultiLabelClassificationOutput
+    from burnlike.train.metric import (
+        ClassReduction,
+        FBetaScoreMetric,
+        HammingScore,
+        MetricContext,
+        PrecisionMetric,
+        RecallMetric,
+    )
+
+    logits = torch.tensor([[3.0, 0.0], [0.0, 3.0], [0.0, 3.0], [3.0, 0.0]])
+    targets = torch.tensor([0, 1, 0, 1])  # predictions 0,1,1,0
+    item = ClassificationOutput(torch.tensor(0.0), logits, targets)
+    for metric, expected in ((PrecisionMetric.multiclass(1, ClassReduction.MACRO), 50.0),
+                             (RecallMetric.multiclass(1, ClassReduction.MICRO), 50.0),
+                             (FBetaScoreMetric.multiclass(1.0), 50.0)):
+        metric.update(item, MetricContext())
+        assert metric.finish_epoch()[0] == pytest.approx(expected)
+    assert PrecisionMetric.multiclass(2, ClassReduction.MICRO).name == "Precision @ TopK(2) [Micro]"
+    multi = MultiLabelClassificationOutput(torch.tensor(0.0), torch.tensor([[0.9, 0.2], [0.7, 0.6]]),
+                                           torch.tensor([[1, 0], [0, 1]]))
+    ham = HammingScore()
+    ham.update(multi, MetricContext())
+    assert ham.name == "Hamming Score @ Threshold(0.5)" and ham.finish_epoch()[0] == pytest.approx(75.0)
+    with pytest.raises(MetricInputError, match="hamming"):
+        from burnlike.train.module import check_metrics
+
+        check_metrics(ClassificationOutput, [HammingScore()], "valid")

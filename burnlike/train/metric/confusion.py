@@ -1,0 +1,150 @@
+"""Confusion-stats metrics (precision, recall, F-beta, AUROC) and the Hamming score.
+
+Burn's names and constructors (`PrecisionMetric.multiclass(top_k, ClassReduction.MACRO)` …) over
+`torchmetrics.functional`; values are in %, like Burn's accuracy.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any
+
+import torch
+import torchmetrics.functional.classification as tmf
+
+from burnlike.train.metric.base import Metric, MetricContext, Number
+from burnlike.train.output import CONFUSION, HAMMING
+
+
+class ClassReduction(str, Enum):
+    MICRO = "micro"
+    MACRO = "macro"
+
+
+class _ConfusionMetric(Metric):
+    input = CONFUSION
+    unit = "%"
+    base_name = ""
+
+    def __init__(self, task: str, threshold: float = 0.5, top_k: int = 1,
+                 reduction: ClassReduction = ClassReduction.MACRO, beta: float | None = None) -> None:
+        super().__init__()
+        if task not in ("binary", "multiclass", "multilabel"):
+            raise ValueError(f"task must be binary, multiclass or multilabel, got {task!r}")
+        self.task, self.threshold, self.top_k = task, threshold, top_k
+        self.reduction, self.beta = ClassReduction(reduction), beta
+        label = self.base_name if beta is None else f"{self.base_name} ({beta})"
+        red = self.reduction.value.capitalize()
+        self.name = {
+            "binary": f"{label} @ Threshold({threshold})",
+            "multiclass": f"{label} @ TopK({top_k}) [{red}]",
+            "multilabel": f"{label} @ Threshold({threshold}) [{red}]",
+        }[task]
+
+    @classmethod
+    def binary(cls, threshold: float = 0.5) -> Any:
+        return cls("binary", threshold=threshold)
+
+    @classmethod
+    def multiclass(cls, top_k: int = 1, reduction: ClassReduction = ClassReduction.MACRO) -> Any:
+        return cls("multiclass", top_k=top_k, reduction=reduction)
+
+    @classmethod
+    def multilabel(cls, threshold: float = 0.5, reduction: ClassReduction = ClassReduction.MACRO) -> Any:
+        return cls("multilabel", threshold=threshold, reduction=reduction)
+
+    def compute(self, preds: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def batch_value(self, item: Any, ctx: MetricContext) -> tuple[Number, Number]:
+        preds, target = item.output, item.targets
+        if self.task == "binary":
+            preds, target = preds.reshape(-1), target.reshape(-1)
+        return self.compute(preds, target.long()) * 100.0, target.shape[0]
+
+    def _kwargs(self, preds: torch.Tensor) -> dict[str, Any]:
+        kw: dict[str, Any] = {"validate_args": False}
+        if self.task == "binary":
+            kw["threshold"] = self.threshold
+        elif self.task == "multiclass":
+            kw.update(num_classes=preds.shape[-1], top_k=self.top_k, average=self.reduction.value)
+        else:
+            kw.update(num_labels=preds.shape[-1], threshold=self.threshold, average=self.reduction.value)
+        return kw
+
+
+class PrecisionMetric(_ConfusionMetric):
+    base_name = "Precision"
+
+    def compute(self, preds: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        fn = {"binary": tmf.binary_precision, "multiclass": tmf.multiclass_precision,
+              "multilabel": tmf.multilabel_precision}[self.task]
+        return fn(preds, target, **self._kwargs(preds))
+
+
+class RecallMetric(_ConfusionMetric):
+    base_name = "Recall"
+
+    def compute(self, preds: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        fn = {"binary": tmf.binary_recall, "multiclass": tmf.multiclass_recall,
+              "multilabel": tmf.multilabel_recall}[self.task]
+        return fn(preds, target, **self._kwargs(preds))
+
+
+class FBetaScoreMetric(_ConfusionMetric):
+    base_name = "FBetaScore"
+
+    @classmethod
+    def binary(cls, beta: float = 1.0, threshold: float = 0.5) -> FBetaScoreMetric:  # type: ignore[override]
+        return cls("binary", threshold=threshold, beta=beta)
+
+    @classmethod
+    def multiclass(cls, beta: float = 1.0, top_k: int = 1,  # type: ignore[override]
+                   reduction: ClassReduction = ClassReduction.MACRO) -> FBetaScoreMetric:
+        return cls("multiclass", top_k=top_k, reduction=reduction, beta=beta)
+
+    @classmethod
+    def multilabel(cls, beta: float = 1.0, threshold: float = 0.5,  # type: ignore[override]
+                   reduction: ClassReduction = ClassReduction.MACRO) -> FBetaScoreMetric:
+        return cls("multilabel", threshold=threshold, reduction=reduction, beta=beta)
+
+    def compute(self, preds: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        fn = {"binary": tmf.binary_fbeta_score, "multiclass": tmf.multiclass_fbeta_score,
+              "multilabel": tmf.multilabel_fbeta_score}[self.task]
+        return fn(preds, target, beta=self.beta or 1.0, **self._kwargs(preds))
+
+
+class AurocMetric(Metric):
+    """`AUROC` (binary), in %: scores are the output's last column (or the output itself if 1-D)."""
+
+    name = "AUROC"
+    input = CONFUSION
+    unit = "%"
+
+    def batch_value(self, item: Any, ctx: MetricContext) -> tuple[Number, Number]:
+        scores = item.output[..., -1] if item.output.dim() > 1 else item.output
+        target = item.targets.reshape(scores.shape[0], -1)[:, -1] if item.targets.dim() > 1 else item.targets
+        return tmf.binary_auroc(scores, target.long(), validate_args=False) * 100.0, scores.shape[0]
+
+
+class HammingScore(Metric):
+    """`Hamming Score @ Threshold(t)`: share of labels predicted right, in %."""
+
+    input = HAMMING
+    unit = "%"
+
+    def __init__(self, threshold: float = 0.5, sigmoid: bool = False) -> None:
+        super().__init__()
+        self.threshold, self.sigmoid = threshold, sigmoid
+        self.name = f"Hamming Score @ Threshold({threshold})"
+
+    def with_threshold(self, threshold: float) -> HammingScore:
+        return HammingScore(threshold, self.sigmoid)
+
+    def with_sigmoid(self, sigmoid: bool) -> HammingScore:
+        return HammingScore(self.threshold, sigmoid)
+
+    def batch_value(self, item: Any, ctx: MetricContext) -> tuple[Number, Number]:
+        scores = item.output.sigmoid() if self.sigmoid else item.output
+        hits = (scores > self.threshold) == item.targets.bool()
+        return hits.float().mean() * 100.0, item.targets.shape[0]
