@@ -1,0 +1,29 @@
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from burnlike.train.logger import read_metric_log
+
+HERE = Path(__file__).parent
+
+
+@pytest.mark.timeout(300)
+def test_two_process_cpu_ddp_syncs_metrics_and_rank0_writes_logs(tmp_path):
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    proc = subprocess.run([sys.executable, str(HERE / "ddp_learner.py"), str(tmp_path)],
+                          capture_output=True, text=True, timeout=280, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
+    # metric values are reduced across ranks: both processes log the same epoch value
+    assert ranks[0]["valid/Accuracy"] == pytest.approx(ranks[1]["valid/Accuracy"])
+    assert ranks[0]["valid/Loss"] == pytest.approx(ranks[1]["valid/Loss"])
+    # the log file holds rank 0's steps only (half the valid set: 2 batches of 32)
+    lines = (tmp_path / "valid" / "epoch-2" / "Accuracy.log").read_text().splitlines()
+    assert len(lines) == 2
+    # rank 0's own mean differs from the synced value (the other half of the data counts too)
+    local_loss = read_metric_log(tmp_path / "valid" / "epoch-2" / "Loss.log")
+    assert local_loss is not None and local_loss != pytest.approx(ranks[0]["valid/Loss"], rel=1e-6)
