@@ -1,0 +1,132 @@
+"""`RecorderCheckpointIO`: Lightning's CheckpointIO plugin writing checkpoints as Burn records.
+
+The whole checkpoint dict is the record item. Model weights (`state_dict` floats) take the
+recorder's precision; optimizer state, counters, int tensors, scalars, and the ddp_spawn weight
+transport (`.temp.ckpt`) keep their own dtype. Loading never unpickles anything.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from pathlib import Path
+from typing import Any
+
+import torch
+from lightning.fabric.plugins.io.checkpoint_io import CheckpointIO
+from torch import nn
+
+from burnlike.record.codec import decode_value, encode_value, storage_dtype
+from burnlike.record.error import RecordError
+from burnlike.record.recorder import Recorder
+
+SPAWN_TRANSPORT = ".temp.ckpt"
+
+
+class RecorderCheckpointIO(CheckpointIO):
+    """`Trainer(plugins=[RecorderCheckpointIO(CompactRecorder())])`."""
+
+    def __init__(self, recorder: Recorder | None = None) -> None:
+        if recorder is None:
+            from burnlike.record.recorder import CompactRecorder
+
+            recorder = CompactRecorder()
+        self.recorder = recorder
+
+    def save_checkpoint(self, checkpoint: dict[str, Any], path: str | os.PathLike[str],
+                        storage_options: Any | None = None) -> None:
+        if storage_options is not None:
+            raise TypeError("RecorderCheckpointIO.save_checkpoint: storage_options is not supported")
+        target = Path(path)
+        item = encode_checkpoint(checkpoint, self.recorder, full=target.name.endswith(SPAWN_TRANSPORT))
+        self.recorder.record(item, target, exact_path=True)
+
+    def load_checkpoint(self, path: str | os.PathLike[str], map_location: Any | None = None,
+                        weights_only: bool | None = None) -> dict[str, Any]:
+        target = Path(path)
+        if not target.exists():
+            raise FileNotFoundError(f"checkpoint file not found: {target}")
+        return load_checkpoint(target, self.recorder, map_location)
+
+    def remove_checkpoint(self, path: str | os.PathLike[str]) -> None:
+        Path(path).unlink(missing_ok=True)
+
+
+def encode_checkpoint(checkpoint: dict[str, Any], recorder: Recorder, full: bool = False) -> Any:
+    settings = None if full else recorder.settings
+
+    def tensor_dtype(key: str, t: torch.Tensor) -> torch.dtype:
+        # Only model weights are stored at the recorder's precision.
+        if settings is not None and key.startswith("state_dict.") and t.is_floating_point():
+            return storage_dtype(t, settings)
+        return t.dtype
+
+    def unstorable(key: str, kind: str) -> None:
+        warnings.warn(f"checkpoint key '{key}' holds a {kind}, which can't be stored without pickle; "
+                      "it is saved as a marker and reads back as burnlike.record.codec.Unstorable", stacklevel=4)
+
+    return encode_value(checkpoint, tensor_dtype, "", unstorable)
+
+
+def load_checkpoint(path: str | os.PathLike[str], recorder: Recorder | None = None,
+                    map_location: Any | None = None) -> dict[str, Any]:
+    """Read a checkpoint written by `RecorderCheckpointIO` (any recorder format, found by extension)."""
+    target = Path(path)
+    recorder = recorder or recorder_for(target)
+    _, item = recorder.load(target)
+    value = decode_value(item, target)
+    if not isinstance(value, dict) or "state_dict" not in value:
+        raise RecordError("not a training checkpoint (no 'state_dict')", target)
+    if map_location is not None:
+        from lightning.fabric.utilities.apply_func import move_data_to_device
+
+        if isinstance(map_location, (str, torch.device)):
+            value = move_data_to_device(value, torch.device(map_location))
+    return value
+
+
+def recorder_for(path: Path) -> Recorder:
+    from burnlike.record import recorder as rec
+
+    name = path.name
+    table: list[tuple[str, type[Recorder]]] = [
+        ("mpk.gz", rec.NamedMpkGzFileRecorder), ("json.gz", rec.JsonGzFileRecorder),
+        ("json", rec.PrettyJsonFileRecorder), ("mpk", rec.NamedMpkFileRecorder),
+    ]
+    try:
+        from burnlike.record.bincode import BinFileRecorder, BinGzFileRecorder
+
+        table += [("bin.gz", BinGzFileRecorder), ("bin", BinFileRecorder)]
+    except ImportError:  # pragma: no cover
+        pass
+    for ext, cls in table:
+        if name.endswith("." + ext):
+            return cls()
+    return rec.NamedMpkFileRecorder()
+
+
+def weights_from_checkpoint(module: nn.Module, checkpoint: Any, path: Any = None) -> None:
+    """Load a model's weights out of a raw checkpoint record item (StepModule keys are `model.*`)."""
+    state = decode_value(checkpoint.get("state_dict"), path, "state_dict")
+    if not isinstance(state, dict):
+        raise RecordError("checkpoint 'state_dict' is not a map", path, "state_dict")
+    own = module.state_dict()
+    prefixed = {k[len("model."):]: v for k, v in state.items() if isinstance(k, str) and k.startswith("model.")}
+    weights = prefixed if prefixed and not any(k in own for k in state) else dict(state)
+    missing = [k for k in own if k not in weights]
+    if missing:
+        raise RecordError(f"checkpoint lacks {len(missing)} model entries, e.g. '{missing[0]}'", path, "state_dict")
+    for key, tensor in weights.items():
+        if key in own and tuple(tensor.shape) != tuple(own[key].shape):
+            raise RecordError(f"shape {list(tensor.shape)} in the checkpoint, model has {list(own[key].shape)}",
+                              path, f"state_dict.{key}")
+    module.load_state_dict({k: v for k, v in weights.items() if k in own}, strict=True)
+
+
+def load_lightning_module(module_cls: Any, path: str | os.PathLike[str], strict: bool = True,
+                          **kwargs: Any) -> Any:
+    """`LightningModule.load_from_checkpoint` for recorder checkpoints (Lightning's own bypasses plugins)."""
+    from lightning.pytorch.core.saving import _load_state
+
+    checkpoint = load_checkpoint(path)
+    return _load_state(module_cls, checkpoint, strict=strict, **kwargs)

@@ -1,0 +1,19 @@
+"""`RecordError`: the one exception every malformed or unreadable record raises."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class RecordError(ValueError):
+    """A record file can't be read or written as asked. Names the file and the key path."""
+
+    def __init__(self, message: str, path: str | Path | None = None, key: str | None = None) -> None:
+        self.path = str(path) if path is not None else None
+        self.key = key
+        where = ""
+        if self.path:
+            where += f"{self.path}: "
+        if key:
+            where += f"at '{key}': "
+        super().__init__(where + message)
