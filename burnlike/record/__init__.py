@@ -1,5 +1,6 @@
 """Burn's `burn::record`: precision settings, file recorders, and the Lightning checkpoint plugin."""
 
+from burnlike.record.bincode import BinFileRecorder, BinGzFileRecorder
 from burnlike.record.checkpoint_io import (
     RecorderCheckpointIO,
     load_checkpoint,
@@ -24,6 +25,8 @@ from burnlike.record.recorder import (
 )
 
 __all__ = [
+    "BinFileRecorder",
+    "BinGzFileRecorder",
     "CompactRecorder",
     "DefaultRecorder",
     "DoublePrecisionSettings",

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import os
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,6 +56,7 @@ class Field:
     module: nn.Module | None = None
     attr: str | None = None  # torch attribute holding the tensor
     transpose: bool = False
+    optional: bool = False  # an `Option<Param>` in Burn (Linear/Conv bias)
 
 
 def is_stateless(m: nn.Module) -> bool:
@@ -68,13 +68,13 @@ def fields(m: nn.Module, version: str = "0.21.0") -> list[Field]:
     v19 = version.startswith(("0.14", "0.15", "0.16", "0.17", "0.18", "0.19"))
     if isinstance(m, nn.Linear):
         return [Field("weight", "param", m, "weight", transpose=True),
-                Field("bias", "param" if m.bias is not None else "none", m, "bias")]
+                Field("bias", "param" if m.bias is not None else "none", m, "bias", optional=True)]
     if isinstance(m, nn.Embedding):
         return [Field("weight", "param", m, "weight")]
     if isinstance(m, CONVS):
         geometry = "nil2" if (v19 and isinstance(m, (nn.Conv2d, nn.ConvTranspose2d))) else "nil"
         out = [Field("weight", "param", m, "weight"),
-               Field("bias", "param" if m.bias is not None else "none", m, "bias"),
+               Field("bias", "param" if m.bias is not None else "none", m, "bias", optional=True),
                Field("stride", geometry), Field("kernel_size", geometry), Field("dilation", geometry),
                Field("groups", "nil"), Field("padding", "nil")]
         if isinstance(m, (nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d)):
@@ -184,25 +184,3 @@ def load_module_record(module: nn.Module, record: Any, path: Any = None, strict:
                 load(f.module, item[f.name], sub_key)  # type: ignore[arg-type]
 
     load(module, record, "")
-
-
-def walk(module: nn.Module, version: str) -> Iterator[tuple[str, Field]]:
-    """Every leaf field in declaration order, with its dotted key (for the bincode codec)."""
-
-    def visit(m: nn.Module, key: str) -> Iterator[tuple[str, Field]]:
-        if isinstance(m, (nn.ModuleList, nn.Sequential)):
-            yield key, Field(key, "list_len", m)
-            for i, child in enumerate(m):
-                if is_stateless(child):
-                    yield f"{key}.{i}", Field(str(i), "nil")
-                else:
-                    yield from visit(child, f"{key}.{i}" if key else str(i))
-            return
-        for f in fields(m, version):
-            sub = f"{key}.{f.name}" if key else f.name
-            if f.kind == "module":
-                yield from visit(f.module, sub)  # type: ignore[arg-type]
-            else:
-                yield sub, f
-
-    yield from visit(module, "")

@@ -1,0 +1,149 @@
+"""Interop with files Burn itself wrote, bincode round trips, and a fuzz test of every decoder."""
+
+import gzip
+import os
+import random
+from pathlib import Path
+
+import msgpack
+import pytest
+import torch
+from burn_mnist_model import BurnMnist
+from test_record import Net, randomised
+
+from burnlike.record import (
+    BinFileRecorder,
+    BinGzFileRecorder,
+    CompactRecorder,
+    DefaultRecorder,
+    DoublePrecisionSettings,
+    FullPrecisionSettings,
+    HalfPrecisionSettings,
+    JsonGzFileRecorder,
+    NamedMpkGzFileRecorder,
+    PrettyJsonFileRecorder,
+    RecorderCheckpointIO,
+    RecordError,
+)
+
+SHARED = Path(os.environ.get("BURNLIKE_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data")
+BURN = SHARED / "burn"
+FILES = {"0.19.0": BURN / "mnist-inference-web-v0.19.1.bin", "0.21.0": BURN / "mnist-inference-web-v0.21.0.bin"}
+needs_burn = pytest.mark.skipif(not BURN.is_dir() or not (SHARED / "MNIST").is_dir(),
+                                reason="Burn's record files / MNIST not present")
+
+
+@needs_burn
+@pytest.mark.parametrize("version", list(FILES))
+def test_burn_written_mnist_model_loads_classifies_and_writes_back_byte_identical(tmp_path, version):
+    from burnlike.data import MnistBatcher, MnistDataset
+
+    model = BurnMnist().load_file(FILES[version], BinFileRecorder()).eval()
+    test = MnistDataset.test(SHARED)
+    batch = MnistBatcher().batch(test.__getitems__(torch.arange(len(test))))
+    with torch.no_grad():
+        correct = (model(batch.images).argmax(-1) == batch.targets).sum().item()
+    assert correct == 9942  # Burn's own accuracy: 99.42 %
+    out = model.save_file(tmp_path / "model", BinFileRecorder(burn_version=version))
+    assert out.read_bytes() == FILES[version].read_bytes()
+
+
+@needs_burn
+def test_burn_file_into_the_wrong_model_is_a_clear_error():
+    with pytest.raises(RecordError, match="mnist-inference-web"):
+        Net().load_file(FILES["0.21.0"], BinFileRecorder())
+
+
+@pytest.mark.parametrize("recorder_cls", [BinFileRecorder, BinGzFileRecorder])
+@pytest.mark.parametrize("settings", [FullPrecisionSettings, HalfPrecisionSettings, DoublePrecisionSettings])
+@pytest.mark.parametrize("version", ["0.19.0", "0.21.0"])
+def test_bincode_round_trip(tmp_path, recorder_cls, settings, version):
+    src, dst = randomised(Net()), Net()
+    path = src.save_file(tmp_path / "m", recorder_cls(settings, burn_version=version))
+    dst.load_file(path, recorder_cls())
+    for (name, a), b in zip(src.state_dict().items(), dst.state_dict().values()):
+        if not name.endswith("num_batches_tracked"):
+            expected = a.half().float() if settings is HalfPrecisionSettings else a
+            assert torch.equal(expected, b), name
+
+
+def test_any_recorder_and_precision_loads_into_any_dtype(tmp_path):
+    src = randomised(Net())
+    path = src.save_file(tmp_path / "m", CompactRecorder())
+    dst = Net().double()
+    dst.load_file(path, CompactRecorder())
+    assert dst.embed.weight.dtype == torch.float64
+    assert torch.equal(dst.embed.weight, src.embed.weight.half().double())
+
+
+def test_module_load_file_accepts_a_training_checkpoint(tmp_path):
+    src = randomised(Net())
+    ckpt = {"state_dict": {f"model.{k}": v for k, v in src.state_dict().items()}, "pytorch-lightning_version": "2"}
+    RecorderCheckpointIO(DefaultRecorder()).save_checkpoint(ckpt, tmp_path / "model-3.mpk")
+    dst = Net().load_file(tmp_path / "model-3.mpk", DefaultRecorder())
+    assert all(torch.equal(a, b) for a, b in zip(src.state_dict().values(), dst.state_dict().values()))
+
+
+def valid_files(tmp_path: Path) -> list[tuple[Path, object]]:
+    net = randomised(Net())
+    out = []
+    for recorder in (DefaultRecorder(), CompactRecorder(), NamedMpkGzFileRecorder(), PrettyJsonFileRecorder(),
+                     JsonGzFileRecorder(), BinFileRecorder(), BinGzFileRecorder()):
+        out.append((net.save_file(tmp_path / f"m-{recorder.file_extension()}", recorder), recorder))
+    io = RecorderCheckpointIO(DefaultRecorder())
+    io.save_checkpoint({"state_dict": net.state_dict(), "pytorch-lightning_version": "2", "epoch": 1,
+                        "optimizer_states": [{"state": {0: {"step": torch.tensor(1.0)}}, "param_groups": []}]},
+                       tmp_path / "ckpt.mpk")
+    out.append((tmp_path / "ckpt.mpk", io))
+    return out
+
+
+def mutate(data: bytes, rng: random.Random) -> bytes:
+    b = bytearray(data)
+    choice = rng.random()
+    if choice < 0.35 and b:  # flip bytes
+        for _ in range(rng.randint(1, 8)):
+            b[rng.randrange(len(b))] = rng.randrange(256)
+    elif choice < 0.6:  # truncate
+        b = b[: rng.randrange(len(b) + 1)]
+    elif choice < 0.8 and b:  # insert junk
+        pos = rng.randrange(len(b))
+        b[pos:pos] = os.urandom(rng.randint(1, 16))
+    else:  # huge declared lengths: overwrite a few bytes with 0xff / msgpack length prefixes
+        for _ in range(rng.randint(1, 3)):
+            pos = rng.randrange(max(1, len(b) - 5))
+            b[pos : pos + 5] = rng.choice([b"\xdb\xff\xff\xff\xff", b"\xc6\xff\xff\xff\xff", b"\xfd\xff\xff\xff\xff"])
+    return bytes(b)
+
+
+FUZZ_CASES = int(os.environ.get("BURNLIKE_FUZZ_CASES", "2100"))
+
+
+@pytest.mark.timeout(240)
+def test_fuzz_only_record_errors(tmp_path):
+    rng = random.Random(1234)
+    files = valid_files(tmp_path)
+    raised = 0
+    for i in range(FUZZ_CASES):
+        path, reader = files[i % len(files)]
+        data = path.read_bytes()
+        if path.name.endswith(".gz") and rng.random() < 0.5:  # mutate inside the gzip layer too
+            data = gzip.compress(mutate(gzip.decompress(data), rng), mtime=0)
+        else:
+            data = mutate(data, rng)
+        target = tmp_path / f"fuzz-{path.name}"
+        target.write_bytes(data)
+        try:
+            if isinstance(reader, RecorderCheckpointIO):
+                reader.load_checkpoint(target)
+            else:
+                Net().load_file(target, reader)
+        except RecordError:
+            raised += 1
+        # anything else propagates and fails the test
+    assert raised > FUZZ_CASES // 2  # most mutations are detected, none crash
+
+
+def test_msgpack_file_never_uses_ext_or_pickle(tmp_path):
+    path = randomised(Net()).save_file(tmp_path / "m", CompactRecorder())
+    msgpack.unpackb(path.read_bytes(), raw=False, ext_hook=lambda code, data: pytest.fail("ext type used"))
