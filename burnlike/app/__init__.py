@@ -1,0 +1,9 @@
+"""The Hydra app's importable pieces: structured configs, building a run from a config, running it.
+
+`train.py` is a thin `@hydra.main` around `run(cfg)`; another repo can call the same `run` from its
+own Hydra entry point with its own conf dir (see docs/hydra.md).
+"""
+
+from burnlike.app.schema import register_configs
+
+__all__ = ["register_configs"]

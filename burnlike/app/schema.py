@@ -1,0 +1,90 @@
+"""Structured configs for the app, registered in Hydra's ConfigStore.
+
+The model and optimizer options *are* burnlike's `@config` classes (`ModelConfig`, `AdamConfig` …),
+so a typo or a wrong type in an override is rejected by Hydra with the key named, before training.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from omegaconf import MISSING
+
+from burnlike.config import config
+from burnlike.models.mlp import MlpConfig
+from burnlike.models.mnist import ModelConfig
+from burnlike.optim.optimizer import AdamConfig, AdamWConfig, SgdConfig
+
+
+@config
+class AdamOptimizer(AdamConfig):
+    lr: float = 1e-4  # Burn passes the learning rate to build(); the app keeps it with the optimizer
+
+
+@config
+class AdamWOptimizer(AdamWConfig):
+    lr: float = 1e-4
+
+
+@config
+class SgdOptimizer(SgdConfig):
+    lr: float = 1e-2
+
+
+@config
+class DataConfig:
+    root: str = "data"
+    batch_size: int = 64
+    num_workers: int = 0
+    shuffle_seed: int = 42
+
+
+@config
+class TrainerConfig:
+    """The `lightning.Trainer` arguments the app sets; `extra` passes anything else through."""
+
+    accelerator: str = "cpu"
+    devices: Any = 1
+    strategy: str = "auto"
+    precision: str = "32-true"
+    num_nodes: int = 1
+    fast_dev_run: bool = False
+    limit_train_batches: float | None = None
+    limit_val_batches: float | None = None
+    extra: dict[str, Any] = {}
+
+
+@config
+class LearnerConfig:
+    num_epochs: int = 10
+    recorder: str = "compact"  # compact | default | mpk_gz | json | json_gz | bin | bin_gz
+    metrics: list[str] = ["Accuracy", "Loss"]
+    checkpointing: bool = True
+    early_stopping_patience: int | None = None
+    checkpoint: int | None = None  # resume from checkpoint/model-N in the run dir
+    grads_accumulation: int = 1
+    summary: bool = True
+    progress_bar: bool = True
+
+
+@config
+class AppConfig:
+    model: Any = MISSING
+    data: DataConfig = DataConfig()
+    optimizer: Any = MISSING
+    trainer: TrainerConfig = TrainerConfig()
+    learner: LearnerConfig = LearnerConfig()
+    seed: int = 42
+    optimized_metric: str = "valid/Accuracy"
+
+
+def register_configs() -> None:
+    from hydra.core.config_store import ConfigStore
+
+    cs = ConfigStore.instance()
+    cs.store(name="app_schema", node=AppConfig)
+    cs.store(group="model", name="mnist_schema", node=ModelConfig)
+    cs.store(group="model", name="mlp_schema", node=MlpConfig)
+    cs.store(group="optimizer", name="adam_schema", node=AdamOptimizer)
+    cs.store(group="optimizer", name="adamw_schema", node=AdamWOptimizer)
+    cs.store(group="optimizer", name="sgd_schema", node=SgdOptimizer)

@@ -1,0 +1,1 @@
+"""burnlike's Hydra config groups, importable as `pkg://burnlike.conf` from any repo's search path."""

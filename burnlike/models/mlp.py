@@ -1,0 +1,51 @@
+"""A small MLP on MNIST: the second `model=` option, cheap enough for sweeps."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from burnlike.config import config
+from burnlike.data import MnistBatch
+from burnlike.module import Module
+from burnlike.train.output import ClassificationOutput
+from burnlike.train.step import TrainOutput, TrainStep, ValidStep, backward
+
+
+class Mlp(Module, TrainStep[MnistBatch, ClassificationOutput], ValidStep[MnistBatch, ClassificationOutput]):
+    def __init__(self, hidden_sizes: list[int], num_classes: int, dropout: float) -> None:
+        super().__init__()
+        sizes = [28 * 28, *hidden_sizes]
+        self.layers = nn.ModuleList([nn.Linear(a, b) for a, b in zip(sizes, sizes[1:])])
+        self.dropout = nn.Dropout(dropout)
+        self.activation = nn.ReLU()
+        self.output = nn.Linear(sizes[-1], num_classes)
+
+    def forward(self, images: Tensor) -> Tensor:
+        x = torch.flatten(images, 1)
+        for layer in self.layers:
+            x = self.dropout(self.activation(layer(x)))
+        return self.output(x)
+
+    def forward_classification(self, images: Tensor, targets: Tensor) -> ClassificationOutput:
+        output = self.forward(images)
+        return ClassificationOutput(nn.functional.cross_entropy(output, targets), output, targets)
+
+    def train_step(self, batch: MnistBatch) -> TrainOutput[ClassificationOutput]:
+        item = self.forward_classification(batch.images, batch.targets)
+        return TrainOutput(self, backward(item.loss), item)
+
+    def valid_step(self, batch: MnistBatch) -> ClassificationOutput:
+        return self.forward_classification(batch.images, batch.targets)
+
+
+@config
+class MlpConfig:
+    num_classes: int = 10
+    hidden_sizes: list[int] = [256, 128]
+    dropout: float = 0.1
+
+    def init(self, device: Any = None) -> Mlp:
+        return Mlp(list(self.hidden_sizes), self.num_classes, self.dropout).to(device or "cpu")
