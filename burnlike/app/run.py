@@ -144,7 +144,10 @@ def run(cfg: DictConfig, artifact_dir: str | Path | None = None) -> float:
         return float("nan")
     path = result.model.save_file(artifact / "model", recorder)
     log.info("saved the trained model to %s", path)
-    return best_value(artifact, str(cfg.optimized_metric), result)
+    value = best_value(artifact, str(cfg.optimized_metric), result)
+    # what the sweeper receives, also on disk for scripts that drive `-m` runs
+    (artifact / "result.json").write_text(json.dumps({"optimized_metric": str(cfg.optimized_metric), "value": value}))
+    return value
 
 
 def _devices(value: Any) -> Any:
