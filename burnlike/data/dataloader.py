@@ -1,16 +1,16 @@
 """Burn's `Batcher` and `DataLoaderBuilder`, over `torch.utils.data.DataLoader`.
 
-The loader samples index batches and, when the dataset has `__getitems__`, fetches each batch in one
-call, so the batcher gets whole stacked tensors instead of a list of per-sample objects.
+A plain DataLoader (so Lightning can swap in a DistributedSampler under DDP); when the dataset has
+`__getitems__`, each batch is fetched in one call, so the batcher gets whole stacked tensors
+instead of a list of per-sample objects.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 import torch
-from torch.utils.data import DataLoader, Dataset, Sampler
+from torch.utils.data import DataLoader, Dataset
 
 I = TypeVar("I", contravariant=True)  # noqa: E741
 O = TypeVar("O", covariant=True)  # noqa: E741
@@ -31,32 +31,6 @@ class _Collate(Generic[O]):
 
     def __call__(self, items: Any) -> O:
         return self.batcher.batch(items)
-
-
-class BatchIndices(Sampler[Any]):
-    """Index batches cut from one permutation per epoch: a tensor per batch, not 64 Python ints.
-
-    Datasets with `__getitems__` get the tensor itself (one fancy-index per batch); others get a list.
-    """
-
-    def __init__(self, size: int, batch_size: int, generator: torch.Generator | None, drop_last: bool,
-                 as_list: bool) -> None:
-        self.size, self.batch_size, self.generator = size, batch_size, generator
-        self.drop_last, self.as_list = drop_last, as_list
-
-    def __iter__(self) -> Iterator[Any]:
-        if self.generator is not None:
-            order = torch.randperm(self.size, generator=self.generator)
-        else:
-            order = torch.arange(self.size)
-        for chunk in order.split(self.batch_size):
-            if self.drop_last and len(chunk) < self.batch_size:
-                break
-            yield chunk.tolist() if self.as_list else chunk
-
-    def __len__(self) -> int:
-        full, rest = divmod(self.size, self.batch_size)
-        return full + (1 if rest and not self.drop_last else 0)
 
 
 class DataLoaderBuilder(Generic[O]):
@@ -107,11 +81,12 @@ class DataLoaderBuilder(Generic[O]):
         if self._seed is not None:
             generator = torch.Generator()
             generator.manual_seed(self._seed)
-        sampler = BatchIndices(len(dataset), self._batch_size, generator, self._drop_last,  # type: ignore[arg-type]
-                               as_list=not hasattr(dataset, "__getitems__"))
         return DataLoader(
             dataset,
-            batch_sampler=sampler,
+            batch_size=self._batch_size,
+            shuffle=self._seed is not None,
+            generator=generator,
+            drop_last=self._drop_last,
             num_workers=self._num_workers,
             collate_fn=_Collate(self._batcher),
             pin_memory=self._pin_memory,
