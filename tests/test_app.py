@@ -151,7 +151,9 @@ def test_ddp_inside_a_multirun(tmp_path, tiny):
     assert jobs == ["0", "1"]  # no re-launched sweep
     for job in jobs:
         assert (tmp_path / "sweep" / job / "result.json").exists()
-    assert "ddp_spawn" in proc.stderr + proc.stdout
+    assert "for this job only" in proc.stderr + proc.stdout
+    for job in jobs:  # each job's own DDP run: both ranks trained, rank 0 wrote one checkpoint set
+        assert len((tmp_path / "sweep" / job / "valid" / "epoch-1" / "Loss.log").read_text().splitlines()) == 1
 
 
 def test_another_repo_reuses_burnlike(tmp_path, tiny):

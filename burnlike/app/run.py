@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -67,12 +70,12 @@ def build_model(cfg: DictConfig, device: Any) -> Any:
 
 
 def trainer_strategy(cfg: DictConfig) -> str:
-    """Lightning's `ddp` re-runs sys.argv in child processes, which under `-m` re-launches the
-    whole sweep (Lightning #11300/#18175); in a multirun, each job uses `ddp_spawn` instead."""
+    """Under `-m`, Lightning's `ddp` children would re-launch the sweep: point them at this job."""
     strategy = str(cfg.trainer.strategy)
-    if strategy == "ddp" and _is_multirun():
-        log.warning("multirun: using strategy=ddp_spawn instead of ddp (Lightning's ddp re-launches the sweep)")
-        return "ddp_spawn"
+    if strategy.startswith("ddp") and not strategy.startswith("ddp_spawn") and _is_multirun():
+        from burnlike.app.ddp import patch_for_multirun
+
+        patch_for_multirun()
     return strategy
 
 
@@ -102,7 +105,8 @@ def run(cfg: DictConfig, artifact_dir: str | Path | None = None) -> float:
 
     artifact = Path(artifact_dir) if artifact_dir is not None else output_dir()
     artifact.mkdir(parents=True, exist_ok=True)
-    (artifact / "config.json").write_text(json.dumps(OmegaConf.to_container(cfg, resolve=True), indent=2) + "\n")
+    if _is_rank_zero():
+        (artifact / "config.json").write_text(json.dumps(OmegaConf.to_container(cfg, resolve=True), indent=2) + "\n")
     burnlike.seed(cfg.seed)
     t = cfg.trainer
     device = "cuda" if t.accelerator in ("gpu", "cuda") else "cpu"
@@ -139,7 +143,8 @@ def run(cfg: DictConfig, artifact_dir: str | Path | None = None) -> float:
                                **extra, **OmegaConf.to_container(t.extra, resolve=True)))
     optimizer = OmegaConf.to_object(cfg.optimizer)
     learner = builder.build(build_model(cfg, device), optimizer.init(), float(cfg.optimizer.lr))
-    result = learner.fit(train_loader, valid_loader)
+    with _isolated_job():
+        result = learner.fit(train_loader, valid_loader)
     if result.trainer is not None and not result.trainer.is_global_zero:
         return float("nan")
     path = result.model.save_file(artifact / "model", recorder)
@@ -148,6 +153,29 @@ def run(cfg: DictConfig, artifact_dir: str | Path | None = None) -> float:
     # what the sweeper receives, also on disk for scripts that drive `-m` runs
     (artifact / "result.json").write_text(json.dumps({"optimized_metric": str(cfg.optimized_metric), "value": value}))
     return value
+
+
+@contextlib.contextmanager
+def _isolated_job() -> Iterator[None]:
+    """In a multirun, leave no distributed state behind for the next job in this process: Lightning
+    sets LOCAL_RANK/MASTER_PORT/WORLD_SIZE… in os.environ and keeps the process group open."""
+    if not _is_multirun():
+        yield
+        return
+    env = dict(os.environ)
+    try:
+        yield
+    finally:
+        import torch.distributed as dist
+
+        if dist.is_available() and dist.is_initialized():
+            dist.destroy_process_group()
+        os.environ.clear()
+        os.environ.update(env)
+
+
+def _is_rank_zero() -> bool:
+    return all(os.environ.get(k, "0") == "0" for k in ("LOCAL_RANK", "NODE_RANK", "RANK"))
 
 
 def _devices(value: Any) -> Any:

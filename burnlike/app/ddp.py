@@ -1,0 +1,49 @@
+"""DDP under a Hydra multirun.
+
+Lightning's `ddp` launcher starts ranks 1..N-1 by re-running `sys.argv` (plus `hydra.run.dir`),
+so inside `-m` each child re-launches the whole sweep (Lightning #11300, #18175). This replaces the
+child command, for multirun jobs only, with the current job's own overrides in RUN mode and the
+job's output dir, the approach of hydra #2070.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Sequence
+
+log = logging.getLogger("burnlike.app")
+
+_CONFIG_FLAGS = ("--config-path", "--config-name", "--config-dir", "-cp", "-cn", "-cd")
+
+
+def job_subprocess_cmd(local_rank: int) -> tuple[Sequence[str], str]:
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.utils import get_original_cwd, to_absolute_path
+
+    import __main__
+
+    hc = HydraConfig.get()
+    if __main__.__spec__ is None:
+        command = [sys.executable, to_absolute_path(sys.argv[0])]
+    else:
+        command = [sys.executable, "-m", __main__.__spec__.name]
+    argv = sys.argv[1:]
+    for i, arg in enumerate(argv):  # keep --config-name/--config-path/--config-dir as given
+        if arg.startswith(_CONFIG_FLAGS):
+            command.append(arg)
+            if "=" not in arg and i + 1 < len(argv):
+                command.append(argv[i + 1])
+    command += list(hc.overrides.task)
+    command += [f'hydra.run.dir="{hc.runtime.output_dir}"', f"hydra.job.name=train_ddp_process_{local_rank}",
+                "hydra.output_subdir=null"]
+    return command, get_original_cwd()
+
+
+def patch_for_multirun() -> None:
+    """Make Lightning's ddp launcher start this job's ranks, not the sweep (idempotent)."""
+    from lightning.pytorch.strategies.launchers import subprocess_script
+
+    if subprocess_script._hydra_subprocess_cmd is not job_subprocess_cmd:
+        subprocess_script._hydra_subprocess_cmd = job_subprocess_cmd
+        log.info("multirun: DDP ranks are launched for this job only (not the whole sweep)")
