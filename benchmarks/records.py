@@ -1,0 +1,131 @@
+"""CompactRecorder vs torch.save vs safetensors: file size, save time, load time, peak memory.
+
+For models of ~1M, ~10M and ~100M parameters (stacks of Linear layers), in one process:
+    python benchmarks/records.py [--sizes 1e6,1e7,1e8] [--repeats 3]
+Peak memory is the growth of the process's peak RSS (ru_maxrss) measured in a fresh child per
+operation, so one operation's peak does not hide another's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import os
+import resource
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+from torch import nn
+
+
+def model_of(params: float) -> nn.Module:
+    width = 1024
+    depth = max(1, round(params / (width * width + width)))
+    torch.manual_seed(0)
+    return nn.Sequential(*[nn.Linear(width, width) for _ in range(depth)])
+
+
+def save_burn(model: nn.Module, path: Path) -> Path:
+    from burnlike.record import CompactRecorder
+
+    return CompactRecorder().save_module(model, path)
+
+
+def load_burn(model: nn.Module, path: Path) -> None:
+    from burnlike.record import CompactRecorder
+
+    CompactRecorder().load_module(model, path)
+
+
+def save_torch(model: nn.Module, path: Path) -> Path:
+    target = path.with_suffix(".pt")
+    torch.save(model.state_dict(), target)
+    return target
+
+
+def load_torch(model: nn.Module, path: Path) -> None:
+    model.load_state_dict(torch.load(path, weights_only=True))
+
+
+def save_st(model: nn.Module, path: Path) -> Path:
+    from safetensors.torch import save_file
+
+    target = path.with_suffix(".safetensors")
+    save_file(model.state_dict(), str(target))
+    return target
+
+
+def load_st(model: nn.Module, path: Path) -> None:
+    from safetensors.torch import load_file
+
+    model.load_state_dict(load_file(str(path)))
+
+
+WAYS: dict[str, tuple[Callable[..., Path], Callable[..., None]]] = {
+    "CompactRecorder (.mpk, f16)": (save_burn, load_burn),
+    "torch.save (.pt, f32)": (save_torch, load_torch),
+    "safetensors (f32)": (save_st, load_st),
+}
+
+
+def _peak_child(way: str, op: str, params: float, path: str, queue: mp.Queue) -> None:
+    model = model_of(params)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    save, load = WAYS[way]
+    if op == "save":
+        save(model, Path(path))
+    else:
+        load(model, Path(path))
+    queue.put((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) * 1024)
+
+
+def peak_bytes(way: str, op: str, params: float, path: Path) -> int:
+    ctx = mp.get_context("spawn")
+    queue: mp.Queue = ctx.Queue()
+    proc = ctx.Process(target=_peak_child, args=(way, op, params, str(path), queue))
+    proc.start()
+    value = queue.get()
+    proc.join()
+    return int(value)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="1e6,1e7,1e8")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--no-memory", action="store_true", help="skip the peak-memory children")
+    args = parser.parse_args()
+    for params in [float(s) for s in args.sizes.split(",")]:
+        model = model_of(params)
+        n = sum(p.numel() for p in model.parameters())
+        rows = {}
+        with tempfile.TemporaryDirectory() as tmp:
+            for way, (save, load) in WAYS.items():
+                base = Path(tmp) / way.split()[0]
+                saves, loads = [], []
+                for _ in range(args.repeats):
+                    t = time.perf_counter()
+                    path = save(model, base)
+                    saves.append(time.perf_counter() - t)
+                    os.sync()
+                    t = time.perf_counter()
+                    load(model, path)
+                    loads.append(time.perf_counter() - t)
+                mem = (peak_bytes(way, "save", params, base), peak_bytes(way, "load", params, path)) \
+                    if not args.no_memory else (0, 0)
+                rows[way] = (path.stat().st_size, statistics.median(saves), statistics.median(loads), *mem)
+        ref = rows["torch.save (.pt, f32)"]
+        print(f"\n{n / 1e6:.1f}M parameters (f32 weights: {n * 4 / 2**20:.0f} MiB), median of {args.repeats}")
+        print(f"{'format':<28} {'size MiB':>9} {'×pt':>6} {'save s':>7} {'×pt':>6} {'load s':>7} {'×pt':>6}"
+              f" {'save peak MiB':>14} {'load peak MiB':>14}")
+        for way, (size, save_s, load_s, save_mem, load_mem) in rows.items():
+            print(f"{way:<28} {size / 2**20:9.1f} {size / ref[0]:6.3f} {save_s:7.3f} {save_s / ref[1]:6.2f}"
+                  f" {load_s:7.3f} {load_s / ref[2]:6.2f} {save_mem / 2**20:14.0f} {load_mem / 2**20:14.0f}")
+
+
+if __name__ == "__main__":
+    main()
