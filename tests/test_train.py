@@ -1,3 +1,6 @@
+import os
+from pathlib import Path
+
 import lightning as L
 import pytest
 import torch
@@ -181,3 +184,29 @@ def test_confusion_metrics_and_hamming_match_definitions():
         from burnlike.train.module import check_metrics
 
         check_metrics(ClassificationOutput, [HammingScore()], "valid")
+
+
+REAL = Path(os.environ.get("BURNLIKE_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data")
+
+
+@pytest.mark.skipif(not (REAL / "MNIST" / "raw").is_dir(), reason="real MNIST not present")
+def test_guide_model_learns_on_a_real_mnist_subset(tmp_path):
+    """Integration: the guide's model, data pipeline, metrics and compact checkpoints on real MNIST."""
+    import burnlike
+    from burnlike.data import DataLoaderBuilder, MnistBatcher, MnistDataset
+    from burnlike.models.mnist import ModelConfig
+    from burnlike.record import CompactRecorder
+
+    burnlike.seed(42)
+    train = torch.utils.data.Subset(MnistDataset.train(REAL), range(6400))
+    valid = torch.utils.data.Subset(MnistDataset.test(REAL), range(2000))
+    loader = DataLoaderBuilder(MnistBatcher()).batch_size(64).shuffle(42)
+    result = (builder(tmp_path, 1).with_file_checkpointer(CompactRecorder())
+              .build(ModelConfig(10, 512).init("cpu"), AdamConfig().init(), 1e-3)
+              .fit(loader.build(train), loader.build(valid)))
+    assert read_metric_log(tmp_path / "valid" / "epoch-1" / "Accuracy.log") > 85.0
+    assert (tmp_path / "checkpoint" / "model-1.mpk").exists()
+    from burnlike.models.mnist import Model
+
+    restored = Model(10, 512, 0.5).load_file(tmp_path / "checkpoint" / "model-1.mpk", CompactRecorder())
+    assert torch.allclose(restored.linear2.weight, result.model.linear2.weight, atol=1e-2)
