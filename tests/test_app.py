@@ -245,3 +245,15 @@ def test_plain_lightning_path_with_the_plugin(tmp_path, tiny):
     assert second.current_epoch == 2
     restored = load_lightning_module(StepModule, ckpt, model=MlpConfig().init(), optimizer=AdamConfig())
     assert torch.equal(restored.model.output.weight, module.model.output.weight)
+
+
+@pytest.mark.timeout(400)
+def test_optuna_search_runs_trials(tmp_path, tiny):
+    pytest.importorskip("hydra_plugins.hydra_optuna_sweeper")
+    proc = run_app(["hparams_search=mnist_optuna", "model=mlp", "hydra.sweeper.n_trials=2",
+                    "hydra.sweeper.sampler.n_startup_trials=2", "learner.num_epochs=1", "learner.checkpointing=false"],
+                   tmp_path, tiny, timeout=380)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    values = [json.loads((tmp_path / "sweep" / str(i) / "result.json").read_text())["value"] for i in (0, 1)]
+    best = (tmp_path / "sweep" / "optimization_results.yaml").read_text()
+    assert "best_value" in best and f"{max(values)}"[:5] in best
