@@ -2,8 +2,9 @@
 
 For models of ~1M, ~10M and ~100M parameters (stacks of Linear layers), in one process:
     python benchmarks/records.py [--sizes 1e6,1e7,1e8] [--repeats 3]
-Peak memory is the growth of the process's peak RSS (ru_maxrss) measured in a fresh child per
-operation, so one operation's peak does not hide another's.
+Peak memory is measured in a fresh child per operation: Linux's peak-RSS mark is reset after the
+model is built (/proc/self/clear_refs), and the peak during the operation minus the RSS before it
+is reported: the extra memory the save or load needed beyond the model itself.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from __future__ import annotations
 import argparse
 import multiprocessing as mp
 import os
-import resource
 import statistics
 import tempfile
 import time
@@ -74,13 +74,25 @@ WAYS: dict[str, tuple[Callable[..., Path], Callable[..., None]]] = {
 
 def _peak_child(way: str, op: str, params: float, path: str, queue: mp.Queue) -> None:
     model = model_of(params)
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     save, load = WAYS[way]
+    if op == "load":  # import what loading needs before measuring
+        load(model, Path(path))
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")  # reset the peak-RSS mark
+    before = _status("VmRSS")
     if op == "save":
         save(model, Path(path))
     else:
         load(model, Path(path))
-    queue.put((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) * 1024)
+    queue.put(_status("VmHWM") - before)
+
+
+def _status(field: str) -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+    return 0
 
 
 def peak_bytes(way: str, op: str, params: float, path: Path) -> int:

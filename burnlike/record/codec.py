@@ -51,8 +51,9 @@ def storage_dtype(t: torch.Tensor, settings: PrecisionSettings | None) -> torch.
     if t.is_floating_point():
         target = settings.float_dtype
         if target == torch.float16 and t.numel():
-            finite = t[torch.isfinite(t)] if not bool(torch.isfinite(t).all()) else t
-            if finite.numel() and float(finite.abs().max()) > F16_MAX:
+            lo, hi = t.detach().aminmax()  # one pass, no |t| temporary; inf/nan only if present
+            peak = max(-float(lo), float(hi))
+            if peak > F16_MAX and math.isfinite(peak) or not math.isfinite(peak) and _finite_peak(t) > F16_MAX:
                 return torch.float32 if t.dtype != torch.float64 else torch.float64
         return target
     target = settings.int_dtype
@@ -66,6 +67,11 @@ def storage_dtype(t: torch.Tensor, settings: PrecisionSettings | None) -> torch.
     return target
 
 
+def _finite_peak(t: torch.Tensor) -> float:
+    finite = t[torch.isfinite(t)]
+    return float(finite.abs().max()) if finite.numel() else 0.0
+
+
 def dtype_field(dtype: torch.dtype, burn_version: str = "0.21.0") -> Any:
     name = DTYPES.get(dtype)
     if name is None:
@@ -76,16 +82,16 @@ def dtype_field(dtype: torch.dtype, burn_version: str = "0.21.0") -> Any:
 
 
 def tensor_to_data(t: torch.Tensor, dtype: torch.dtype | None = None, burn_version: str = "0.21.0") -> dict[str, Any]:
-    """A TensorData map: raw little-endian bytes, shape, dtype name."""
+    """A TensorData map: raw little-endian bytes (a zero-copy view when possible), shape, dtype name."""
     t = t.detach()
-    if dtype is not None and dtype != t.dtype:
-        t = t.to(dtype)
-    if t.device.type != "cpu":
-        t = t.cpu()
-    if t.dtype == torch.bfloat16:
-        raw = t.contiguous().view(torch.int16).numpy().tobytes()
-    else:
-        raw = t.contiguous().numpy().tobytes()
+    dtype = dtype or t.dtype
+    if t.dtype != dtype or not t.is_contiguous() or t.device.type != "cpu":
+        # one pass: cast, transpose (strided source) and device copy together
+        out = torch.empty(t.shape, dtype=dtype, device="cpu")
+        out.copy_(t)
+        t = out
+    array = t.view(torch.int16).numpy() if t.dtype == torch.bfloat16 else t.numpy()
+    raw = memoryview(array.reshape(-1)).cast("B") if array.size else b""
     return {"bytes": raw, "shape": list(t.shape), "dtype": dtype_field(t.dtype, burn_version)}
 
 
@@ -93,8 +99,11 @@ def is_tensor_data(obj: Any) -> bool:
     return isinstance(obj, dict) and set(obj) == {"bytes", "shape", "dtype"}
 
 
-def data_to_tensor(obj: Any, where: str = "", path: Any = None) -> torch.Tensor:
-    """Check and decode a TensorData map (bytes may also be a list of u8, as JSON writes them)."""
+def data_to_tensor(obj: Any, where: str = "", path: Any = None, copy: bool = True) -> torch.Tensor:
+    """Check and decode a TensorData map (bytes may also be a list of u8, as JSON writes them).
+
+    `copy=False` returns a read-only view of the decoded bytes, for callers that only copy from it.
+    """
     if not isinstance(obj, dict) or not {"bytes", "shape", "dtype"} <= set(obj):
         raise RecordError("expected TensorData {bytes, shape, dtype}", path, where)
     raw, shape, dtype = obj["bytes"], obj["shape"], obj["dtype"]
@@ -121,7 +130,11 @@ def data_to_tensor(obj: Any, where: str = "", path: Any = None) -> torch.Tensor:
         arr = np.frombuffer(raw, dtype="<i2").reshape(shape)
         return torch.from_numpy(arr.copy()).view(torch.bfloat16)
     arr = np.frombuffer(raw, dtype=np.dtype(NUMPY[tdtype]).newbyteorder("<")).reshape(shape)
-    return torch.from_numpy(arr.copy() if not arr.flags.writeable else arr)
+    if copy or not count:
+        return torch.from_numpy(arr.copy() if not arr.flags.writeable else arr)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a read-only view: the caller copies out of it at once
+        return torch.from_numpy(arr)
 
 
 # --- arbitrary Python values (training checkpoints) -------------------------------------------------

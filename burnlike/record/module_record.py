@@ -166,7 +166,7 @@ def load_module_record(module: nn.Module, record: Any, path: Any = None, strict:
                 param = item[f.name]
                 if not isinstance(param, dict) or "param" not in param:
                     raise RecordError("expected ParamSerde {id, param}", path, sub_key)
-                tensor = data_to_tensor(param["param"], sub_key, path)
+                tensor = data_to_tensor(param["param"], sub_key, path, copy=False)
                 target = getattr(f.module, f.attr)  # type: ignore[arg-type]
                 if f.transpose and tensor.dim() == 2:
                     tensor = tensor.t()
@@ -175,7 +175,7 @@ def load_module_record(module: nn.Module, record: Any, path: Any = None, strict:
                                       + (" (Linear weights are stored [d_in, d_out])" if f.transpose else ""),
                                       path, sub_key)
                 with torch.no_grad():
-                    target.copy_(tensor.to(dtype=target.dtype))
+                    target.copy_(tensor)  # casts dtype and layout in one pass
                 if "id" in param:
                     ids[id(target)] = check_param_id(param["id"], path, sub_key)
             elif f.kind == "module":
