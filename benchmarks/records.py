@@ -77,6 +77,8 @@ def _peak_child(way: str, op: str, params: float, path: str, queue: mp.Queue) ->
     save, load = WAYS[way]
     if op == "load":  # import what loading needs before measuring
         load(model, Path(path))
+    else:
+        save(model_of(1e4), Path(path + ".warmup"))
     with open("/proc/self/clear_refs", "w") as f:
         f.write("5")  # reset the peak-RSS mark
     before = _status("VmRSS")

@@ -1,11 +1,12 @@
-"""Burn's `burn::record`: precision settings, file recorders, and the Lightning checkpoint plugin."""
+"""Burn's `burn::record`: precision settings, file recorders, and the Lightning checkpoint plugin.
+
+The plugin names (`RecorderCheckpointIO`, `load_checkpoint`, `load_lightning_module`) load Lightning
+on first use, so saving and loading module records never imports it.
+"""
+
+from typing import TYPE_CHECKING, Any
 
 from burnlike.record.bincode import BinFileRecorder, BinGzFileRecorder
-from burnlike.record.checkpoint_io import (
-    RecorderCheckpointIO,
-    load_checkpoint,
-    load_lightning_module,
-)
 from burnlike.record.codec import Unstorable
 from burnlike.record.error import RecordError
 from burnlike.record.precision import (
@@ -44,3 +45,18 @@ __all__ = [
     "load_checkpoint",
     "load_lightning_module",
 ]
+
+
+_LAZY = {"RecorderCheckpointIO", "load_checkpoint", "load_lightning_module"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from burnlike.record import checkpoint_io
+
+        return getattr(checkpoint_io, name)
+    raise AttributeError(f"module 'burnlike.record' has no attribute {name!r}")
+
+
+if TYPE_CHECKING:  # pragma: no cover
+    from burnlike.record.checkpoint_io import RecorderCheckpointIO, load_checkpoint, load_lightning_module  # noqa: F401
