@@ -1,6 +1,7 @@
-"""Burn's `burn::data`: `Batcher`, `DataLoaderBuilder`, and the MNIST dataset and batcher."""
+"""Burn's `burn::data`: `Batcher`, `DataLoaderBuilder`, datasets, and the MNIST dataset and batcher."""
 
 from burnlike.data.dataloader import Batcher, DataLoaderBuilder
+from burnlike.data.dataset import Dataset, InMemDataset
 from burnlike.data.mnist import (
     MnistBatch,
     MnistBatcher,
@@ -15,6 +16,8 @@ from burnlike.data.mnist import (
 __all__ = [
     "Batcher",
     "DataLoaderBuilder",
+    "Dataset",
+    "InMemDataset",
     "MnistBatch",
     "MnistBatcher",
     "MnistDataset",

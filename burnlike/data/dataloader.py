@@ -1,8 +1,9 @@
 """Burn's `Batcher` and `DataLoaderBuilder`, over `torch.utils.data.DataLoader`.
 
-A plain DataLoader (so Lightning can swap in a DistributedSampler under DDP); when the dataset has
-`__getitems__`, each batch is fetched in one call, so the batcher gets whole stacked tensors
-instead of a list of per-sample objects.
+The result is a plain DataLoader with a standard sampler, so Lightning can swap in a
+DistributedSampler under DDP. When the dataset has `__getitems__`, the DataLoader fetches each batch
+in one call and the batcher gets that result directly (stacked tensors for MNIST), instead of a list
+of per-sample objects.
 """
 
 from __future__ import annotations
@@ -10,35 +11,49 @@ from __future__ import annotations
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 import torch
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader, Dataset, RandomSampler
 
 I = TypeVar("I", contravariant=True)  # noqa: E741
 O = TypeVar("O", covariant=True)  # noqa: E741
+T = TypeVar("T")
+
+# Offset for the worker-seed generator, so it never shares a stream with the shuffle generator.
+_WORKER_SEED_OFFSET = 0x9E3779B9
 
 
 @runtime_checkable
 class Batcher(Protocol[I, O]):
-    """Turns a list of items (or what `Dataset.__getitems__` returns) into one batch."""
+    """Burn's `Batcher::batch(items, device)`: turns the items of one batch into the model's input.
 
-    def batch(self, items: Any, device: Any = None) -> O: ...
+    `items` is a list of dataset items, or whatever the dataset's `__getitems__` returns (a batcher
+    that knows its dataset can take that faster form too). `device` is optional because the
+    DataLoader batches on the CPU (often in workers) and Lightning moves the batch afterwards.
+    """
+
+    def batch(self, items: list[I], device: Any = None) -> O: ...
 
 
-class _Collate(Generic[O]):
-    """A picklable collate_fn calling `batcher.batch` (workers and spawn need pickling)."""
+class _Collate(Generic[T]):
+    """A picklable collate_fn (a lambda would break workers and DDP spawn)."""
 
-    def __init__(self, batcher: Batcher[Any, O]) -> None:
+    def __init__(self, batcher: Batcher[Any, T]) -> None:
         self.batcher = batcher
 
-    def __call__(self, items: Any) -> O:
+    def __call__(self, items: Any) -> T:
         return self.batcher.batch(items)
 
 
-class DataLoaderBuilder(Generic[O]):
-    """`DataLoaderBuilder(batcher).batch_size(64).shuffle(seed).num_workers(4).build(dataset)`."""
+class DataLoaderBuilder(Generic[T]):
+    """`DataLoaderBuilder(batcher).batch_size(64).shuffle(seed).num_workers(4).build(dataset)`.
 
-    def __init__(self, batcher: Batcher[Any, O]) -> None:
+    Each method returns the builder. Without `shuffle`, items come in dataset order.
+    """
+
+    def __init__(self, batcher: Batcher[Any, T]) -> None:
         if not callable(getattr(batcher, "batch", None)):
-            raise TypeError(f"DataLoaderBuilder needs a Batcher with a batch(items) method, got {type(batcher).__name__}")
+            raise TypeError(
+                f"DataLoaderBuilder needs a Batcher with a batch(items) method, got {type(batcher).__name__}"
+            )
         self._batcher = batcher
         self._batch_size = 1
         self._seed: int | None = None
@@ -46,49 +61,62 @@ class DataLoaderBuilder(Generic[O]):
         self._pin_memory = False
         self._drop_last = False
         self._persistent = True
+        self._extra: dict[str, Any] = {}
 
-    def batch_size(self, batch_size: int) -> DataLoaderBuilder[O]:
-        if not isinstance(batch_size, int) or batch_size < 1:
+    def batch_size(self, batch_size: int) -> DataLoaderBuilder[T]:
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
         self._batch_size = batch_size
         return self
 
-    def shuffle(self, seed: int) -> DataLoaderBuilder[O]:
-        """Shuffle each epoch, deterministically from `seed` (a new order every epoch, as in Burn)."""
+    def shuffle(self, seed: int) -> DataLoaderBuilder[T]:
+        """Shuffle every epoch from `seed`: the same orders on every run, a new order each epoch (as Burn)."""
         self._seed = int(seed)
         return self
 
-    def num_workers(self, num_workers: int) -> DataLoaderBuilder[O]:
-        if not isinstance(num_workers, int) or num_workers < 0:
-            raise ValueError(f"num_workers must be >= 0, got {num_workers!r}")
+    def num_workers(self, num_workers: int) -> DataLoaderBuilder[T]:
+        if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 0:
+            raise ValueError(f"num_workers must be an integer >= 0, got {num_workers!r}")
         self._num_workers = num_workers
         return self
 
-    def pin_memory(self, enabled: bool = True) -> DataLoaderBuilder[O]:
+    def pin_memory(self, enabled: bool = True) -> DataLoaderBuilder[T]:
+        """Page-locked batches, for faster `non_blocking` copies to a GPU."""
         self._pin_memory = enabled
         return self
 
-    def drop_last(self, enabled: bool = True) -> DataLoaderBuilder[O]:
+    def drop_last(self, enabled: bool = True) -> DataLoaderBuilder[T]:
         self._drop_last = enabled
         return self
 
-    def persistent_workers(self, enabled: bool = True) -> DataLoaderBuilder[O]:
+    def persistent_workers(self, enabled: bool = True) -> DataLoaderBuilder[T]:
+        """Keep workers alive between epochs (on by default when there are workers: no restart cost)."""
         self._persistent = enabled
         return self
 
-    def build(self, dataset: Dataset[Any]) -> DataLoader[O]:
-        generator = None
+    def dataloader_kwargs(self, **kwargs: Any) -> DataLoaderBuilder[T]:
+        """Any other `DataLoader` argument (`prefetch_factor`, `multiprocessing_context`, ...)."""
+        self._extra.update(kwargs)
+        return self
+
+    def build(self, dataset: Dataset[Any]) -> DataLoader[T]:
+        sampler = None
+        worker_seeds = None
         if self._seed is not None:
-            generator = torch.Generator()
-            generator.manual_seed(self._seed)
-        return DataLoader(
-            dataset,
-            batch_size=self._batch_size,
-            shuffle=self._seed is not None,
-            generator=generator,
-            drop_last=self._drop_last,
-            num_workers=self._num_workers,
-            collate_fn=_Collate(self._batcher),
-            pin_memory=self._pin_memory,
-            persistent_workers=self._persistent and self._num_workers > 0,
-        )
+            # The shuffle has its own generator: the DataLoader also draws worker seeds from its
+            # generator, at times that depend on num_workers/persistent_workers, which would make
+            # the order of later epochs depend on them.
+            sampler = RandomSampler(dataset, generator=torch.Generator().manual_seed(self._seed))
+            worker_seeds = torch.Generator().manual_seed(self._seed + _WORKER_SEED_OFFSET)
+        kwargs: dict[str, Any] = {
+            "batch_size": self._batch_size,
+            "sampler": sampler,
+            "generator": worker_seeds,
+            "drop_last": self._drop_last,
+            "num_workers": self._num_workers,
+            "collate_fn": _Collate(self._batcher),
+            "pin_memory": self._pin_memory,
+            "persistent_workers": self._persistent and self._num_workers > 0,
+        }
+        kwargs.update(self._extra)
+        return DataLoader(dataset, **kwargs)
