@@ -50,7 +50,7 @@ def _find(raw: Path, name: str) -> Path | None:
     return None
 
 
-_KINDS = {2051: "images (unsigned bytes, 3 dims)", 2049: "labels (unsigned bytes, 1 dim)"}
+_KINDS = {2051: "IDX images (unsigned bytes, 3 dims)", 2049: "IDX labels (unsigned bytes, 1 dim)"}
 
 
 def _read_idx(path: Path, magic: int, ndim: int) -> np.ndarray:
@@ -68,10 +68,8 @@ def _read_idx(path: Path, magic: int, ndim: int) -> np.ndarray:
         )
     found = int.from_bytes(data[:4], "big")
     if found != magic:
-        hint = f" ({_KINDS[found]} — files swapped?)" if found in _KINDS else ""
-        raise MnistFormatError(
-            f"{path}: magic number {found}{hint}, expected {magic} for IDX {_KINDS[magic]}"
-        )
+        hint = f", which marks {_KINDS[found]} (files swapped?)" if found in _KINDS else ""
+        raise MnistFormatError(f"{path}: magic number {found}{hint}; expected {magic} for {_KINDS[magic]}")
     dims = [int.from_bytes(data[4 + 4 * i : 8 + 4 * i], "big") for i in range(ndim)]
     expected = int(np.prod(dims, dtype=np.int64))
     if len(data) - header != expected:
