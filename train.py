@@ -13,6 +13,8 @@ MNIST is read from data.root (default $BURNLIKE_DATA, else ./data): the folder h
 
 from __future__ import annotations
 
+import os
+
 import hydra
 from omegaconf import DictConfig
 
@@ -23,15 +25,19 @@ register_configs()
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="config")
 def main(cfg: DictConfig) -> float:
-    from burnlike.app.run import AppConfigError, fail, run
+    # heavy imports (torch, lightning) happen here, so --help and --cfg job stay fast
+    from burnlike.app.run import AppConfigError, fail, is_rank_zero, run
     from burnlike.app.tree import print_config
     from burnlike.data import MnistFormatError, MnistNotFoundError
     from burnlike.record import RecordError
 
-    print_config(cfg)
+    if is_rank_zero():  # DDP children compose the same config: print it once
+        print_config(cfg)
     try:
         return run(cfg)
     except (AppConfigError, MnistNotFoundError, MnistFormatError, RecordError) as e:
+        if os.environ.get("HYDRA_FULL_ERROR") == "1":
+            raise
         fail(str(e))
         raise  # unreachable: fail() exits
 

@@ -1,20 +1,27 @@
-"""The Hydra app: config composition, CLI runs (single, sweep, DDP, DDP in a sweep), errors, reuse."""
+"""The Hydra app: config composition, CLI runs (single, sweep, DDP, DDP in a sweep), errors, reuse.
+
+Subprocess runs use tiny IDX files (tests/idx.py) and 1 epoch; the quick CLI checks (bad overrides,
+--help, --cfg job) start together so their start-up times overlap.
+"""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
-import textwrap
 from itertools import product
 from pathlib import Path
 
 import pytest
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
+from hydra.types import RunMode
 from idx import write_mnist_idx
+from omegaconf import OmegaConf, open_dict, read_write
 
 ROOT = Path(__file__).resolve().parents[1]
 CONF = ROOT / "conf"
+OTHER_REPO = Path(__file__).resolve().parent / "other_repo"
 
 
 @pytest.fixture(scope="module")
@@ -22,48 +29,100 @@ def tiny(tmp_path_factory):
     return write_mnist_idx(tmp_path_factory.mktemp("mnist"), n_train=256, n_test=128)
 
 
+def app_cmd(args, out, script=ROOT / "train.py"):
+    return [sys.executable, str(script), *args, "learner.progress_bar=false", f"hydra.run.dir={out}/run",
+            f"hydra.sweep.dir={out}/sweep"]
+
+
+def app_env(tiny, extra=None):
+    return {**os.environ, "BURNLIKE_DATA": str(tiny), "PYTHONWARNINGS": "ignore", **(extra or {})}
+
+
 def run_app(args, tmp_path, tiny, script=ROOT / "train.py", cwd=ROOT, timeout=300, env_extra=None):
-    env = {**os.environ, "BURNLIKE_DATA": str(tiny), "PYTHONWARNINGS": "ignore", **(env_extra or {})}
-    cmd = [sys.executable, str(script), *args, "learner.progress_bar=false", f"hydra.run.dir={tmp_path}/run",
-           f"hydra.sweep.dir={tmp_path}/sweep"]
-    return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(app_cmd(args, tmp_path, script), cwd=cwd, env=app_env(tiny, env_extra),
+                          capture_output=True, text=True, timeout=timeout)
 
 
-def compose_app(overrides, hydra_config=False):
+def start_app(args, out, tiny, script=ROOT / "train.py", cwd=ROOT, env_extra=None):
+    return subprocess.Popen(app_cmd(args, out, script), cwd=cwd, env=app_env(tiny, env_extra),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def finish(proc, timeout=300):
+    out, err = proc.communicate(timeout=timeout)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def compose_app(overrides, hydra_config=False, config_dir=CONF):
+    from burnlike.app.schema import register_configs
+
+    register_configs()
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(config_dir), version_base="1.3"):
+        return compose("config", overrides=overrides, return_hydra_config=hydra_config)
+
+
+# --- composition -----------------------------------------------------------------------------------
+
+def shipped_options(group):
+    return sorted(p.stem for p in (ROOT / "burnlike" / "conf" / group).glob("*.yaml"))
+
+
+GROUPS = {g: shipped_options(g) for g in ("model", "data", "optimizer", "trainer", "learner")}
+GROUPS["debug"] = [None, *shipped_options("debug")]
+
+
+def test_shipped_groups_are_the_documented_ones():
+    assert GROUPS["model"] == ["mlp", "mnist"] and GROUPS["optimizer"] == ["adam", "adamw", "sgd"]
+    assert GROUPS["trainer"] == ["cpu", "ddp", "ddp_spawn", "default", "gpu"]
+    assert shipped_options("hparams_search") == ["mnist_optuna"] and GROUPS["debug"][1:] == ["fast", "limit"]
+
+
+@pytest.fixture(scope="module")
+def app_hydra():
+    """One Hydra initialisation for the many compositions below (compose is the part under test)."""
     from burnlike.app.schema import register_configs
 
     register_configs()
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        return compose("config", overrides=overrides, return_hydra_config=hydra_config)
+        yield
+    GlobalHydra.instance().clear()
 
 
-GROUPS = {
-    "model": ["mnist", "mlp"],
-    "optimizer": ["adam", "adamw", "sgd"],
-    "trainer": ["default", "cpu", "gpu", "ddp", "ddp_spawn"],
-    "debug": ["fast", "limit"],
-}
-
-
-@pytest.mark.parametrize("combo", list(product(*GROUPS.values())), ids=lambda c: "-".join(c))
-def test_every_shipped_combination_composes(combo):
-    overrides = [f"{g}={o}" for g, o in zip(GROUPS, combo)] + ["data=mnist", "learner=default"]
-    cfg = compose_app(overrides)
-    from omegaconf import OmegaConf
-
+@pytest.mark.parametrize("combo", list(product(*GROUPS.values())), ids=lambda c: "-".join(map(str, c)))
+def test_every_shipped_combination_composes(app_hydra, combo):
+    overrides = [f"{g}={o}" for g, o in zip(GROUPS, combo) if o is not None]
+    cfg = compose("config", overrides=overrides)
     from burnlike.app.run import validate
+    from burnlike.config import is_config
 
     validate(cfg)
-    model = OmegaConf.to_object(cfg.model)
-    assert hasattr(model, "init") and cfg.optimizer.lr > 0
-    assert cfg.trainer.strategy in ("auto", "ddp", "ddp_spawn")
+    model, optimizer = OmegaConf.to_object(cfg.model), OmegaConf.to_object(cfg.optimizer)
+    assert is_config(model) and callable(model.init)  # the @config classes themselves, not dicts
+    assert is_config(optimizer) and callable(optimizer.init) and optimizer.lr > 0
+    assert cfg.trainer.strategy in ("auto", "ddp", "ddp_spawn") and cfg.learner.num_epochs >= 1
+
+
+def test_groups_default_to_burns_values():
+    from burnlike.models.mnist import ModelConfig
+    from burnlike.optim import AdamConfig, AdamWConfig, SgdConfig
+
+    cfg = compose_app([])
+    assert OmegaConf.to_object(cfg.model) == ModelConfig(num_classes=10, hidden_size=512, dropout=0.5)
+    assert cfg.data.batch_size == 64 and cfg.learner.recorder == "compact"
+    for name, cls in (("adam", AdamConfig), ("adamw", AdamWConfig), ("sgd", SgdConfig)):
+        opt = OmegaConf.to_object(compose_app([f"optimizer={name}"]).optimizer)
+        burn = cls()
+        for field in burn.__dataclass_fields__:
+            assert getattr(opt, field) == getattr(burn, field), (name, field)
 
 
 def test_optuna_search_composes():
     pytest.importorskip("hydra_plugins.hydra_optuna_sweeper")
     cfg = compose_app(["hparams_search=mnist_optuna"], hydra_config=True)
     assert cfg.hydra.sweeper.direction == "maximize" and "optimizer.lr" in cfg.hydra.sweeper.params
+    assert cfg.hydra.mode == RunMode.MULTIRUN
 
 
 def test_typed_overrides_are_checked_at_compose():
@@ -73,73 +132,162 @@ def test_typed_overrides_are_checked_at_compose():
         compose_app(["model.hidden_size=abc"])
     with pytest.raises(ConfigCompositionException, match="hidden_sise"):
         compose_app(["model.hidden_sise=3"])
+    with pytest.raises(ConfigCompositionException, match="beta_1"):
+        compose_app(["optimizer.beta_1=fast"])
+    with pytest.raises(ConfigCompositionException) as info:  # schemas are not options of a group
+        compose_app(["model=mnist_schema"])
+    options = str(info.value).split("Available options")[1].split("Config search path")[0]
+    assert "mnist_schema" in str(info.value) and "mnist" in options and "schema" not in options
 
+
+def test_ddp_child_command_runs_this_job_not_the_sweep(tmp_path, monkeypatch):
+    """What Lightning's ddp launcher runs for rank 1 inside a multirun job (burnlike/app/ddp.py)."""
+    pytest.importorskip("hydra_plugins.hydra_optuna_sweeper")
+    from hydra.core.hydra_config import HydraConfig
+
+    from burnlike.app.ddp import job_subprocess_cmd
+
+    job = ["hparams_search=mnist_optuna", "trainer=ddp", "optimizer.lr=0.01"]
+    cfg = compose_app(job, hydra_config=True)
+    with read_write(cfg), open_dict(cfg):  # what Hydra's launcher fills in for job 3 of the sweep
+        cfg.hydra.runtime.output_dir = str(tmp_path / "sweep" / "3")
+        cfg.hydra.runtime.cwd = str(tmp_path)
+        cfg.hydra.overrides.task = job
+    HydraConfig.instance().set_config(cfg)
+    monkeypatch.setattr(sys, "argv", ["train.py", "-m", "hparams_search=mnist_optuna", "trainer=ddp",
+                                      "--config-name", "config"])
+    monkeypatch.setattr(sys.modules["__main__"], "__spec__", None)  # a script, as `python train.py`
+    command, cwd = job_subprocess_cmd(1)
+    args = command[2:]
+    assert command[:2] == [sys.executable, str(tmp_path / "train.py")] and cwd == str(tmp_path)  # Hydra's cwd
+    assert "-m" not in args and args[:2] == ["--config-name", "config"] and "optimizer.lr=0.01" in args
+    assert f'hydra.run.dir="{tmp_path / "sweep" / "3"}"' in args and "hydra.output_subdir=null" in args
+    # Hydra accepts the command, and RUN wins over the MULTIRUN that hparams_search sets
+    child = compose_app([a for a in args[2:] if a != "hydra.output_subdir=null"], hydra_config=True)
+    assert child.hydra.mode == RunMode.RUN and child.hydra.run.dir == str(tmp_path / "sweep" / "3")
+    assert child.optimizer.lr == 0.01
+
+
+# --- quick CLI checks, started together --------------------------------------------------------------
+
+BAD = {  # override -> what the message must name
+    "learner.num_epocs=3": "num_epocs",
+    "learner.num_epochs=many": "learner.num_epochs",
+    "model=resnet9000": "model/resnet9000",
+    "learner.num_epochs=-1": "learner.num_epochs",
+    "learner.recorder=pickle": "learner.recorder",
+    "trainer.precision=banana": "trainer.precision",
+    "learner.checkpoint=7": "learner.checkpoint",
+    "optimized_metric=valid/Speed": "optimized_metric",
+}
+QUICK = {**{k: [k] for k in BAD}, "help": ["--help"], "cfg": ["--cfg", "job", "optimizer=sgd"],
+         "no_data": ["data.root=/nonexistent/mnist"]}
+
+
+@pytest.fixture(scope="module")
+def quick(tiny, tmp_path_factory):
+    base = tmp_path_factory.mktemp("quick")
+    procs = {name: start_app(args, base / str(i), tiny) for i, (name, args) in enumerate(QUICK.items())}
+    return {name: finish(p, timeout=240) for name, p in procs.items()}
+
+
+@pytest.mark.parametrize("override", list(BAD))
+def test_bad_overrides_exit_nonzero_naming_the_key(quick, override):
+    proc = quick[override]
+    assert proc.returncode != 0
+    assert BAD[override] in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr and "File \"" not in proc.stderr
+    message = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert message or "Set the environment variable HYDRA_FULL_ERROR" in proc.stderr
+    assert len(message) <= 1  # one paragraph: the app's own errors are a single `error:` line
+
+
+def test_missing_data_names_the_key_and_the_files(quick):
+    proc = quick["no_data"]
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert "/nonexistent/mnist" in proc.stderr and "train-images-idx3-ubyte" in proc.stderr
+
+
+def test_help_and_cfg_job(quick):
+    proc = quick["help"]
+    assert proc.returncode == 0 and "model: mnist, mlp" in proc.stdout and "trainer=ddp" in proc.stdout
+    assert "num_epochs: 10" in proc.stdout
+    proc = quick["cfg"]
+    assert proc.returncode == 0 and "lr: 0.01" in proc.stdout
+    assert OmegaConf.create(proc.stdout).optimizer.lr == 0.01
+
+
+# --- training runs --------------------------------------------------------------------------------
 
 def test_single_run_leaves_burn_artifacts_and_hydra_dir(tmp_path, tiny):
     proc = run_app(["learner.num_epochs=1", "model=mnist", "trainer.devices=1"], tmp_path, tiny)
     assert proc.returncode == 0, proc.stderr[-3000:]
     run = tmp_path / "run"
-    for name in (".hydra/config.yaml", "config.json", "experiment.log", "train/epoch-1/Accuracy.log",
-                 "valid/epoch-1/Loss.log", "checkpoint/model-1.mpk", "model.mpk", "result.json"):
+    for name in (".hydra/config.yaml", ".hydra/overrides.yaml", "config.json", "experiment.log",
+                 "train/epoch-1/Accuracy.log", "valid/epoch-1/Loss.log", "checkpoint/model-1.mpk", "model.mpk",
+                 "result.json"):
         assert (run / name).exists(), name
-    assert "Learner Summary" in proc.stdout
+    assert "Learner Summary" in proc.stdout and "optimizer" in proc.stdout  # summary and the config tree
     result = json.loads((run / "result.json").read_text())
     assert result["optimized_metric"] == "valid/Accuracy" and 0 <= result["value"] <= 100
+    assert json.loads((run / "config.json").read_text())["learner"]["num_epochs"] == 1
 
     # resume from the CLI: same run dir, checkpoint 1, one more epoch
     proc = run_app(["learner.num_epochs=2", "learner.checkpoint=1"], tmp_path, tiny)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert (run / "checkpoint" / "model-2.mpk").exists() and (run / "train" / "epoch-1").is_dir()
+    assert not (run / "train" / "epoch-3").exists()
     assert "resuming from" in (run / "experiment.log").read_text()
-
-
-@pytest.mark.parametrize(
-    ("override", "needle"),
-    [
-        ("learner.num_epocs=3", "num_epocs"),
-        ("learner.num_epochs=many", "num_epochs"),
-        ("model=resnet9000", "model"),
-        ("learner.num_epochs=-1", "learner.num_epochs"),
-        ("learner.recorder=pickle", "learner.recorder"),
-    ],
-)
-def test_bad_overrides_exit_nonzero_naming_the_key(tmp_path, tiny, override, needle):
-    proc = run_app([override], tmp_path, tiny, timeout=120)
-    assert proc.returncode != 0
-    assert needle in proc.stderr
-    assert "Traceback" not in proc.stderr and "lightning" not in proc.stderr.lower()
-
-
-def test_help_and_cfg_job(tmp_path, tiny):
-    proc = subprocess.run([sys.executable, str(ROOT / "train.py"), "--help"], capture_output=True, text=True,
-                          timeout=120, cwd=ROOT)
-    assert proc.returncode == 0 and "model: mnist, mlp" in proc.stdout and "trainer=ddp" in proc.stdout
-    assert "num_epochs: 10" in proc.stdout
-    proc = subprocess.run([sys.executable, str(ROOT / "train.py"), "--cfg", "job", "optimizer=sgd"],
-                          capture_output=True, text=True, timeout=120, cwd=ROOT)
-    assert proc.returncode == 0 and "lr: 0.01" in proc.stdout
+    resumed = json.loads((run / "result.json").read_text())
+    assert set(resumed["epochs"]) == {"1", "2"} and resumed["epochs"]["1"] == result["epochs"]["1"]
+    assert resumed["value"] == max(resumed["epochs"].values())
 
 
 def test_two_job_sweep_has_two_run_dirs_and_results(tmp_path, tiny):
-    proc = run_app(["-m", "optimizer.lr=0.001,0.01", "learner.num_epochs=1", "learner.checkpointing=false"],
-                   tmp_path, tiny)
+    proc = run_app(["-m", "model=mlp", "optimizer.lr=0.001,0.01", "learner.num_epochs=1"], tmp_path, tiny)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    results = [json.loads((tmp_path / "sweep" / str(i) / "result.json").read_text()) for i in (0, 1)]
-    assert len(results) == 2 and all(0 <= r["value"] <= 100 for r in results)
-    lrs = [json.loads((tmp_path / "sweep" / str(i) / "config.json").read_text())["optimizer"]["lr"] for i in (0, 1)]
+    sweep = tmp_path / "sweep"
+    assert sorted(p.name for p in sweep.iterdir() if p.is_dir()) == ["0", "1"]
+    results = [json.loads((sweep / str(i) / "result.json").read_text()) for i in (0, 1)]
+    assert all(0 <= r["value"] <= 100 for r in results)
+    lrs = [json.loads((sweep / str(i) / "config.json").read_text())["optimizer"]["lr"] for i in (0, 1)]
     assert lrs == [0.001, 0.01]
-    assert not (tmp_path / "sweep" / "2").exists()
+    for i in (0, 1):  # each job its own artifacts
+        assert (sweep / str(i) / "checkpoint" / "model-1.mpk").exists() and (sweep / str(i) / "model.mpk").exists()
+        assert (sweep / str(i) / ".hydra" / "overrides.yaml").exists()
+    assert (sweep / "multirun.yaml").exists() and not (tmp_path / "run").exists()
+
+
+def accuracy_of_saved_model(path, tiny):
+    import torch
+
+    from burnlike.data import DataLoaderBuilder, MnistBatcher, MnistDataset
+    from burnlike.models.mnist import ModelConfig
+    from burnlike.record import DefaultRecorder
+
+    model = ModelConfig(num_classes=10, hidden_size=512).init("cpu").load_file(path, DefaultRecorder(), "cpu")
+    model.eval()
+    correct = total = 0
+    with torch.no_grad():
+        for batch in DataLoaderBuilder(MnistBatcher()).batch_size(64).build(MnistDataset.test(tiny)):
+            correct += int((model(batch.images).argmax(1) == batch.targets).sum())
+            total += len(batch.targets)
+    return 100.0 * correct / total
 
 
 @pytest.mark.timeout(400)
 def test_ddp_two_processes(tmp_path, tiny):
-    proc = run_app(["trainer=ddp", "trainer.devices=2", "learner.num_epochs=1"], tmp_path, tiny, timeout=380)
+    proc = run_app(["trainer=ddp", "trainer.devices=2", "learner.num_epochs=1", "learner.recorder=default"],
+                   tmp_path, tiny, timeout=380)
     assert proc.returncode == 0, proc.stderr[-3000:]
     run = tmp_path / "run"
-    assert sorted(p.name for p in (run / "checkpoint").iterdir()) == ["model-1.mpk"]
-    # rank 0 wrote its half of the valid steps (128 samples / 2 ranks / 64 per batch = 1 line)
+    assert sorted(p.name for p in (run / "checkpoint").iterdir()) == ["model-1.mpk"]  # one set, rank 0's
+    assert not list(run.glob("**/*.tmp")) and proc.stdout.count("Learner Summary") == 1
+    # each rank validated half of the 128 samples (1 batch of 64); rank 0 writes its own lines
     assert len((run / "valid" / "epoch-1" / "Loss.log").read_text().splitlines()) == 1
-    assert json.loads((run / "result.json").read_text())["value"] >= 0
+    # the returned metric is the cross-rank value: the accuracy of the final model on all 128
+    value = json.loads((run / "result.json").read_text())["value"]
+    assert value == pytest.approx(accuracy_of_saved_model(run / "model.mpk", tiny), abs=1e-6)
 
 
 @pytest.mark.timeout(500)
@@ -147,71 +295,35 @@ def test_ddp_inside_a_multirun(tmp_path, tiny):
     proc = run_app(["-m", "trainer=ddp", "optimizer.lr=0.001,0.01", "learner.num_epochs=1",
                     "learner.checkpointing=false"], tmp_path, tiny, timeout=480)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    jobs = sorted(p.name for p in (tmp_path / "sweep").iterdir() if p.is_dir())
-    assert jobs == ["0", "1"]  # no re-launched sweep
-    for job in jobs:
-        assert (tmp_path / "sweep" / job / "result.json").exists()
-    assert "for this job only" in proc.stderr + proc.stdout
-    for job in jobs:  # each job's own DDP run: both ranks trained, rank 0 wrote one checkpoint set
-        assert len((tmp_path / "sweep" / job / "valid" / "epoch-1" / "Loss.log").read_text().splitlines()) == 1
+    sweep = tmp_path / "sweep"
+    jobs = sorted(p.name for p in sweep.iterdir() if p.is_dir())
+    assert jobs == ["0", "1"]  # no re-launched sweep: no extra jobs, no second sweep dir
+    assert not (tmp_path / "run").exists()
+    log = proc.stdout + proc.stderr
+    assert "for this job only" in log and log.count("Launching 2 jobs locally") == 1
+    assert proc.stdout.count("Learner Summary") == 2  # rank 0 of each job, nobody else
+    for job in jobs:  # each job its own 2-rank DDP run (rank 0 validated 64 of 128: one line)
+        assert json.loads((sweep / job / "result.json").read_text())["value"] >= 0
+        assert len((sweep / job / "valid" / "epoch-1" / "Loss.log").read_text().splitlines()) == 1
+        assert (sweep / job / "train_ddp_process_1.log").exists()
 
 
 def test_another_repo_reuses_burnlike(tmp_path, tiny):
-    repo = tmp_path / "other"
-    (repo / "mypkg").mkdir(parents=True)
-    (repo / "conf" / "model").mkdir(parents=True)
-    (repo / "mypkg" / "__init__.py").write_text("")
-    (repo / "mypkg" / "model.py").write_text(textwrap.dedent("""
-        from torch import nn
-        from burnlike.data import MnistBatch
-        from burnlike.module import Module
-        from burnlike.train import ClassificationOutput, TrainOutput, TrainStep, ValidStep, backward
-
-        class Tiny(Module, TrainStep[MnistBatch, ClassificationOutput], ValidStep[MnistBatch, ClassificationOutput]):
-            def __init__(self, width: int = 32):
-                super().__init__()
-                self.net = nn.Sequential(nn.Flatten(), nn.Linear(784, width), nn.ReLU(), nn.Linear(width, 10))
-
-            def step(self, batch):
-                out = self.net(batch.images)
-                return ClassificationOutput(nn.functional.cross_entropy(out, batch.targets), out, batch.targets)
-
-            def train_step(self, batch):
-                item = self.step(batch)
-                return TrainOutput(self, backward(item.loss), item)
-
-            def valid_step(self, batch):
-                return self.step(batch)
-    """))
-    (repo / "conf" / "model" / "tiny.yaml").write_text("_target_: mypkg.model.Tiny\nwidth: 16\n")
-    (repo / "conf" / "config.yaml").write_text(textwrap.dedent("""
-        defaults:
-          - train
-          - override model: tiny
-          - _self_
-        hydra:
-          searchpath:
-            - pkg://burnlike.conf
-    """))
-    (repo / "run.py").write_text(textwrap.dedent("""
-        import hydra
-        from burnlike.app.run import run
-        from burnlike.app.schema import register_configs
-
-        register_configs()
-
-        @hydra.main(version_base="1.3", config_path="conf", config_name="config")
-        def main(cfg):
-            return run(cfg)
-
-        if __name__ == "__main__":
-            main()
-    """))
-    proc = run_app(["learner.num_epochs=1", "optimizer.lr=0.01"], tmp_path, tiny, script=repo / "run.py", cwd=repo,
-                   env_extra={"PYTHONPATH": str(repo)})
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert json.loads((tmp_path / "run" / "result.json").read_text())["value"] > 20
-    assert (tmp_path / "run" / "model.mpk").exists()
+    """A package outside burnlike/ with its own model and conf dir (tests/other_repo, copied away)."""
+    repo = shutil.copytree(OTHER_REPO, tmp_path / "other")
+    cfg = compose_app(["learner.num_epochs=1"], config_dir=repo / "conf")  # burnlike's groups + its model
+    assert cfg.model._target_ == "otherpkg.model.TinyConfig" and cfg.optimizer.epsilon == 1e-5
+    env = {"PYTHONPATH": str(repo)}
+    own = start_app(["learner.num_epochs=1", "optimizer.lr=0.01"], tmp_path / "own", tiny,
+                    script=repo / "train_other.py", cwd=repo, env_extra=env)
+    app = start_app(["learner.num_epochs=1", "optimizer.lr=0.01"], tmp_path / "app", tiny,
+                    script=repo / "run_app.py", cwd=repo, env_extra=env)
+    for proc, out, result, key in ((finish(own), tmp_path / "own", "best.json", "valid/Accuracy"),
+                                   (finish(app), tmp_path / "app", "result.json", "value")):
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert (out / "run" / "model.mpk").exists() and (out / "run" / "checkpoint" / "model-1.mpk").exists()
+        assert json.loads((out / "run" / result).read_text())[key] > 20  # it learned something (10 classes)
+    assert "Tiny" in (tmp_path / "app" / "run" / "experiment.log").read_text()
 
 
 def test_plain_lightning_path_with_the_plugin(tmp_path, tiny):
@@ -255,5 +367,5 @@ def test_optuna_search_runs_trials(tmp_path, tiny):
                    tmp_path, tiny, timeout=380)
     assert proc.returncode == 0, proc.stderr[-3000:]
     values = [json.loads((tmp_path / "sweep" / str(i) / "result.json").read_text())["value"] for i in (0, 1)]
-    best = (tmp_path / "sweep" / "optimization_results.yaml").read_text()
-    assert "best_value" in best and f"{max(values)}"[:5] in best
+    best = OmegaConf.load(tmp_path / "sweep" / "optimization_results.yaml")
+    assert best.best_value == pytest.approx(max(values))  # the sweeper received what each job returned

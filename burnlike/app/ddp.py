@@ -35,15 +35,23 @@ def job_subprocess_cmd(local_rank: int) -> tuple[Sequence[str], str]:
             if "=" not in arg and i + 1 < len(argv):
                 command.append(argv[i + 1])
     command += list(hc.overrides.task)
-    command += [f'hydra.run.dir="{hc.runtime.output_dir}"', f"hydra.job.name=train_ddp_process_{local_rank}",
-                "hydra.output_subdir=null"]
+    # RUN mode even where a config sets `hydra.mode: MULTIRUN` (hparams_search=...): one job, this dir
+    command += ["hydra.mode=RUN", f'hydra.run.dir="{hc.runtime.output_dir}"',
+                f"hydra.job.name=train_ddp_process_{local_rank}", "hydra.output_subdir=null"]
     return command, get_original_cwd()
 
 
-def patch_for_multirun() -> None:
-    """Make Lightning's ddp launcher start this job's ranks, not the sweep (idempotent)."""
-    from lightning.pytorch.strategies.launchers import subprocess_script
+def patch_for_multirun() -> bool:
+    """Make Lightning's ddp launcher start this job's ranks, not the sweep (idempotent).
 
+    Returns False where this Lightning has no such hook (the caller then falls back to ddp_spawn)."""
+    try:
+        from lightning.pytorch.strategies.launchers import subprocess_script
+    except ImportError:  # pragma: no cover - a Lightning without the module
+        return False
+    if not callable(getattr(subprocess_script, "_hydra_subprocess_cmd", None)):
+        return False
     if subprocess_script._hydra_subprocess_cmd is not job_subprocess_cmd:
         subprocess_script._hydra_subprocess_cmd = job_subprocess_cmd
         log.info("multirun: DDP ranks are launched for this job only (not the whole sweep)")
+    return True

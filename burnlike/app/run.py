@@ -26,6 +26,9 @@ RECORDERS = {
 }
 METRICS = {"Accuracy": "AccuracyMetric", "Loss": "LossMetric", "Learning Rate": "LearningRateMetric",
            "Iteration Speed": "IterationSpeedMetric"}
+VALID_METRICS = ("Accuracy", "Loss")  # the ones a validation pass can compute
+# Lightning's messages name its argument; the app names the override that set it
+TRAINER_KEYS = ("precision", "strategy", "devices", "num_nodes", "accelerator")
 
 
 class AppConfigError(ValueError):
@@ -33,7 +36,12 @@ class AppConfigError(ValueError):
 
 
 def validate(cfg: DictConfig) -> None:
+    """Reject values the schema's types allow but training can't use, before anything heavy starts
+    (so the message names the override, not a Lightning internal)."""
+    patience = cfg.learner.early_stopping_patience
     checks = [
+        ("learner.early_stopping_patience", patience, lambda v: v is None or v >= 1, "null or an integer >= 1"),
+        ("trainer.num_nodes", cfg.trainer.num_nodes, lambda v: v >= 1, "an integer >= 1"),
         ("learner.num_epochs", cfg.learner.num_epochs, lambda v: v >= 1, "an integer >= 1"),
         ("learner.grads_accumulation", cfg.learner.grads_accumulation, lambda v: v >= 1, "an integer >= 1"),
         ("data.batch_size", cfg.data.batch_size, lambda v: v >= 1, "an integer >= 1"),
@@ -49,6 +57,22 @@ def validate(cfg: DictConfig) -> None:
             raise AppConfigError(f"learner.metrics: unknown metric {name!r} (expected some of {sorted(METRICS)})")
     if cfg.learner.checkpoint is not None and cfg.learner.checkpoint < 1:
         raise AppConfigError(f"learner.checkpoint={cfg.learner.checkpoint} is invalid: expected an epoch >= 1")
+    split, _, name = str(cfg.optimized_metric).partition("/")
+    logged = {"train": list(cfg.learner.metrics), "valid": [m for m in cfg.learner.metrics if m in VALID_METRICS]}
+    if name not in logged.get(split, []):
+        options = [f"{s}/{m}" for s, ms in logged.items() for m in ms]
+        raise AppConfigError(f"optimized_metric={cfg.optimized_metric!r} is not logged by this run: expected one of "
+                             f"{options} (learner.metrics decides what is logged)")
+
+
+def check_devices(cfg: DictConfig) -> None:
+    """What this machine can run (separate from `validate`, which any machine can check)."""
+    if str(cfg.trainer.accelerator) in ("gpu", "cuda"):
+        import torch
+
+        if not torch.cuda.is_available():
+            raise AppConfigError(f"trainer.accelerator={cfg.trainer.accelerator} but torch sees no CUDA device "
+                                 "(use trainer=cpu, or trainer=ddp with accelerator=cpu)")
 
 
 def recorder_from(name: str) -> Any:
@@ -58,24 +82,30 @@ def recorder_from(name: str) -> Any:
     return getattr(rec, cls)(getattr(rec, settings))
 
 
-def build_model(cfg: DictConfig, device: Any) -> Any:
-    """`model=` option: a burnlike `@config` with `init(device)`, or any `_target_` (a model or a config)."""
+def build_model(cfg: DictConfig) -> Any:
+    """`model=` option: a burnlike `@config` with `init(device)`, or any `_target_` (a model or a config).
+
+    Built on the CPU: Lightning moves it to each rank's own device (building on "cuda" would put
+    every DDP rank's copy, and a CUDA context, on GPU 0 first)."""
     if "_target_" in cfg.model:
         from hydra.utils import instantiate
 
         obj = instantiate(cfg.model)
     else:
         obj = OmegaConf.to_object(cfg.model)
-    return obj.init(device) if hasattr(obj, "init") and callable(obj.init) else obj
+    return obj.init("cpu") if hasattr(obj, "init") and callable(obj.init) else obj
 
 
 def trainer_strategy(cfg: DictConfig) -> str:
-    """Under `-m`, Lightning's `ddp` children would re-launch the sweep: point them at this job."""
+    """Under `-m`, Lightning's `ddp` children would re-launch the sweep: point them at this job, or,
+    if this Lightning has no launcher hook to patch, run the job with `ddp_spawn` instead."""
     strategy = str(cfg.trainer.strategy)
     if strategy.startswith("ddp") and not strategy.startswith("ddp_spawn") and _is_multirun():
         from burnlike.app.ddp import patch_for_multirun
 
-        patch_for_multirun()
+        if not patch_for_multirun():
+            log.warning("multirun: this Lightning has no Hydra launcher hook; using ddp_spawn for this job")
+            return "ddp_spawn" + strategy[len("ddp"):]
     return strategy
 
 
@@ -98,6 +128,7 @@ def output_dir() -> Path:
 def run(cfg: DictConfig, artifact_dir: str | Path | None = None) -> float:
     """Train as configured; return `cfg.optimized_metric`'s best epoch value (for sweepers)."""
     validate(cfg)
+    check_devices(cfg)
     import burnlike
     from burnlike.data import DataLoaderBuilder, MnistBatcher, MnistDataset
     from burnlike.train import LearnerBuilder, MetricEarlyStoppingStrategy, StoppingCondition
@@ -105,24 +136,28 @@ def run(cfg: DictConfig, artifact_dir: str | Path | None = None) -> float:
 
     artifact = Path(artifact_dir) if artifact_dir is not None else output_dir()
     artifact.mkdir(parents=True, exist_ok=True)
-    if _is_rank_zero():
+    if is_rank_zero():
         (artifact / "config.json").write_text(json.dumps(OmegaConf.to_container(cfg, resolve=True), indent=2) + "\n")
     burnlike.seed(cfg.seed)
     t = cfg.trainer
-    device = "cuda" if t.accelerator in ("gpu", "cuda") else "cpu"
 
     def loader(dataset: MnistDataset) -> Any:
         return (DataLoaderBuilder(MnistBatcher()).batch_size(cfg.data.batch_size).shuffle(cfg.data.shuffle_seed)
                 .num_workers(cfg.data.num_workers).build(dataset))
 
-    train_loader = loader(MnistDataset.train(cfg.data.root))
-    valid_loader = loader(MnistDataset.test(cfg.data.root))
+    from burnlike.data import MnistFormatError, MnistNotFoundError
+
+    try:
+        train_loader = loader(MnistDataset.train(cfg.data.root))
+        valid_loader = loader(MnistDataset.test(cfg.data.root))
+    except (MnistNotFoundError, MnistFormatError) as e:
+        raise AppConfigError(f"data.root={cfg.data.root!r}: {' '.join(str(e).split())}") from e
 
     builder = LearnerBuilder(artifact)
     for name in cfg.learner.metrics:
         metric_cls = getattr(metrics, METRICS[name])
         builder.metric_train_numeric(metric_cls())
-        if name in ("Accuracy", "Loss"):
+        if name in VALID_METRICS:
             builder.metric_valid_numeric(metric_cls())
     recorder = recorder_from(cfg.learner.recorder)
     if cfg.learner.checkpointing:
@@ -142,17 +177,91 @@ def run(cfg: DictConfig, artifact_dir: str | Path | None = None) -> float:
                                precision=t.precision, num_nodes=t.num_nodes, fast_dev_run=t.fast_dev_run,
                                **extra, **OmegaConf.to_container(t.extra, resolve=True)))
     optimizer = OmegaConf.to_object(cfg.optimizer)
-    learner = builder.build(build_model(cfg, device), optimizer.init(), float(cfg.optimizer.lr))
+    model = build_model(cfg)
+    try:
+        learner = builder.build(model, optimizer.init(), float(cfg.optimizer.lr))
+    except (ValueError, TypeError) as e:  # Lightning's Trainer rejects an argument (MisconfigurationException too)
+        raise AppConfigError(trainer_error(cfg, e)) from e
+    try:
+        learner.resume_path()
+    except (FileNotFoundError, ValueError) as e:
+        raise AppConfigError(resume_error(cfg, artifact, e)) from e
+    tracker = MetricTracker(str(cfg.optimized_metric), artifact / "result.json", learner.trainer,
+                            resume_from=cfg.learner.checkpoint)
+    learner.module.listeners.append(tracker)
     with _isolated_job():
         result = learner.fit(train_loader, valid_loader)
     if result.trainer is not None and not result.trainer.is_global_zero:
-        return float("nan")
+        return tracker.best()
     path = result.model.save_file(artifact / "model", recorder)
     log.info("saved the trained model to %s", path)
-    value = best_value(artifact, str(cfg.optimized_metric), result)
-    # what the sweeper receives, also on disk for scripts that drive `-m` runs
-    (artifact / "result.json").write_text(json.dumps({"optimized_metric": str(cfg.optimized_metric), "value": value}))
-    return value
+    tracker.write()
+    return tracker.best()
+
+
+def trainer_error(cfg: DictConfig, error: Exception) -> str:
+    text = " ".join(str(error).split())
+    keys = [f"trainer.{k}" for k in TRAINER_KEYS if k in text.lower()] or [f"trainer.{k}" for k in TRAINER_KEYS]
+    settings = ", ".join(f"{k}={OmegaConf.select(cfg, k)!r}" for k in keys)
+    return f"{' / '.join(keys)}: Lightning's Trainer rejected {settings}: {text}"
+
+
+def resume_error(cfg: DictConfig, artifact: Path, error: Exception) -> str:
+    if not cfg.learner.checkpointing:
+        return f"learner.checkpoint={cfg.learner.checkpoint} needs learner.checkpointing=true (nothing to resume from)"
+    found = sorted((artifact / "checkpoint").glob("model-*")) if (artifact / "checkpoint").is_dir() else []
+    names = ", ".join(p.name for p in found) or "none"
+    return (f"learner.checkpoint={cfg.learner.checkpoint}: {error}. Checkpoints in {artifact}: {names}. "
+            "Resume inside the run's own dir: hydra.run.dir=<that run dir>")
+
+
+class MetricTracker:
+    """Per-epoch values of `optimized_metric` as every rank sees them after the cross-rank reduction.
+
+    The Burn-layout `.log` files hold rank 0's own steps only, so under DDP they are not what a
+    sweeper should optimize. Rank 0 rewrites `result.json` after each epoch, so a resumed run (and a
+    killed one) still knows the epochs before its checkpoint."""
+
+    def __init__(self, key: str, path: Path, trainer: Any, resume_from: int | None = None) -> None:
+        self.key, self.path, self.trainer = key, path, trainer
+        self.split, _, self.name = key.partition("/")
+        self.minimize = "Loss" in self.name
+        self.epochs: dict[int, float] = {}
+        if resume_from is not None:
+            self.epochs = {e: v for e, v in self._previous(path.parent).items() if e <= resume_from}
+
+    def _previous(self, artifact: Path) -> dict[int, float]:
+        try:
+            data = json.loads(self.path.read_text())
+            if data.get("optimized_metric") == self.key:
+                return {int(e): float(v) for e, v in data.get("epochs", {}).items()}
+        except (OSError, ValueError, AttributeError):
+            pass
+        from burnlike.train.logger import read_epochs
+
+        return read_epochs(artifact, self.split, self.name)  # a run from before result.json: rank 0's logs
+
+    def __call__(self, split: str, epoch: int, results: dict[str, tuple[float, Any]]) -> None:
+        if split == self.split and self.name in results:
+            self.epochs[epoch] = float(results[self.name][0])
+            self.write()
+
+    def best(self) -> float:
+        values = [v for v in self.epochs.values() if v == v]  # NaN never wins
+        if not values:
+            return float("nan")
+        return min(values) if self.minimize else max(values)
+
+    def write(self) -> None:
+        if self.trainer is not None and not self.trainer.is_global_zero:
+            return
+        best = self.best()
+        data = {"optimized_metric": self.key, "mode": "min" if self.minimize else "max", "value": best,
+                "best_epoch": next((e for e, v in self.epochs.items() if v == best), None),
+                "epochs": {str(e): v for e, v in sorted(self.epochs.items())}}
+        tmp = self.path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(data, indent=2) + "\n")
+        os.replace(tmp, self.path)
 
 
 @contextlib.contextmanager
@@ -174,24 +283,14 @@ def _isolated_job() -> Iterator[None]:
         os.environ.update(env)
 
 
-def _is_rank_zero() -> bool:
-    return all(os.environ.get(k, "0") == "0" for k in ("LOCAL_RANK", "NODE_RANK", "RANK"))
+def is_rank_zero() -> bool:
+    """Rank 0 of a job, before Lightning knows: launched children (LOCAL_RANK), torchrun (RANK) and
+    srun tasks (SLURM_PROCID) say so in their environment."""
+    return all(os.environ.get(k, "0") == "0" for k in ("LOCAL_RANK", "NODE_RANK", "RANK", "SLURM_PROCID"))
 
 
 def _devices(value: Any) -> Any:
     return OmegaConf.to_container(value) if OmegaConf.is_config(value) else value
-
-
-def best_value(artifact: Path, key: str, result: Any) -> float:
-    from burnlike.train.logger import read_epochs
-
-    split, _, name = key.partition("/")
-    values = read_epochs(artifact, split, name)
-    if not values:
-        logged = result.trainer.callback_metrics.get(key) if result.trainer is not None else None
-        return float(logged) if logged is not None else float("nan")
-    lower_is_better = name in ("Loss",)
-    return min(values.values()) if lower_is_better else max(values.values())
 
 
 def fail(message: str) -> None:

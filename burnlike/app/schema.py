@@ -78,13 +78,23 @@ class AppConfig:
     optimized_metric: str = "valid/Accuracy"
 
 
+SCHEMAS: dict[str, type] = {
+    "app": AppConfig,
+    "model/mnist": ModelConfig,
+    "model/mlp": MlpConfig,
+    "optimizer/adam": AdamOptimizer,
+    "optimizer/adamw": AdamWOptimizer,
+    "optimizer/sgd": SgdOptimizer,
+}
+
+
 def register_configs() -> None:
+    """Store the schemas under `schema/...`, not in the option groups themselves, so they never show
+    up as choices (`model=mnist_schema`); a group's YAML pulls its schema in with
+    `- /schema/model/mnist@_here_` (idempotent: Hydra's store overwrites)."""
     from hydra.core.config_store import ConfigStore
 
     cs = ConfigStore.instance()
-    cs.store(name="app_schema", node=AppConfig)
-    cs.store(group="model", name="mnist_schema", node=ModelConfig)
-    cs.store(group="model", name="mlp_schema", node=MlpConfig)
-    cs.store(group="optimizer", name="adam_schema", node=AdamOptimizer)
-    cs.store(group="optimizer", name="adamw_schema", node=AdamWOptimizer)
-    cs.store(group="optimizer", name="sgd_schema", node=SgdOptimizer)
+    for path, node in SCHEMAS.items():
+        group, _, name = path.rpartition("/")
+        cs.store(group="schema/" + group if group else "schema", name=name, node=node)
