@@ -84,7 +84,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         return 2
     model = load_model(args.model) if args.model else None
     try:
-        metadata, item = recorder.load(path, module=model)
+        metadata, item = recorder.read_record(path, module=model)
     except RecordError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -127,7 +127,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
             if recorder is None:
                 raise SystemExit(f"error: {src}: unknown input format")
             if model is not None:
-                _, item = recorder.load(src, module=model)
+                _, item = recorder.read_record(src, module=model)
                 if isinstance(item, dict) and "pytorch-lightning_version" in item:
                     weights_from_checkpoint(model, item, src)
                 else:
@@ -135,7 +135,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
 
                     load_module_record(model, item, src)
             else:
-                _, item = recorder.load(src)
+                _, item = recorder.read_record(src)
                 if dst.suffix == ".safetensors":
                     from safetensors.torch import save_file
 

@@ -228,13 +228,13 @@ def test_unstorable_hparams_become_markers_with_a_warning(tmp_path):
 def test_load_errors_are_record_errors(tmp_path):
     recorder = DefaultRecorder()
     with pytest.raises(RecordError, match="no such record"):
-        recorder.load(tmp_path / "missing.mpk")
+        recorder.read_record(tmp_path / "missing.mpk")
     (tmp_path / "bad.mpk").write_bytes(b"\xc1\xc1")
     with pytest.raises(RecordError, match="bad.mpk"):
-        recorder.load(tmp_path / "bad.mpk")
+        recorder.read_record(tmp_path / "bad.mpk")
     (tmp_path / "list.mpk").write_bytes(msgpack.packb([1, 2]))
     with pytest.raises(RecordError, match="not a Burn record"):
-        recorder.load(tmp_path / "list.mpk")
+        recorder.read_record(tmp_path / "list.mpk")
     import gzip
 
     (tmp_path / "bomb.mpk.gz").write_bytes(gzip.compress(b"\0" * (1 << 22)))
@@ -269,5 +269,5 @@ def test_sigkill_during_save_never_leaves_a_torn_file(tmp_path):
             pass  # a save is in flight once its temp file exists: kill it mid-write
         proc.kill()
         proc.wait()
-        _, item = DefaultRecorder().load(target)  # always a whole record, old or new
+        item = DefaultRecorder().load(target)  # always a whole record, old or new
         assert target.stat().st_size == size and len(item["w"]["bytes"]) == 16_000_000

@@ -8,17 +8,20 @@ writes `[nil, nil]` for Conv2d geometry and `Some(nil)` for optional stateless m
 from __future__ import annotations
 
 import gzip
+import io
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from torch import nn
 
+from burnlike.record import stream
 from burnlike.record.codec import BINCODE_INDEX
 from burnlike.record.error import RecordError
-from burnlike.record.module_record import check_param_id, fields, is_stateless, module_to_record
+from burnlike.record.module_record import check_param_id, fields, is_stateless
 from burnlike.record.recorder import Recorder, gunzip
 
 METADATA_KEYS = ("float", "int", "format", "version", "settings")
+ITEM_FORMAT = "burnlike::item::"
 
 
 class _Reader:
@@ -82,18 +85,27 @@ def _version_19(version: str) -> bool:
     return version.startswith(("0.14", "0.15", "0.16", "0.17", "0.18", "0.19"))
 
 
+def read_metadata(data: bytes, path: Path) -> tuple[dict[str, str], _Reader]:
+    r = _Reader(data, path)
+    return {k: r.string() for k in METADATA_KEYS}, r
+
+
 def decode(data: bytes, path: Path, module: nn.Module | None) -> dict[str, Any]:
+    metadata, r = read_metadata(data, path)
+    if metadata["format"].startswith(ITEM_FORMAT):  # a non-module item (training checkpoint)
+        blob = r.take(r.varint())
+        if r.pos != len(r.data):
+            raise r.fail("extra bytes after the record")
+        return {"metadata": metadata, "item": stream.read_msgpack(io.BytesIO(blob), len(blob), path), "_b": []}
     if module is None:
         raise RecordError("bincode records have no field names: load them into a module "
                           "(module.load_file(path, BinFileRecorder()))", path)
-    r = _Reader(data, path)
-    metadata = {k: r.string() for k in METADATA_KEYS}
     version = metadata["version"]
     v19 = _version_19(version)
 
     def param() -> dict[str, Any]:
         pid = check_param_id(r.string(), path, r.key)
-        raw = bytes(r.take(r.varint()))
+        raw = r.take(r.varint())  # a view: copied once, into the parameter
         ndim = r.varint()
         if ndim > len(r.data) - r.pos:
             raise r.fail(f"shape of {ndim} dims can't fit in the file")
@@ -152,19 +164,38 @@ def decode(data: bytes, path: Path, module: nn.Module | None) -> dict[str, Any]:
     return {"metadata": metadata, "item": item, "_b": []}
 
 
-def encode(record: dict[str, Any], module: nn.Module | None) -> bytes:
-    if module is None:
-        raise RecordError("BinFileRecorder writes module records only (it needs the module's field order)")
+def encode(record: dict[str, Any], module: nn.Module | None, f: IO[bytes]) -> None:
+    """Write bincode to `f`, walking `module`'s fields; tensor bytes are streamed."""
+    metadata = dict(record["metadata"])
+    if module is None:  # not a module record: Burn can't read it anyway; keep it self-describing
+        metadata["format"] = ITEM_FORMAT + metadata["format"]
     w = _Writer()
-    metadata = record["metadata"]
     for k in METADATA_KEYS:
         w.blob(metadata[k].encode())
+    if module is None:
+        body = io.BytesIO()
+        stream.write_msgpack(record["item"], body)
+        w.blob(body.getbuffer())
+        f.write(b"".join(w.parts))
+        return
     version = metadata["version"]
+    scratch = stream.Scratch()
+
+    def flush() -> None:
+        f.write(b"".join(w.parts))
+        w.parts.clear()
 
     def param(value: dict[str, Any]) -> None:
         w.blob(value["id"].encode())
         data = value["param"]
-        w.blob(data["bytes"])
+        raw = data["bytes"]
+        if isinstance(raw, stream.TensorBytes):
+            view = raw.view(scratch)
+            w.varint(view.nbytes)
+            flush()
+            f.write(view)
+        else:
+            w.blob(raw)
         w.varint(len(data["shape"]))
         for d in data["shape"]:
             w.varint(d)
@@ -187,46 +218,51 @@ def encode(record: dict[str, Any], module: nn.Module | None) -> bytes:
         if is_stateless(m):
             w.raw(b"\x00")
             return
-        for f in fields(m, version):
-            if f.kind == "module":
-                visit(f.module, item[f.name])  # type: ignore[arg-type]
-            elif f.kind == "param":
-                if f.optional:
+        for fld in fields(m, version):
+            if fld.kind == "module":
+                visit(fld.module, item[fld.name])  # type: ignore[arg-type]
+            elif fld.kind == "param":
+                if fld.optional:
                     w.raw(b"\x01")
-                param(item[f.name])
-            elif f.kind == "none":
+                param(item[fld.name])
+            elif fld.kind == "none":
                 w.raw(b"\x00")
-            elif f.kind == "nil2":
+            elif fld.kind == "nil2":
                 w.raw(b"\x00\x00")
-            elif f.kind == "some_nil":
+            elif fld.kind == "some_nil":
                 w.raw(b"\x01\x00")
             else:
                 w.raw(b"\x00")
 
     visit(module, record["item"])
-    return b"".join(w.parts)
+    flush()
 
 
 class BinFileRecorder(Recorder):
+    """bincode 2 (standard config), Burn's `BinFileRecorder`: loads and saves need the module.
+
+    A non-module item (a training checkpoint from `RecorderCheckpointIO`) is stored as the five
+    metadata strings, then the item as a MessagePack blob, with `format` prefixed by
+    `burnlike::item::` so readers know; Burn itself can't read such a file.
+    """
+
     extension = "bin"
     format_type = "BinFileRecorder"
 
-    def encode(self, record: dict[str, Any], module: nn.Module | None) -> bytes:
-        return encode(record, module)
+    def write(self, record: dict[str, Any], module: nn.Module | None, f: IO[bytes]) -> None:
+        encode(record, module, f)
 
-    def decode(self, data: bytes, path: Path, module: nn.Module | None) -> Any:
-        return decode(data, path, module)
-
-    def save_module(self, module: nn.Module, path: Any) -> Path:
-        return self.record(module_to_record(module, self.settings, self.burn_version), path, module=module)
+    def read(self, f: IO[bytes], size: int, path: Path, module: nn.Module | None, lazy: bool) -> Any:
+        return decode(f.read(), path, module)
 
 
 class BinGzFileRecorder(BinFileRecorder):
     extension = "bin.gz"
     format_type = "BinGzFileRecorder"
 
-    def encode(self, record: dict[str, Any], module: nn.Module | None) -> bytes:
-        return gzip.compress(encode(record, module), compresslevel=6, mtime=0)
+    def write(self, record: dict[str, Any], module: nn.Module | None, f: IO[bytes]) -> None:
+        with gzip.GzipFile(filename="", mode="wb", fileobj=f, compresslevel=6, mtime=0) as gz:
+            encode(record, module, gz)  # type: ignore[arg-type]
 
-    def decode(self, data: bytes, path: Path, module: nn.Module | None) -> Any:
-        return decode(gunzip(data, path), path, module)
+    def read(self, f: IO[bytes], size: int, path: Path, module: nn.Module | None, lazy: bool) -> Any:
+        return decode(gunzip(f.read(), path), path, module)

@@ -43,6 +43,8 @@ class RecorderCheckpointIO(CheckpointIO):
 
     def load_checkpoint(self, path: str | os.PathLike[str], map_location: Any | None = None,
                         weights_only: bool | None = None) -> dict[str, Any]:
+        """Read a checkpoint (any recorder's format; `weights_only` is accepted and moot: nothing
+        is ever unpickled). Lightning restores it; tensors are on CPU unless `map_location`."""
         target = Path(path)
         if not target.exists():
             raise FileNotFoundError(f"checkpoint file not found: {target}")
@@ -73,16 +75,42 @@ def load_checkpoint(path: str | os.PathLike[str], recorder: Recorder | None = No
     """Read a checkpoint written by `RecorderCheckpointIO` (any recorder format, found by extension)."""
     target = Path(path)
     recorder = recorder or recorder_for(target)
-    _, item = recorder.load(target)
-    value = decode_value(item, target)
+    item = recorder.load(target)
+    try:
+        value = decode_value(item, target)
+    except RecursionError:
+        raise RecordError("checkpoint nests too deeply", target) from None
     if not isinstance(value, dict) or "state_dict" not in value:
         raise RecordError("not a training checkpoint (no 'state_dict')", target)
     if map_location is not None:
-        from lightning.fabric.utilities.apply_func import move_data_to_device
-
-        if isinstance(map_location, (str, torch.device)):
-            value = move_data_to_device(value, torch.device(map_location))
+        value = _map_location(value, map_location)
     return value
+
+
+def _map_location(value: Any, map_location: Any) -> Any:
+    """torch.load's `map_location` for decoded tensors: a device, a str, a {from: to} dict or a
+    callable(tensor, location)."""
+    def move(t: torch.Tensor) -> torch.Tensor:
+        if callable(map_location):
+            out = map_location(t, "cpu")
+            return out if isinstance(out, torch.Tensor) else t
+        if isinstance(map_location, dict):
+            dest = map_location.get("cpu", map_location.get(str(t.device)))
+            return t.to(dest) if dest is not None else t
+        return t.to(torch.device(map_location))
+
+    def walk(obj: Any) -> Any:
+        if isinstance(obj, torch.Tensor):
+            return move(obj)
+        if isinstance(obj, dict):
+            return type(obj)((k, walk(v)) for k, v in obj.items())
+        if isinstance(obj, list):
+            return [walk(v) for v in obj]
+        if isinstance(obj, tuple):
+            return tuple(walk(v) for v in obj)
+        return obj
+
+    return walk(value)
 
 
 def recorder_for(path: Path) -> Recorder:
@@ -110,6 +138,9 @@ def weights_from_checkpoint(module: nn.Module, checkpoint: Any, path: Any = None
     state = decode_value(checkpoint.get("state_dict"), path, "state_dict")
     if not isinstance(state, dict):
         raise RecordError("checkpoint 'state_dict' is not a map", path, "state_dict")
+    for key, value in state.items():
+        if not isinstance(value, torch.Tensor):
+            raise RecordError(f"expected a tensor, got {type(value).__name__}", path, f"state_dict.{key}")
     own = module.state_dict()
     prefixed = {k[len("model."):]: v for k, v in state.items() if isinstance(k, str) and k.startswith("model.")}
     weights = prefixed if prefixed and not any(k in own for k in state) else dict(state)
@@ -120,7 +151,10 @@ def weights_from_checkpoint(module: nn.Module, checkpoint: Any, path: Any = None
         if key in own and tuple(tensor.shape) != tuple(own[key].shape):
             raise RecordError(f"shape {list(tensor.shape)} in the checkpoint, model has {list(own[key].shape)}",
                               path, f"state_dict.{key}")
-    module.load_state_dict({k: v for k, v in weights.items() if k in own}, strict=True)
+    try:
+        module.load_state_dict({k: v for k, v in weights.items() if k in own}, strict=True)
+    except RuntimeError as e:  # e.g. a dtype that can't be cast
+        raise RecordError(f"can't load the checkpoint's weights ({e})", path, "state_dict") from None
 
 
 def load_lightning_module(module_cls: Any, path: str | os.PathLike[str], strict: bool = True,

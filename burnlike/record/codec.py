@@ -18,6 +18,7 @@ import torch
 
 from burnlike.record.error import RecordError
 from burnlike.record.precision import PrecisionSettings
+from burnlike.record.stream import FileSlice, Scratch, TensorBytes, frombuffer, itemsize
 
 # torch dtype <-> Burn DType name (bincode variant index in Burn 0.19-0.21's enum order).
 DTYPES: dict[torch.dtype, str] = {
@@ -38,32 +39,46 @@ F16_MAX = 65504.0
 _INT_RANGE = {torch.int16: (-(2**15), 2**15 - 1), torch.int32: (-(2**31), 2**31 - 1)}
 
 
+F16_TINY = 2.0**-14  # smallest normal f16; below it f16 keeps fewer than 10 significant bits
+
+
 def storage_dtype(t: torch.Tensor, settings: PrecisionSettings | None) -> torch.dtype:
     """The dtype `t` is recorded at under `settings`.
 
-    Policy (never silently corrupt): a float tensor whose finite values exceed the target float's
-    range, or an int tensor outside the target int's range, keeps the narrowest wider type that
-    holds it (Burn's reader accepts any dtype, since each TensorData names its own). Ordinary f16
-    rounding (2049→2048, 1e-8→0) is the documented cost of half precision.
+    Policy (never silently corrupt; cheap: one min/max pass):
+    - a float tensor with a finite value beyond ±65504 (would become inf in f16) keeps f32 (f64
+      stays f64);
+    - a float tensor whose nonzero values are all below f16's normal range (|x| < 2**-14, e.g. a
+      tensor of 1e-8 values that would flush to zero or keep only a few bits) keeps f32 as well;
+    - otherwise f16 rounding applies element-wise: a tiny value next to large ones rounds to zero
+      exactly as f16 rounding of that tensor's scale would (2049→2048, 1e-8→0 beside 1.0);
+    - an int tensor outside the target int's range keeps the narrowest wider int that holds it.
+    Burn's reader accepts any of these, since each TensorData names its own dtype.
     """
     if settings is None or t.dtype == torch.bool:
         return t.dtype
     if t.is_floating_point():
         target = settings.float_dtype
-        if target == torch.float16 and t.numel():
-            lo, hi = t.detach().aminmax()  # one pass, no |t| temporary; inf/nan only if present
-            peak = max(-float(lo), float(hi))
-            if peak > F16_MAX and math.isfinite(peak) or not math.isfinite(peak) and _finite_peak(t) > F16_MAX:
-                return torch.float32 if t.dtype != torch.float64 else torch.float64
+        if target == torch.float16 and t.dtype != torch.float16 and t.numel():
+            wider = torch.float32 if t.dtype != torch.float64 else torch.float64
+            lo, hi = t.detach().aminmax()  # one pass, no |t| temporary
+            lo_f, hi_f = float(lo), float(hi)
+            peak = max(-lo_f, hi_f)
+            if not math.isfinite(peak):
+                peak = _finite_peak(t)
+            if peak > F16_MAX:
+                return wider
+            if 0.0 < peak < F16_TINY:
+                return wider
         return target
     target = settings.int_dtype
     if target in _INT_RANGE and t.numel():
         lo, hi = _INT_RANGE[target]
-        if int(t.min()) < lo or int(t.max()) > hi:
-            for wider in (torch.int32, torch.int64):
-                if wider in _INT_RANGE and int(t.min()) >= _INT_RANGE[wider][0] and int(t.max()) <= _INT_RANGE[wider][1]:
-                    return wider
-            return torch.int64
+        t_lo, t_hi = (int(v) for v in t.detach().aminmax())
+        if t_lo < lo or t_hi > hi:
+            for wider_int in (torch.int32, torch.int64):
+                if wider_int not in _INT_RANGE or _INT_RANGE[wider_int][0] <= t_lo and t_hi <= _INT_RANGE[wider_int][1]:
+                    return wider_int
     return target
 
 
@@ -76,33 +91,35 @@ def dtype_field(dtype: torch.dtype, burn_version: str = "0.21.0") -> Any:
     name = DTYPES.get(dtype)
     if name is None:
         raise RecordError(f"tensors of dtype {dtype} can't be recorded")
-    if name == "Bool" and not burn_version.startswith("0.19") and not burn_version.startswith("0.18"):
+    if name == "Bool" and not burn_version.startswith(("0.14", "0.15", "0.16", "0.17", "0.18", "0.19")):
         return {"Bool": "Native"}
     return name
 
 
-def tensor_to_data(t: torch.Tensor, dtype: torch.dtype | None = None, burn_version: str = "0.21.0") -> dict[str, Any]:
-    """A TensorData map: raw little-endian bytes (a zero-copy view when possible), shape, dtype name."""
-    t = t.detach()
-    dtype = dtype or t.dtype
-    if t.dtype != dtype or not t.is_contiguous() or t.device.type != "cpu":
-        # one pass: cast, transpose (strided source) and device copy together
-        out = torch.empty(t.shape, dtype=dtype, device="cpu")
-        out.copy_(t)
-        t = out
-    array = t.view(torch.int16).numpy() if t.dtype == torch.bfloat16 else t.numpy()
-    raw = memoryview(array.reshape(-1)).cast("B") if array.size else b""
-    return {"bytes": raw, "shape": list(t.shape), "dtype": dtype_field(t.dtype, burn_version)}
+def tensor_to_data(t: torch.Tensor, dtype: torch.dtype | None = None, burn_version: str = "0.21.0",
+                   *, transpose: bool = False, lazy: bool = False) -> dict[str, Any]:
+    """A TensorData map: raw little-endian bytes, shape, dtype name.
+
+    `lazy` leaves the bytes as a `TensorBytes` the streaming writers produce on the fly (one pass:
+    cast, transpose, write); otherwise they are materialised (zero-copy when no cast is needed).
+    """
+    data = TensorBytes(t, dtype or t.dtype, transpose)
+    if data.dtype not in DTYPES:
+        raise RecordError(f"tensors of dtype {data.dtype} can't be recorded")
+    raw: Any = data if lazy else data.view(Scratch())
+    return {"bytes": raw, "shape": data.shape, "dtype": dtype_field(data.dtype, burn_version)}
 
 
 def is_tensor_data(obj: Any) -> bool:
     return isinstance(obj, dict) and set(obj) == {"bytes", "shape", "dtype"}
 
 
-def data_to_tensor(obj: Any, where: str = "", path: Any = None, copy: bool = True) -> torch.Tensor:
+def data_to_tensor(obj: Any, where: str = "", path: Any = None, copy: bool = True,
+                   scratch: Scratch | None = None) -> torch.Tensor:
     """Check and decode a TensorData map (bytes may also be a list of u8, as JSON writes them).
 
-    `copy=False` returns a read-only view of the decoded bytes, for callers that only copy from it.
+    The byte count is checked against shape × itemsize before anything is allocated. `copy=False`
+    may return a read-only view (or a view of `scratch`), for callers that copy out of it at once.
     """
     if not isinstance(obj, dict) or not {"bytes", "shape", "dtype"} <= set(obj):
         raise RecordError("expected TensorData {bytes, shape, dtype}", path, where)
@@ -115,26 +132,32 @@ def data_to_tensor(obj: Any, where: str = "", path: Any = None, copy: bool = Tru
         raise RecordError(f"unknown dtype {dtype!r} (expected one of {sorted(BY_NAME)})", path, where)
     if not isinstance(shape, list) or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
         raise RecordError(f"shape must be a list of non-negative ints, got {shape!r}", path, where)
-    if isinstance(raw, list):
-        if not all(isinstance(b, int) and 0 <= b < 256 for b in raw):
-            raise RecordError("bytes must be a list of u8", path, where)
-        raw = bytes(raw)
-    if not isinstance(raw, (bytes, bytearray, memoryview)):
-        raise RecordError(f"bytes must be binary, got {type(raw).__name__}", path, where)
     tdtype = BY_NAME[dtype]
-    itemsize = 2 if tdtype == torch.bfloat16 else np.dtype(NUMPY[tdtype]).itemsize
+    size = itemsize(tdtype)
     count = math.prod(shape)
-    if count * itemsize != len(raw):
-        raise RecordError(f"{len(raw)} bytes don't hold shape {shape} of {dtype} ({count * itemsize} bytes)", path, where)
-    if tdtype == torch.bfloat16:
-        arr = np.frombuffer(raw, dtype="<i2").reshape(shape)
-        return torch.from_numpy(arr.copy()).view(torch.bfloat16)
-    arr = np.frombuffer(raw, dtype=np.dtype(NUMPY[tdtype]).newbyteorder("<")).reshape(shape)
-    if copy or not count:
-        return torch.from_numpy(arr.copy() if not arr.flags.writeable else arr)
+    if isinstance(raw, list):
+        if len(raw) != count * size or not all(isinstance(b, int) and 0 <= b < 256 for b in raw):
+            raise RecordError(f"bytes must be a list of {count * size} u8 for shape {shape} of {dtype}", path, where)
+        raw = bytes(raw)
+    if not isinstance(raw, (bytes, bytearray, memoryview, FileSlice)):
+        raise RecordError(f"bytes must be binary, got {type(raw).__name__}", path, where)
+    nbytes = raw.nbytes if isinstance(raw, (memoryview, FileSlice)) else len(raw)
+    if count * size != nbytes:
+        raise RecordError(f"{nbytes} bytes don't hold shape {shape} of {dtype} ({count * size} bytes)", path, where)
+    if isinstance(raw, FileSlice):
+        if scratch is not None and not copy:
+            return raw.readinto(scratch.get(2, tdtype, shape))
+        return raw.readinto(torch.empty(shape, dtype=tdtype))
+    if not count:
+        return torch.empty(shape, dtype=tdtype)
+    view_dtype = torch.int16 if tdtype == torch.bfloat16 else tdtype
+    arr = frombuffer(raw, np.dtype(NUMPY[view_dtype]).newbyteorder("<"), shape)
+    if copy and not arr.flags.writeable:
+        arr = arr.copy()
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # a read-only view: the caller copies out of it at once
-        return torch.from_numpy(arr)
+        warnings.simplefilter("ignore")  # read-only view only when copy=False: the caller copies out
+        out = torch.from_numpy(arr)
+    return out.view(torch.bfloat16) if tdtype == torch.bfloat16 else out
 
 
 # --- arbitrary Python values (training checkpoints) -------------------------------------------------
@@ -156,9 +179,12 @@ def encode_value(obj: Any, tensor_dtype: Any, key: str = "", on_unstorable: Any 
     if isinstance(obj, float):
         return obj
     if isinstance(obj, torch.Tensor):
-        return {TAG: "tensor", "data": tensor_to_data(obj, tensor_dtype(key, obj))}
+        return {TAG: "tensor", "data": tensor_to_data(obj, tensor_dtype(key, obj), lazy=True)}
     if isinstance(obj, np.ndarray) and obj.dtype != object:
-        return {TAG: "tensor", "data": tensor_to_data(torch.from_numpy(obj.copy()), None)}
+        try:
+            return {TAG: "tensor", "data": tensor_to_data(torch.from_numpy(obj.copy()), None)}
+        except (TypeError, RecordError):
+            pass  # e.g. complex or string arrays: fall through to the unstorable marker
     if isinstance(obj, np.generic):
         return obj.item()
     if isinstance(obj, OrderedDict):
