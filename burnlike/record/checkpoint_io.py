@@ -114,23 +114,33 @@ def _map_location(value: Any, map_location: Any) -> Any:
 
 
 def recorder_for(path: Path) -> Recorder:
+    """The recorder that reads `path`: by extension, else by sniffing the first bytes (Lightning
+    names every checkpoint `.ckpt`, whatever recorder wrote it)."""
     from burnlike.record import recorder as rec
+    from burnlike.record.bincode import BinFileRecorder, BinGzFileRecorder
 
-    name = path.name
     table: list[tuple[str, type[Recorder]]] = [
-        ("mpk.gz", rec.NamedMpkGzFileRecorder), ("json.gz", rec.JsonGzFileRecorder),
-        ("json", rec.PrettyJsonFileRecorder), ("mpk", rec.NamedMpkFileRecorder),
+        ("mpk.gz", rec.NamedMpkGzFileRecorder), ("json.gz", rec.JsonGzFileRecorder), ("bin.gz", BinGzFileRecorder),
+        ("json", rec.PrettyJsonFileRecorder), ("mpk", rec.NamedMpkFileRecorder), ("bin", BinFileRecorder),
     ]
-    try:
-        from burnlike.record.bincode import BinFileRecorder, BinGzFileRecorder
-
-        table += [("bin.gz", BinGzFileRecorder), ("bin", BinFileRecorder)]
-    except ImportError:  # pragma: no cover
-        pass
     for ext, cls in table:
-        if name.endswith("." + ext):
+        if path.name.endswith("." + ext):
             return cls()
-    return rec.NamedMpkFileRecorder()
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return rec.NamedMpkFileRecorder()
+    gz = head[:2] == b"\x1f\x8b"
+    if gz:
+        import zlib
+
+        try:
+            head = zlib.decompressobj(wbits=31).decompress(head, 64)
+        except zlib.error:
+            return rec.NamedMpkGzFileRecorder()
+    kind = "json" if head.lstrip()[:1] == b"{" else "mpk" if head[:1] == b"\x83" else "bin"
+    return dict(table)[f"{kind}.gz" if gz else kind]()
 
 
 def weights_from_checkpoint(module: nn.Module, checkpoint: Any, path: Any = None) -> None:
