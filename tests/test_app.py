@@ -320,9 +320,10 @@ def test_another_repo_reuses_burnlike(tmp_path, tiny):
                     script=repo / "run_app.py", cwd=repo, env_extra=env)
     for proc, out, result, key in ((finish(own), tmp_path / "own", "best.json", "valid/Accuracy"),
                                    (finish(app), tmp_path / "app", "result.json", "value")):
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        assert (out / "run" / "model.mpk").exists() and (out / "run" / "checkpoint" / "model-1.mpk").exists()
-        assert json.loads((out / "run" / result).read_text())[key] > 20  # it learned something (10 classes)
+        why = proc.stdout[-2000:] + proc.stderr[-3000:]
+        assert proc.returncode == 0, why
+        assert (out / "run" / "model.mpk").exists() and (out / "run" / "checkpoint" / "model-1.mpk").exists(), why
+        assert json.loads((out / "run" / result).read_text())[key] > 20, why  # it learned (10 classes)
     assert "Tiny" in (tmp_path / "app" / "run" / "experiment.log").read_text()
 
 

@@ -15,9 +15,9 @@ from omegaconf import DictConfig, OmegaConf
 
 log = logging.getLogger("burnlike.app")
 
-RECORDERS = {
-    "compact": ("NamedMpkFileRecorder", "HalfPrecisionSettings"),
-    "default": ("NamedMpkFileRecorder", "FullPrecisionSettings"),
+RECORDERS: dict[str, tuple[str, str | None]] = {  # learner.recorder -> (recorder, precision settings)
+    "compact": ("CompactRecorder", None),  # Burn's alias: named MessagePack, half precision
+    "default": ("DefaultRecorder", None),  # named MessagePack, full precision
     "mpk_gz": ("NamedMpkGzFileRecorder", "HalfPrecisionSettings"),
     "json": ("PrettyJsonFileRecorder", "FullPrecisionSettings"),
     "json_gz": ("JsonGzFileRecorder", "FullPrecisionSettings"),
@@ -79,7 +79,7 @@ def recorder_from(name: str) -> Any:
     import burnlike.record as rec
 
     cls, settings = RECORDERS[name]
-    return getattr(rec, cls)(getattr(rec, settings))
+    return getattr(rec, cls)() if settings is None else getattr(rec, cls)(getattr(rec, settings))
 
 
 def build_model(cfg: DictConfig) -> Any:
@@ -130,14 +130,18 @@ def run(cfg: DictConfig, artifact_dir: str | Path | None = None) -> float:
     validate(cfg)
     check_devices(cfg)
     import burnlike
-    from burnlike.data import DataLoaderBuilder, MnistBatcher, MnistDataset
-    from burnlike.train import LearnerBuilder, MetricEarlyStoppingStrategy, StoppingCondition
-    from burnlike.train import metric as metrics
+    from burnlike.data import (
+        DataLoaderBuilder,
+        MnistBatcher,
+        MnistDataset,
+        MnistFormatError,
+        MnistNotFoundError,
+    )
 
     artifact = Path(artifact_dir) if artifact_dir is not None else output_dir()
     artifact.mkdir(parents=True, exist_ok=True)
-    if is_rank_zero():
-        (artifact / "config.json").write_text(json.dumps(OmegaConf.to_container(cfg, resolve=True), indent=2) + "\n")
+    if is_rank_zero():  # Burn's `config.save(...)` on the composed AppConfig (a burnlike @config)
+        OmegaConf.to_object(cfg).save(artifact / "config.json")
     burnlike.seed(cfg.seed)
     t = cfg.trainer
 
@@ -145,13 +149,14 @@ def run(cfg: DictConfig, artifact_dir: str | Path | None = None) -> float:
         return (DataLoaderBuilder(MnistBatcher()).batch_size(cfg.data.batch_size).shuffle(cfg.data.shuffle_seed)
                 .num_workers(cfg.data.num_workers).build(dataset))
 
-    from burnlike.data import MnistFormatError, MnistNotFoundError
-
     try:
         train_loader = loader(MnistDataset.train(cfg.data.root))
         valid_loader = loader(MnistDataset.test(cfg.data.root))
     except (MnistNotFoundError, MnistFormatError) as e:
         raise AppConfigError(f"data.root={cfg.data.root!r}: {' '.join(str(e).split())}") from e
+
+    from burnlike.train import LearnerBuilder, MetricEarlyStoppingStrategy, StoppingCondition
+    from burnlike.train import metric as metrics
 
     builder = LearnerBuilder(artifact)
     for name in cfg.learner.metrics:
