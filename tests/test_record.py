@@ -271,3 +271,91 @@ def test_sigkill_during_save_never_leaves_a_torn_file(tmp_path):
         proc.wait()
         item = DefaultRecorder().load(target)  # always a whole record, old or new
         assert target.stat().st_size == size and len(item["w"]["bytes"]) == 16_000_000
+
+
+def test_f16_policy_keeps_tensors_that_would_vanish_or_overflow(tmp_path):
+    half = HalfPrecisionSettings()
+    assert storage_dtype(torch.tensor([1e-8, -3e-8]), half) == torch.float32  # all would flush to 0
+    assert storage_dtype(torch.tensor([1e-8, 1.0]), half) == torch.float16  # rounding at the tensor's scale
+    assert storage_dtype(torch.zeros(3), half) == torch.float16
+    assert storage_dtype(torch.tensor([1.0, float("nan")]), half) == torch.float16
+    assert storage_dtype(torch.tensor([-70000.0, float("-inf")]), half) == torch.float32
+    assert storage_dtype(torch.tensor([1.0, 70000.0], dtype=torch.float64), half) == torch.float64
+    m, back = nn.Linear(2, 1), nn.Linear(2, 1)
+    with torch.no_grad():
+        m.weight.copy_(torch.tensor([[1e-8, 3e-8]]))
+    path = CompactRecorder().save_module(m, tmp_path / "tiny")
+    CompactRecorder().load_module(back, path)
+    assert torch.equal(back.weight, m.weight)
+
+
+def test_streamed_bytes_equal_msgpack_packb(tmp_path):
+    from burnlike.record.module_record import module_to_record
+    from burnlike.record.stream import write_msgpack
+
+    net = nn.Sequential(nn.Linear(300, 200), nn.Embedding(500, 64), nn.Linear(4, 2))  # bins above and below 64 KiB
+    import io
+
+    for settings in SETTINGS:
+        eager = module_to_record(net, settings)
+        lazy = module_to_record(net, settings, lazy=True)
+        buf = io.BytesIO()
+        write_msgpack({"item": lazy}, buf)
+        assert buf.getvalue() == msgpack.packb({"item": eager}, use_bin_type=True)
+
+
+def test_recorder_spellings_and_equality():
+    assert NamedMpkFileRecorder[HalfPrecisionSettings]() == CompactRecorder() == NamedMpkFileRecorder(HalfPrecisionSettings())
+    assert DefaultRecorder() == NamedMpkFileRecorder() and isinstance(CompactRecorder(), NamedMpkFileRecorder)
+    assert CompactRecorder().metadata()["format"].startswith("burn_core::record::file::NamedMpkFileRecorder<")
+    assert NamedMpkGzFileRecorder().path_for("a/model.mpk.gz").name == "model.mpk.gz"
+    assert CompactRecorder().path_for("a/model.mpk.gz").name == "model.mpk"
+    assert JsonGzFileRecorder().path_for("model").name == "model.json.gz"
+    with pytest.raises(TypeError):
+        NamedMpkFileRecorder("half")
+
+
+def test_param_ids_survive_dtype_conversion(tmp_path):
+    a = randomised(Net())
+    first = msgpack.unpackb(a.save_file(tmp_path / "a", DefaultRecorder()).read_bytes(), raw=False)
+    a.double().float()  # replaces buffers' tensors
+    second = msgpack.unpackb(a.save_file(tmp_path / "b", DefaultRecorder()).read_bytes(), raw=False)
+    assert first["item"]["block"]["norm"]["running_mean"]["id"] == second["item"]["block"]["norm"]["running_mean"]["id"]
+
+
+@pytest.mark.parametrize("payload", [b"\x91" * 300 + b"\xc0", b"\x81\xa1k" * 300 + b"\xc0", b"\xdd\xff\xff\xff\xff",
+                                     b"\xdf\x7f\xff\xff\xff\xc0", b"\xc7\x01\x05\x00", b"\xc1", b"\x83\xa1a\xc0"])
+def test_hostile_msgpack_is_a_record_error(tmp_path, payload):
+    path = tmp_path / "x.mpk"
+    path.write_bytes(payload)
+    with pytest.raises(RecordError, match="x.mpk"):
+        DefaultRecorder().load(path)
+
+
+def test_deep_json_and_gzip_bombs_are_record_errors(tmp_path, monkeypatch):
+    import gzip
+
+    from burnlike.record import recorder as rec
+
+    (tmp_path / "deep.json").write_bytes(b"[" * 100_000 + b"]" * 100_000)
+    with pytest.raises(RecordError):
+        PrettyJsonFileRecorder().load(tmp_path / "deep.json")
+    monkeypatch.setattr(rec, "MIN_LIMIT", 1 << 16)
+    (tmp_path / "bomb.mpk.gz").write_bytes(gzip.compress(b"\0" * (8 << 20)))  # ~1000:1
+    with pytest.raises(RecordError, match="inflates past"):
+        NamedMpkGzFileRecorder().load(tmp_path / "bomb.mpk.gz")
+
+
+def test_bin_recorder_stores_training_checkpoints(tmp_path):
+    from burnlike.record import BinFileRecorder, BinGzFileRecorder
+
+    net = randomised(Net())
+    ckpt = {"state_dict": {f"model.{k}": v for k, v in net.state_dict().items()}, "pytorch-lightning_version": "2",
+            "optimizer_states": [{"state": {0: {"step": torch.tensor(3.0)}}}]}
+    for recorder in (BinFileRecorder(HalfPrecisionSettings), BinGzFileRecorder()):
+        path = tmp_path / f"model-1.{recorder.file_extension()}"
+        RecorderCheckpointIO(recorder).save_checkpoint(ckpt, path)
+        back = RecorderCheckpointIO(recorder).load_checkpoint(path)
+        assert back["optimizer_states"][0]["state"][0]["step"] == 3.0
+        loaded = Net().load_file(path, recorder)
+        assert torch.allclose(loaded.embed.weight, net.embed.weight, atol=1e-2)
