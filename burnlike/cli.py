@@ -1,8 +1,26 @@
-"""`burnlike inspect FILE` and `burnlike convert IN OUT`: look into and convert Burn records.
+"""burnlike: look into and convert Burn record files.
 
-Formats are chosen by file extension: .mpk .mpk.gz .json .json.gz (Burn records, self-describing),
-.bin .bin.gz (bincode: needs --model), .safetensors, .ckpt (a Lightning checkpoint, read with
-torch's allowlisting `weights_only=True` loader) and burnlike training checkpoints.
+  burnlike inspect FILE                 metadata + tensor tree (path, dtype, shape, bytes)
+  burnlike convert IN OUT [options]     between recorders/precisions, safetensors and .ckpt
+
+Formats come from the file extension: .mpk .mpk.gz .json .json.gz (Burn's self-describing
+records), .bin .bin.gz (bincode: has no field names, so tensors need --model), .safetensors,
+.ckpt (a Lightning checkpoint: burnlike's RecorderCheckpointIO files are recognised by content;
+PyTorch-pickled ones are read with torch's allowlisting `weights_only=True` loader, never with
+plain pickle). Going between PyTorch layouts (safetensors/.ckpt) and Burn records needs --model,
+because the module tree decides Linear transposes and norm gamma/beta names.
+
+Examples:
+  burnlike inspect artifacts/model.mpk
+  burnlike inspect model.bin --model mypkg.net:Net
+  burnlike convert model.mpk model.json --precision full
+  burnlike convert checkpoint/model-3.mpk ckpt-half.mpk.gz --precision half
+  burnlike convert weights.safetensors model.mpk --precision half --model mypkg.net:Net
+  burnlike convert epoch=3-step=100.ckpt model.bin --burn-version 0.19.0 --model mypkg.net:Net
+  burnlike convert model.mpk model.safetensors --model mypkg.net:Net
+  burnlike convert model.json compact --recorder CompactRecorder      # -> compact.mpk
+
+Exit status: 0 on success, 2 on an unreadable or mismatched file (message on stderr).
 """
 
 from __future__ import annotations
@@ -15,14 +33,17 @@ from pathlib import Path
 from typing import Any
 
 PRECISIONS = {"full": "FullPrecisionSettings", "half": "HalfPrecisionSettings", "double": "DoublePrecisionSettings"}
+RECORDER_EXTENSIONS = [("mpk.gz", "NamedMpkGzFileRecorder"), ("json.gz", "JsonGzFileRecorder"),
+                       ("bin.gz", "BinGzFileRecorder"), ("mpk", "NamedMpkFileRecorder"),
+                       ("json", "PrettyJsonFileRecorder"), ("bin", "BinFileRecorder")]
+ALIASES = {"CompactRecorder": ("NamedMpkFileRecorder", "half"), "DefaultRecorder": ("NamedMpkFileRecorder", "full")}
 
 
 def recorder_for(path: Path, precision: str | None = None, burn_version: str = "0.21.0") -> Any:
+    """The recorder named by `path`'s extension (None for other files)."""
     import burnlike.record as rec
 
-    table = [("mpk.gz", "NamedMpkGzFileRecorder"), ("json.gz", "JsonGzFileRecorder"), ("bin.gz", "BinGzFileRecorder"),
-             ("mpk", "NamedMpkFileRecorder"), ("json", "PrettyJsonFileRecorder"), ("bin", "BinFileRecorder")]
-    for ext, name in table:
+    for ext, name in RECORDER_EXTENSIONS:
         if path.name.endswith("." + ext):
             settings = getattr(rec, PRECISIONS[precision]) if precision else None
             return getattr(rec, name)(settings, burn_version)
@@ -58,16 +79,53 @@ def load_model(spec: str) -> Any:
     """`package.module:factory` → a module instance (a class or a function taking no arguments)."""
     module_name, _, attr = spec.partition(":")
     if not attr:
-        raise SystemExit(f"--model expects 'package.module:ClassOrFactory', got {spec!r}")
+        raise SystemExit(f"error: --model expects 'package.module:ClassOrFactory', got {spec!r}")
+    sys.path.insert(0, str(Path.cwd()))
     obj = getattr(importlib.import_module(module_name), attr)
     model = obj()
     return model.init() if hasattr(model, "init") and not hasattr(model, "state_dict") else model
+
+
+def is_checkpoint(item: Any) -> bool:
+    return isinstance(item, dict) and "state_dict" in item and "pytorch-lightning_version" in item
+
+
+def read_torch_ckpt(path: Path) -> dict[str, Any]:
+    """A PyTorch/Lightning pickle checkpoint through torch's allowlisting loader only."""
+    import torch
+
+    try:
+        ckpt = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:  # noqa: BLE001 - any refusal of the safe loader is a user-facing error
+        raise SystemExit(f"error: {path}: torch's weights_only loader refused it ({type(e).__name__}: {e})") from None
+    return ckpt if isinstance(ckpt, dict) else {"state_dict": ckpt}
+
+
+def strip_prefix(state: dict[str, Any], prefix: str) -> dict[str, Any]:
+    if prefix and state and all(isinstance(k, str) and k.startswith(prefix) for k in state):
+        return {k[len(prefix):]: v for k, v in state.items()}
+    return dict(state)
+
+
+def _record_reader(path: Path) -> Any:
+    """Recorder for a burnlike/Burn record, sniffing `.ckpt` files; None for PyTorch pickles."""
+    from burnlike.record.checkpoint_io import recorder_for as sniff
+
+    if path.suffix == ".ckpt":
+        with open(path, "rb") as f:
+            if f.read(2) == b"PK":  # torch.save's zip container
+                return None
+        return sniff(path)
+    return recorder_for(path)
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
     from burnlike.record import RecordError
 
     path = Path(args.file)
+    if not path.exists():
+        print(f"error: {path}: no such file", file=sys.stderr)
+        return 2
     if path.suffix == ".safetensors":
         from safetensors import safe_open
 
@@ -77,13 +135,21 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         for key, dtype, shape in rows:
             print(f"  {key:<50} {dtype:<8} {shape}")
         return 0
-    recorder = recorder_for(path)
+    recorder = _record_reader(path)
+    if recorder is None and path.suffix == ".ckpt":
+        state = read_torch_ckpt(path).get("state_dict", {})
+        print(f"{path}: PyTorch checkpoint (read with weights_only=True), {len(state)} state_dict entries")
+        for key, t in state.items():
+            print(f"  {key:<50} {str(t.dtype).removeprefix('torch.'):<8} {list(t.shape)}")
+        return 0
     if recorder is None:
         print(f"error: {path}: unknown extension (expected .mpk, .mpk.gz, .json, .json.gz, .bin, .bin.gz, "
-              ".safetensors)", file=sys.stderr)
+              ".safetensors or .ckpt)", file=sys.stderr)
         return 2
     model = load_model(args.model) if args.model else None
     try:
+        if model is None and type(recorder).__name__.startswith("Bin"):
+            return _inspect_bin_metadata(path, recorder)
         metadata, item = recorder.read_record(path, module=model)
     except RecordError as e:
         print(f"error: {e}", file=sys.stderr)
@@ -91,6 +157,9 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     print(f"{path}")
     for key, value in metadata.items():
         print(f"  {key}: {value}")
+    if is_checkpoint(item):
+        print("  kind: burnlike training checkpoint (Lightning dict); keys: "
+              + ", ".join(str(k) for k in item if not str(k).startswith("__")))
     total = 0
     rows = list(tensors(item))
     print(f"  {len(rows)} tensors:")
@@ -103,108 +172,169 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_convert(args: argparse.Namespace) -> int:
-    import torch
+def _inspect_bin_metadata(path: Path, recorder: Any) -> int:
+    """bincode without a model: the metadata is readable; module tensors need the field order."""
+    from burnlike.record.bincode import ITEM_FORMAT, read_metadata
+    from burnlike.record.recorder import gunzip
 
+    data = path.read_bytes()
+    if path.name.endswith(".gz"):
+        data = gunzip(data, path)
+    metadata, _ = read_metadata(data, path)
+    if metadata["format"].startswith(ITEM_FORMAT):  # self-describing checkpoint: list it in full
+        rows = list(tensors(recorder.read_record(path)[1]))
+        print(f"{path}")
+        for key, value in metadata.items():
+            print(f"  {key}: {value}")
+        print(f"  {len(rows)} tensors:")
+        for key, d in rows:
+            print(f"    {key:<50} {d['dtype']!s:<5} {str(d['shape']):<18} {len(d['bytes']):>12,} B")
+        return 0
+    print(f"{path}")
+    for key, value in metadata.items():
+        print(f"  {key}: {value}")
+    print("  (bincode has no field names: pass --model package.module:Class to list the tensors)")
+    return 0
+
+
+def cmd_convert(args: argparse.Namespace) -> int:
     from burnlike.record import RecordError
-    from burnlike.record.checkpoint_io import weights_from_checkpoint
 
     src, dst = Path(args.input), Path(args.output)
+    if not src.exists():
+        print(f"error: {src}: no such file", file=sys.stderr)
+        return 2
     model = load_model(args.model) if args.model else None
     try:
-        state: dict[str, Any] | None = None
-        if src.suffix == ".safetensors":
-            from safetensors.torch import load_file
-
-            state = load_file(str(src))
-        elif src.suffix == ".ckpt":
-            ckpt = torch.load(src, map_location="cpu", weights_only=True)
-            state = ckpt.get("state_dict", ckpt)
-            if all(k.startswith("model.") for k in state):
-                state = {k[len("model."):]: v for k, v in state.items()}
-        else:
-            recorder = recorder_for(src)
-            if recorder is None:
-                raise SystemExit(f"error: {src}: unknown input format")
-            if model is not None:
-                _, item = recorder.read_record(src, module=model)
-                if isinstance(item, dict) and "pytorch-lightning_version" in item:
-                    weights_from_checkpoint(model, item, src)
-                else:
-                    from burnlike.record.module_record import load_module_record
-
-                    load_module_record(model, item, src)
-            else:
-                _, item = recorder.read_record(src)
-                if dst.suffix == ".safetensors":
-                    from safetensors.torch import save_file
-
-                    from burnlike.record.codec import data_to_tensor
-
-                    save_file({k: data_to_tensor(d, k, src).contiguous() for k, d in tensors(item)}, str(dst))
-                    print(f"wrote {dst} (tensors as stored in the record; pass --model for PyTorch layouts)")
-                    return 0
-                out = recorder_for(dst, args.precision, args.burn_version)
-                if out is None:
-                    raise SystemExit(f"error: {dst}: unknown output format")
-                written = out.record(_reprecise(item, out.settings), dst, exact_path=True)
-                print(f"wrote {written}")
-                return 0
-        if state is not None:
-            if model is None:
-                raise SystemExit("error: converting PyTorch weights into a Burn record needs --model "
-                                 "(the module tree decides Linear transposes and gamma/beta names)")
-            model.load_state_dict(state)
-        if dst.suffix == ".safetensors":
-            from safetensors.torch import save_file
-
-            save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(dst))
-            written = dst
-        else:
-            out = recorder_for(dst, args.precision, args.burn_version)
-            if out is None:
-                raise SystemExit(f"error: {dst}: unknown output format")
-            written = out.save_module(model, dst)
-        print(f"wrote {written}")
-        return 0
+        return _convert(src, dst, model, args)
     except RecordError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
 
 
-def _reprecise(item: Any, settings: Any) -> Any:
+def _convert(src: Path, dst: Path, model: Any, args: argparse.Namespace) -> int:
+    import torch
+
+    from burnlike.record.checkpoint_io import encode_checkpoint, weights_from_checkpoint
+    from burnlike.record.codec import decode_value
+    from burnlike.record.module_record import load_module_record
+
+    out = recorder_for(dst, args.precision, args.burn_version)
+    if args.recorder:
+        import burnlike.record as rec
+
+        name, precision = ALIASES.get(args.recorder, (args.recorder, None))
+        settings = getattr(rec, PRECISIONS[args.precision or precision or "full"])
+        out = getattr(rec, name)(settings, args.burn_version)
+        dst = out.path_for(dst)
+    if out is None and dst.suffix not in (".safetensors", ".ckpt"):
+        raise SystemExit(f"error: {dst}: unknown output format (use .mpk, .mpk.gz, .json, .json.gz, .bin, .bin.gz, "
+                         ".safetensors or .ckpt)")
+    state: dict[str, Any] | None = None  # PyTorch-layout weights, when the input has them
+    item: Any = None
+    reader = _record_reader(src) if src.suffix != ".safetensors" else None
+    if src.suffix == ".safetensors":
+        from safetensors.torch import load_file
+
+        state = load_file(str(src))
+    elif reader is None and src.suffix == ".ckpt":
+        ckpt = read_torch_ckpt(src)
+        state = strip_prefix(ckpt.get("state_dict", ckpt), args.prefix)
+    elif reader is None:
+        raise SystemExit(f"error: {src}: unknown input format")
+    else:
+        _, item = reader.read_record(src, module=model)
+        if is_checkpoint(item):
+            checkpoint = decode_value(item, src)
+            if out is not None and model is None:  # checkpoint → checkpoint in another recorder/precision
+                written = out.record(encode_checkpoint(checkpoint, out), dst, exact_path=True)
+                print(f"wrote {written} (training checkpoint; weights at {out.settings.name}, the rest full)")
+                return 0
+            state = strip_prefix(checkpoint["state_dict"], args.prefix)
+            if model is not None:
+                weights_from_checkpoint(model, item, src)
+                state = None
+        elif model is not None:
+            load_module_record(model, item, src)
+        elif out is not None:  # record → record: same tree, new format/precision
+            written = out.record(_reprecise(item, out.settings, out.burn_version), dst, exact_path=True)
+            print(f"wrote {written}")
+            return 0
+        else:
+            raise SystemExit("error: converting a Burn record to a PyTorch layout needs --model "
+                             "(Linear weights are stored transposed, norms as gamma/beta)")
+    if state is not None and model is not None:
+        try:
+            model.load_state_dict(state)
+        except RuntimeError as e:
+            raise SystemExit(f"error: {src} doesn't fit --model: {e}") from None
+    if model is None and (out is not None or state is None):
+        raise SystemExit("error: converting PyTorch weights into a Burn record needs --model "
+                         "(the module tree decides Linear transposes and gamma/beta names)")
+    weights = model.state_dict() if model is not None else state
+    assert weights is not None
+    if dst.suffix == ".safetensors":
+        from safetensors.torch import save_file
+
+        save_file({k: v.detach().contiguous() for k, v in weights.items()}, str(dst))
+        written = dst
+    elif dst.suffix == ".ckpt":
+        import lightning
+
+        torch.save({"state_dict": {f"{args.prefix}{k}": v for k, v in weights.items()},
+                    "pytorch-lightning_version": lightning.__version__}, dst)
+        written = dst
+    else:
+        written = out.save_module(model, dst)
+    print(f"wrote {written}")
+    return 0
+
+
+def _reprecise(item: Any, settings: Any, burn_version: str) -> Any:
     """Re-encode every TensorData of a module record at `settings` (guards as in `storage_dtype`)."""
     from burnlike.record.codec import data_to_tensor, is_tensor_data, storage_dtype, tensor_to_data
 
     if is_tensor_data(item):
         t = data_to_tensor(item)
-        return tensor_to_data(t, storage_dtype(t, settings))
+        return tensor_to_data(t, storage_dtype(t, settings), burn_version)
     if isinstance(item, dict):
-        return {k: _reprecise(v, settings) for k, v in item.items()}
+        return {k: _reprecise(v, settings, burn_version) for k, v in item.items()}
     if isinstance(item, list):
-        return [_reprecise(v, settings) for v in item]
+        return [_reprecise(v, settings, burn_version) for v in item]
     return item
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="burnlike", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("inspect", help="print a record's metadata and tensor tree (path, dtype, shape, bytes)")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{inspect,convert}")
+    p = sub.add_parser("inspect", help="print a record's metadata and tensor tree (path, dtype, shape, bytes)",
+                       description="Print a record's metadata and its tensors (path, dtype, shape, bytes). "
+                                   "Works on .mpk/.mpk.gz/.json/.json.gz/.bin/.bin.gz records, burnlike "
+                                   "training checkpoints, .safetensors and PyTorch .ckpt files.")
     p.add_argument("file")
-    p.add_argument("--model", help="package.module:Class, needed for bincode (.bin) records")
+    p.add_argument("--model", metavar="PKG.MOD:CLASS", help="module giving the field order of bincode (.bin) records")
     p.set_defaults(func=cmd_inspect)
     p = sub.add_parser("convert", help="convert between recorders/precisions, safetensors and Lightning .ckpt",
-                       description="Examples:\n  burnlike convert model.mpk model.json --precision full\n"
-                                   "  burnlike convert weights.safetensors model.mpk --model mypkg.net:Net\n"
-                                   "  burnlike convert checkpoint/model-3.mpk model.safetensors --model mypkg.net:Net",
+                       description="Convert IN to OUT; formats come from the extensions. Records convert to "
+                                   "records without --model (precision changes keep the f16 guards). To or "
+                                   "from PyTorch layouts (.safetensors, .ckpt) pass --model.\n\n"
+                                   + __doc__.split("Examples:")[1].split("Exit status")[0].rstrip(),
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("input")
-    p.add_argument("output")
+    p.add_argument("input", help="input file")
+    p.add_argument("output", help="output file (its extension picks the format; written as named)")
     p.add_argument("--precision", choices=sorted(PRECISIONS), default=None,
-                   help="precision of the output record (default: full)")
-    p.add_argument("--burn-version", default="0.21.0", help="Burn record layout to write (0.19.0 or 0.21.0)")
-    p.add_argument("--model", help="package.module:Class (or a config with init()) giving the module tree")
+                   help="precision of an output record (default: full)")
+    p.add_argument("--burn-version", default="0.21.0", metavar="VERSION",
+                   help="Burn record layout to write: 0.21.0 (default) or 0.19.0")
+    p.add_argument("--recorder", choices=[name for _, name in RECORDER_EXTENSIONS] + sorted(ALIASES), default=None,
+                   help="output recorder; OUT's extension is replaced by its own, like Burn's save_file "
+                        "(default: picked by OUT's extension)")
+    p.add_argument("--model", metavar="PKG.MOD:CLASS",
+                   help="importable factory of the PyTorch module (a class, or a config with init())")
+    p.add_argument("--prefix", default="model.",
+                   help="state_dict key prefix of the model inside .ckpt files (default 'model.', burnlike's "
+                        "StepModule; '' for none)")
     p.set_defaults(func=cmd_convert)
     args = parser.parse_args(argv)
     return int(args.func(args))
