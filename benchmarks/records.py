@@ -1,7 +1,9 @@
 """CompactRecorder vs torch.save vs safetensors: file size, save time, load time, peak memory.
 
 For models of ~1M, ~10M and ~100M parameters (stacks of Linear layers), in one process:
-    python benchmarks/records.py [--sizes 1e6,1e7,1e8] [--repeats 3]
+    python benchmarks/records.py [--sizes 1e6,1e7,1e8] [--repeats 3] [--threads N] [--no-memory]
+Repeats are interleaved across the three ways (median reported), after a warm-up of each.
+Linear stacks are the worst case for Burn's layout: every weight is stored transposed.
 Peak memory is measured in a fresh child per operation: Linux's peak-RSS mark is reset after the
 model is built (/proc/self/clear_refs), and the peak during the operation minus the RSS before it
 is reported: the extra memory the save or load needed beyond the model itself.
@@ -21,11 +23,17 @@ from pathlib import Path
 import torch
 from torch import nn
 
+LAYOUT = os.environ.get("BURNLIKE_BENCH_LAYOUT", "linear")
+
 
 def model_of(params: float) -> nn.Module:
+    """Linear stacks (Burn stores each weight transposed: the worst case) or, with
+    `--layout embedding`, Embedding stacks (stored as is: what the format itself costs)."""
     width = 1024
-    depth = max(1, round(params / (width * width + width)))
     torch.manual_seed(0)
+    if LAYOUT == "embedding":
+        return nn.Sequential(*[nn.Embedding(width, width) for _ in range(max(1, round(params / (width * width))))])
+    depth = max(1, round(params / (width * width + width)))
     return nn.Sequential(*[nn.Linear(width, width) for _ in range(depth)])
 
 
@@ -108,30 +116,46 @@ def peak_bytes(way: str, op: str, params: float, path: Path) -> int:
 
 
 def main() -> None:
+    global LAYOUT
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="1e6,1e7,1e8")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--no-memory", action="store_true", help="skip the peak-memory children")
+    parser.add_argument("--threads", type=int, default=0, help="torch intra-op threads for all ways (0: default)")
+    parser.add_argument("--layout", choices=["linear", "embedding"], default="linear",
+                        help="linear: weights stored transposed (default); embedding: stored as is")
     args = parser.parse_args()
+    os.environ["BURNLIKE_BENCH_LAYOUT"] = args.layout  # the peak-memory children build the same model
+    LAYOUT = args.layout
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    print(f"layout: {args.layout}, torch threads: {torch.get_num_threads()}, os.cpu_count: {os.cpu_count()}, "
+          f"load average: {os.getloadavg()[0]:.2f}")
     for params in [float(s) for s in args.sizes.split(",")]:
         model = model_of(params)
         n = sum(p.numel() for p in model.parameters())
         rows = {}
         with tempfile.TemporaryDirectory() as tmp:
-            for way, (save, load) in WAYS.items():
-                base = Path(tmp) / way.split()[0]
-                saves, loads = [], []
-                for _ in range(args.repeats):
+            for way, (save, load) in WAYS.items():  # warm-up: imports, first-touch of code paths
+                load(model_of(1e4), save(model_of(1e4), Path(tmp) / ("warm-" + way.split()[0])))
+            times: dict[str, tuple[list[float], list[float]]] = {way: ([], []) for way in WAYS}
+            paths: dict[str, Path] = {}
+            for _ in range(args.repeats):  # interleaved, so background load hits every way alike
+                for way, (save, load) in WAYS.items():
+                    base = Path(tmp) / way.split()[0]
                     t = time.perf_counter()
-                    path = save(model, base)
-                    saves.append(time.perf_counter() - t)
+                    paths[way] = save(model, base)
+                    times[way][0].append(time.perf_counter() - t)
                     os.sync()
                     t = time.perf_counter()
-                    load(model, path)
-                    loads.append(time.perf_counter() - t)
-                mem = (peak_bytes(way, "save", params, base), peak_bytes(way, "load", params, path)) \
+                    load(model, paths[way])
+                    times[way][1].append(time.perf_counter() - t)
+            for way in WAYS:
+                base = Path(tmp) / way.split()[0]
+                mem = (peak_bytes(way, "save", params, base), peak_bytes(way, "load", params, paths[way])) \
                     if not args.no_memory else (0, 0)
-                rows[way] = (path.stat().st_size, statistics.median(saves), statistics.median(loads), *mem)
+                rows[way] = (paths[way].stat().st_size, statistics.median(times[way][0]),
+                             statistics.median(times[way][1]), *mem)
         ref = rows["torch.save (.pt, f32)"]
         print(f"\n{n / 1e6:.1f}M parameters (f32 weights: {n * 4 / 2**20:.0f} MiB), median of {args.repeats}")
         print(f"{'format':<28} {'size MiB':>9} {'×pt':>6} {'save s':>7} {'×pt':>6} {'load s':>7} {'×pt':>6}"
@@ -139,6 +163,9 @@ def main() -> None:
         for way, (size, save_s, load_s, save_mem, load_mem) in rows.items():
             print(f"{way:<28} {size / 2**20:9.1f} {size / ref[0]:6.3f} {save_s:7.3f} {save_s / ref[1]:6.2f}"
                   f" {load_s:7.3f} {load_s / ref[2]:6.2f} {save_mem / 2**20:14.0f} {load_mem / 2**20:14.0f}")
+        size, save_s, load_s = rows["CompactRecorder (.mpk, f16)"][:3]
+        print(f"targets: size {size / ref[0]:.3f}x (<= 0.51), save {save_s / ref[1]:.2f}x (<= 0.6), "
+              f"load {load_s / ref[2]:.2f}x (<= 0.3); CompactRecorder save includes fsync, torch.save's doesn't")
 
 
 if __name__ == "__main__":
