@@ -153,6 +153,7 @@ def test_ddp_child_command_runs_this_job_not_the_sweep(tmp_path, monkeypatch):
         cfg.hydra.runtime.output_dir = str(tmp_path / "sweep" / "3")
         cfg.hydra.runtime.cwd = str(tmp_path)
         cfg.hydra.overrides.task = job
+    monkeypatch.setattr(HydraConfig.instance(), "cfg", None)  # restored after the test
     HydraConfig.instance().set_config(cfg)
     monkeypatch.setattr(sys, "argv", ["train.py", "-m", "hparams_search=mnist_optuna", "trainer=ddp",
                                       "--config-name", "config"])
@@ -166,6 +167,16 @@ def test_ddp_child_command_runs_this_job_not_the_sweep(tmp_path, monkeypatch):
     child = compose_app([a for a in args[2:] if a != "hydra.output_subdir=null"], hydra_config=True)
     assert child.hydra.mode == RunMode.RUN and child.hydra.run.dir == str(tmp_path / "sweep" / "3")
     assert child.optimizer.lr == 0.01
+
+    # the app installs this command for multirun jobs; without Lightning's hook it falls back to ddp_spawn
+    from lightning.pytorch.strategies.launchers import subprocess_script
+
+    from burnlike.app.run import trainer_strategy
+
+    monkeypatch.setattr(subprocess_script, "_hydra_subprocess_cmd", subprocess_script._hydra_subprocess_cmd)
+    assert trainer_strategy(cfg) == "ddp" and subprocess_script._hydra_subprocess_cmd is job_subprocess_cmd
+    monkeypatch.delattr(subprocess_script, "_hydra_subprocess_cmd")
+    assert trainer_strategy(cfg) == "ddp_spawn"
 
 
 # --- quick CLI checks, started together --------------------------------------------------------------

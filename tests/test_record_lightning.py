@@ -96,3 +96,27 @@ def test_gz_recorder_and_map_location(tmp_path):
     moved = io.load_checkpoint(path, map_location=lambda t, _: t.double())
     assert moved["state_dict"]["net.0.weight"].dtype == torch.float64
     assert load_checkpoint(path)["epoch"] == 0  # the format is sniffed: Lightning names every file .ckpt
+
+
+class WithNet(L.LightningModule):
+    """The lightning-hydra-template pattern: an nn.Module in the hyperparameters."""
+
+    def __init__(self, net: nn.Module, lr: float = 0.1) -> None:
+        super().__init__()
+        self.save_hyperparameters()
+        self.net = net
+
+
+def test_load_from_checkpoint_with_an_unstorable_hparam(tmp_path):
+    from burnlike.record import RecordError, load_from_checkpoint
+
+    module = WithNet(nn.Linear(3, 2))
+    path = tmp_path / "last.ckpt"
+    with pytest.warns(UserWarning, match="hyper_parameters.net"):
+        RecorderCheckpointIO(DefaultRecorder()).save_checkpoint(
+            {"state_dict": module.state_dict(), "hyper_parameters": dict(module.hparams),
+             "pytorch-lightning_version": L.__version__}, path)
+    with pytest.raises(RecordError, match="net=..."):
+        load_from_checkpoint(WithNet, path)
+    back = load_from_checkpoint(WithNet, path, net=nn.Linear(3, 2))
+    assert back.hparams.lr == 0.1 and torch.equal(back.net.weight, module.net.weight)

@@ -97,15 +97,16 @@ def build_model(cfg: DictConfig) -> Any:
 
 
 def trainer_strategy(cfg: DictConfig) -> str:
-    """Under `-m`, Lightning's `ddp` children would re-launch the sweep: point them at this job, or,
-    if this Lightning has no launcher hook to patch, run the job with `ddp_spawn` instead."""
+    """Under `-m`, Lightning's script launcher (`ddp`, and `auto` with several devices) would make
+    ranks 1..N-1 re-launch the sweep: point them at this job, or, if this Lightning has no hook to
+    patch, run an explicit `ddp` job with `ddp_spawn` instead."""
     strategy = str(cfg.trainer.strategy)
-    if strategy.startswith("ddp") and not strategy.startswith("ddp_spawn") and _is_multirun():
+    if _is_multirun():
         from burnlike.app.ddp import patch_for_multirun
 
-        if not patch_for_multirun():
+        if not patch_for_multirun() and (strategy == "ddp" or strategy.startswith("ddp_find_unused")):
             log.warning("multirun: this Lightning has no Hydra launcher hook; using ddp_spawn for this job")
-            return "ddp_spawn" + strategy[len("ddp"):]
+            return strategy.replace("ddp", "ddp_spawn", 1)
     return strategy
 
 
@@ -145,18 +146,22 @@ def run(cfg: DictConfig, artifact_dir: str | Path | None = None) -> float:
     burnlike.seed(cfg.seed)
     t = cfg.trainer
 
-    def loader(dataset: MnistDataset) -> Any:
-        return (DataLoaderBuilder(MnistBatcher()).batch_size(cfg.data.batch_size).shuffle(cfg.data.shuffle_seed)
-                .num_workers(cfg.data.num_workers).build(dataset))
+    def loader(dataset: MnistDataset, shuffle: bool) -> Any:
+        builder = DataLoaderBuilder(MnistBatcher()).batch_size(cfg.data.batch_size)
+        if shuffle:
+            builder = builder.shuffle(cfg.data.shuffle_seed)
+        return builder.num_workers(cfg.data.num_workers).build(dataset)
 
-    try:
-        train_loader = loader(MnistDataset.train(cfg.data.root))
-        valid_loader = loader(MnistDataset.test(cfg.data.root))
+    try:  # Burn's guide shuffles the test set too; order can't change a valid epoch, and Lightning warns
+        train_loader = loader(MnistDataset.train(cfg.data.root), shuffle=True)
+        valid_loader = loader(MnistDataset.test(cfg.data.root), shuffle=False)
     except (MnistNotFoundError, MnistFormatError) as e:
         raise AppConfigError(f"data.root={cfg.data.root!r}: {' '.join(str(e).split())}") from e
 
     from burnlike.train import LearnerBuilder, MetricEarlyStoppingStrategy, StoppingCondition
     from burnlike.train import metric as metrics
+
+    _single_console_log()
 
     builder = LearnerBuilder(artifact)
     for name in cfg.learner.metrics:
@@ -202,6 +207,18 @@ def run(cfg: DictConfig, artifact_dir: str | Path | None = None) -> float:
     log.info("saved the trained model to %s", path)
     tracker.write()
     return tracker.best()
+
+
+def _single_console_log() -> None:
+    """`import lightning` gives the "lightning" logger its own console handler and still propagates
+    to the root logger, where Hydra's handler prints every line again: keep Hydra's."""
+    import lightning  # noqa: F401  (the handler is added on import)
+
+    if logging.getLogger().handlers:
+        logger = logging.getLogger("lightning")
+        for handler in list(logger.handlers):
+            if type(handler) is logging.StreamHandler:
+                logger.removeHandler(handler)
 
 
 def trainer_error(cfg: DictConfig, error: Exception) -> str:

@@ -1,5 +1,9 @@
 """Burn's `burn::record`: precision settings, file recorders, and the Lightning checkpoint plugin.
 
+Files are byte-compatible with Burn 0.19–0.21 (`BurnRecord{metadata, item, _b}`); decoding never
+unpickles and raises `RecordError` (a ValueError naming the file and key path) on any bad input.
+f16 policy (HalfPrecisionSettings, CompactRecorder): see `codec.storage_dtype`.
+
 The plugin names (`RecorderCheckpointIO`, `load_checkpoint`, `load_lightning_module`) load Lightning
 on first use, so saving and loading module records never imports it.
 """
@@ -9,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from burnlike.record.bincode import BinFileRecorder, BinGzFileRecorder
 from burnlike.record.codec import Unstorable
 from burnlike.record.error import RecordError
+from burnlike.record.module_record import load_module_record, module_to_record
 from burnlike.record.precision import (
     DoublePrecisionSettings,
     FullPrecisionSettings,
@@ -43,11 +48,14 @@ __all__ = [
     "RecorderCheckpointIO",
     "Unstorable",
     "load_checkpoint",
+    "load_from_checkpoint",
     "load_lightning_module",
+    "load_module_record",
+    "module_to_record",
 ]
 
 
-_LAZY = {"RecorderCheckpointIO", "load_checkpoint", "load_lightning_module"}
+_LAZY = {"RecorderCheckpointIO", "load_checkpoint", "load_from_checkpoint", "load_lightning_module"}
 
 
 def __getattr__(name: str) -> Any:
@@ -59,4 +67,9 @@ def __getattr__(name: str) -> Any:
 
 
 if TYPE_CHECKING:  # pragma: no cover
-    from burnlike.record.checkpoint_io import RecorderCheckpointIO, load_checkpoint, load_lightning_module  # noqa: F401
+    from burnlike.record.checkpoint_io import (  # noqa: F401
+        RecorderCheckpointIO,
+        load_checkpoint,
+        load_from_checkpoint,
+        load_lightning_module,
+    )

@@ -16,7 +16,7 @@ import torch
 from lightning.fabric.plugins.io.checkpoint_io import CheckpointIO
 from torch import nn
 
-from burnlike.record.codec import decode_value, encode_value, storage_dtype
+from burnlike.record.codec import Unstorable, decode_value, encode_value, storage_dtype
 from burnlike.record.error import RecordError
 from burnlike.record.recorder import Recorder
 
@@ -167,10 +167,26 @@ def weights_from_checkpoint(module: nn.Module, checkpoint: Any, path: Any = None
         raise RecordError(f"can't load the checkpoint's weights ({e})", path, "state_dict") from None
 
 
-def load_lightning_module(module_cls: Any, path: str | os.PathLike[str], strict: bool = True,
-                          **kwargs: Any) -> Any:
-    """`LightningModule.load_from_checkpoint` for recorder checkpoints (Lightning's own bypasses plugins)."""
+def load_lightning_module(module_cls: Any, path: str | os.PathLike[str], map_location: Any | None = None,
+                          strict: bool | None = None, recorder: Recorder | None = None, **kwargs: Any) -> Any:
+    """`LightningModule.load_from_checkpoint` for recorder checkpoints (Lightning's own bypasses
+    plugins and would unpickle). Hyperparameters saved as `Unstorable` markers (an nn.Module or a
+    partial in hparams) must be passed again as keyword arguments, which override saved ones."""
     from lightning.pytorch.core.saving import _load_state
 
-    checkpoint = load_checkpoint(path)
+    checkpoint = load_checkpoint(path, recorder, map_location)
+    hparams = checkpoint.get("hyper_parameters") or {}
+    missing = [k for k, v in hparams.items() if isinstance(v, Unstorable) and k not in kwargs] \
+        if isinstance(hparams, dict) else []
+    if missing:
+        raise RecordError(f"hyperparameters {missing} were not storable without pickle; pass them as keyword "
+                          f"arguments: load_lightning_module({getattr(module_cls, '__name__', module_cls)}, path, "
+                          f"{missing[0]}=...)", path, f"hyper_parameters.{missing[0]}")
     return _load_state(module_cls, checkpoint, strict=strict, **kwargs)
+
+
+def load_from_checkpoint(module_cls: Any, checkpoint_path: str | os.PathLike[str], map_location: Any | None = None,
+                         strict: bool | None = None, **kwargs: Any) -> Any:
+    """Lightning's `Cls.load_from_checkpoint(path, map_location, strict, **kwargs)`, spelled as a
+    function: `load_from_checkpoint(MyModule, "epoch=3-step=100.ckpt")`."""
+    return load_lightning_module(module_cls, checkpoint_path, map_location=map_location, strict=strict, **kwargs)

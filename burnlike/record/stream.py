@@ -9,6 +9,7 @@ can leave big `bin` values in the file (`FileSlice`) until the model reads them 
 
 from __future__ import annotations
 
+import functools
 import math
 import struct
 import warnings
@@ -24,6 +25,7 @@ BIG = 1 << 16  # bin values at least this long are streamed, not buffered
 MAX_DEPTH = 200  # nesting limit: real records nest < 20 levels; keeps recursion far from Python's limit
 
 
+@functools.cache
 def itemsize(dtype: torch.dtype) -> int:
     return torch.empty((), dtype=dtype).element_size()
 
