@@ -20,7 +20,7 @@ from torch import nn
 from burnlike.record.codec import data_to_tensor, storage_dtype, tensor_to_data
 from burnlike.record.error import RecordError
 from burnlike.record.precision import as_settings
-from burnlike.record.stream import Scratch
+from burnlike.record.stream import Scratch, transpose_into
 
 NORMS = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.LayerNorm, nn.GroupNorm, nn.InstanceNorm1d,
          nn.InstanceNorm2d, nn.InstanceNorm3d)
@@ -192,19 +192,18 @@ def load_module_record(module: nn.Module, record: Any, path: Any = None, strict:
                 tensor = data_to_tensor(param["param"], sub_key, path, copy=False, scratch=scratch)
                 target = getattr(f.module, f.attr)  # type: ignore[arg-type]
                 transpose = f.transpose and tensor.dim() == 2
-                if transpose:
-                    tensor = tensor.t()
-                if tuple(tensor.shape) != tuple(target.shape):
-                    raise RecordError(f"shape {list(tensor.shape)} in the record, model has {list(target.shape)}"
+                shape = tuple(tensor.shape[::-1]) if transpose else tuple(tensor.shape)
+                if shape != tuple(target.shape):
+                    raise RecordError(f"shape {list(shape)} in the record, model has {list(target.shape)}"
                                       + (" (Linear weights are stored [d_in, d_out])" if f.transpose else ""),
                                       path, sub_key)
                 with torch.no_grad():
-                    if transpose and tensor.dtype != target.dtype and target.is_contiguous():
-                        # same-dtype transpose (blocked) then a contiguous cast: ~4x faster than one strided cast
-                        tmp = scratch.get(3, tensor.dtype, list(target.shape))
-                        tmp.copy_(tensor)
-                        tensor = tmp
-                    target.copy_(tensor)
+                    if transpose and target.is_contiguous() and target.device.type == "cpu":
+                        transpose_into(target, tensor)  # cast and transpose in one tiled pass
+                    elif transpose:
+                        target.copy_(tensor.to(target.device).t())  # one transfer, transpose on the device
+                    else:
+                        target.copy_(tensor)
                 if pid is not None:
                     ids[sub_key] = pid
             elif f.kind == "module":

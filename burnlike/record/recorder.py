@@ -191,7 +191,10 @@ def atomic_write(path: Path, write: Callable[[IO[bytes]], None] | bytes) -> None
                 write(f)
             f.flush()
             os.fsync(f.fileno())
+        old = _hold(path)
         os.replace(tmp, path)
+        if old is not None:
+            _release_later(old)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -203,6 +206,31 @@ def atomic_write(path: Path, write: Callable[[IO[bytes]], None] | bytes) -> None
             os.close(dir_fd)
     except OSError:  # pragma: no cover - some filesystems can't fsync a directory
         pass
+
+
+def _hold(path: Path) -> int | None:
+    """An fd on the file about to be replaced, so the rename doesn't free its blocks inline."""
+    try:
+        return os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+
+
+@functools.cache
+def _releaser() -> Any:
+    from concurrent.futures import ThreadPoolExecutor
+
+    return ThreadPoolExecutor(1, thread_name_prefix="burnlike-release")
+
+
+def _release_later(fd: int) -> None:
+    """Close the replaced file's last fd off the caller's thread. Why: freeing a big file's blocks
+    (ext4 with `discard`, network filesystems) took 0.4 s for a 190 MiB checkpoint here, as long
+    as writing it; training goes on while the kernel frees them (like Redis' lazy free)."""
+    try:
+        _releaser().submit(os.close, fd)
+    except RuntimeError:  # interpreter shutting down: no new threads
+        os.close(fd)
 
 
 def gunzip(data: bytes, path: Path, limit: int | None = None) -> bytes:
