@@ -114,13 +114,9 @@ def is_tensor_data(obj: Any) -> bool:
     return isinstance(obj, dict) and set(obj) == {"bytes", "shape", "dtype"}
 
 
-def data_to_tensor(obj: Any, where: str = "", path: Any = None, copy: bool = True,
-                   scratch: Scratch | None = None) -> torch.Tensor:
-    """Check and decode a TensorData map (bytes may also be a list of u8, as JSON writes them).
-
-    The byte count is checked against shape × itemsize before anything is allocated. `copy=False`
-    may return a read-only view (or a view of `scratch`), for callers that copy out of it at once.
-    """
+def check_data(obj: Any, where: str = "", path: Any = None) -> tuple[Any, torch.dtype, list[int]]:
+    """Check a TensorData map (bytes may also be a list of u8, as JSON writes them) without reading
+    its bytes: `(raw bytes or FileSlice, dtype, shape)`, byte count checked against shape × itemsize."""
     if not isinstance(obj, dict) or not {"bytes", "shape", "dtype"} <= set(obj):
         raise RecordError("expected TensorData {bytes, shape, dtype}", path, where)
     raw, shape, dtype = obj["bytes"], obj["shape"], obj["dtype"]
@@ -144,11 +140,21 @@ def data_to_tensor(obj: Any, where: str = "", path: Any = None, copy: bool = Tru
     nbytes = raw.nbytes if isinstance(raw, (memoryview, FileSlice)) else len(raw)
     if count * size != nbytes:
         raise RecordError(f"{nbytes} bytes don't hold shape {shape} of {dtype} ({count * size} bytes)", path, where)
+    return raw, tdtype, shape
+
+
+def data_to_tensor(obj: Any, where: str = "", path: Any = None, copy: bool = True) -> torch.Tensor:
+    """Check and decode a TensorData map. `copy=False` may return a read-only view of the bytes,
+    for callers that copy out of it at once."""
+    raw, tdtype, shape = check_data(obj, where, path)
     if isinstance(raw, FileSlice):
-        if scratch is not None and not copy:
-            return raw.readinto(scratch.get(2, tdtype, shape))
         return raw.readinto(torch.empty(shape, dtype=tdtype))
-    if not count:
+    return bytes_to_tensor(raw, tdtype, shape, copy)
+
+
+def bytes_to_tensor(raw: Any, tdtype: torch.dtype, shape: list[int], copy: bool = True) -> torch.Tensor:
+    """Raw little-endian bytes as a tensor (a read-only view when `copy=False` and `raw` is bytes)."""
+    if not math.prod(shape):
         return torch.empty(shape, dtype=tdtype)
     view_dtype = torch.int16 if tdtype == torch.bfloat16 else tdtype
     arr = frombuffer(raw, np.dtype(NUMPY[view_dtype]).newbyteorder("<"), shape)

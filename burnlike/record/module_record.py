@@ -14,13 +14,12 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-import torch
 from torch import nn
 
-from burnlike.record.codec import data_to_tensor, storage_dtype, tensor_to_data
+from burnlike.record.codec import check_data, storage_dtype, tensor_to_data
 from burnlike.record.error import RecordError
 from burnlike.record.precision import as_settings
-from burnlike.record.stream import Scratch, transpose_into
+from burnlike.record.transfer import Transfers
 
 NORMS = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.LayerNorm, nn.GroupNorm, nn.InstanceNorm1d,
          nn.InstanceNorm2d, nn.InstanceNorm3d)
@@ -161,10 +160,12 @@ def module_to_record(module: nn.Module, settings: Any = None, version: str = "0.
 def load_module_record(module: nn.Module, record: Any, path: Any = None, strict: bool = True) -> None:
     """Copy a record item's tensors into `module` (cast to each parameter's dtype and device).
 
-    Checks every key and shape first-come and names the parameter in the RecordError.
+    Checks every key and shape first-come and names the parameter in the RecordError; nothing in
+    `module` changes unless the whole record checks out.
     """
     ids = _param_ids(module)
-    scratch = Scratch()
+    found: dict[str, str] = {}
+    transfers = Transfers()
 
     def load(m: nn.Module, item: Any, key: str) -> None:
         if isinstance(m, (nn.ModuleList, nn.Sequential)):
@@ -189,26 +190,22 @@ def load_module_record(module: nn.Module, record: Any, path: Any = None, strict:
                 if not isinstance(param, dict) or "param" not in param:
                     raise RecordError("expected ParamSerde {id, param}", path, sub_key)
                 pid = check_param_id(param["id"], path, sub_key) if "id" in param else None
-                tensor = data_to_tensor(param["param"], sub_key, path, copy=False, scratch=scratch)
+                raw, dtype, recorded = check_data(param["param"], sub_key, path)
                 target = getattr(f.module, f.attr)  # type: ignore[arg-type]
-                transpose = f.transpose and tensor.dim() == 2
-                shape = tuple(tensor.shape[::-1]) if transpose else tuple(tensor.shape)
+                transpose = f.transpose and len(recorded) == 2
+                shape = tuple(recorded[::-1]) if transpose else tuple(recorded)
                 if shape != tuple(target.shape):
                     raise RecordError(f"shape {list(shape)} in the record, model has {list(target.shape)}"
                                       + (" (Linear weights are stored [d_in, d_out])" if f.transpose else ""),
                                       path, sub_key)
-                with torch.no_grad():
-                    if transpose and target.is_contiguous() and target.device.type == "cpu":
-                        transpose_into(target, tensor)  # cast and transpose in one tiled pass
-                    elif transpose:
-                        target.copy_(tensor.to(target.device).t())  # one transfer, transpose on the device
-                    else:
-                        target.copy_(tensor)
+                transfers.add(target, raw, dtype, recorded, transpose)
                 if pid is not None:
-                    ids[sub_key] = pid
+                    found[sub_key] = pid
             elif f.kind == "module":
                 if f.name not in item:
                     raise RecordError(f"missing module record for {type(f.module).__name__}", path, sub_key)
                 load(f.module, item[f.name], sub_key)  # type: ignore[arg-type]
 
     load(module, record, "")
+    transfers.run()
+    ids.update(found)

@@ -1,0 +1,94 @@
+"""The fast paths of records: tiled transposes, casts in either direction, threaded loads."""
+
+import msgpack
+import pytest
+import torch
+from torch import nn
+
+from burnlike.record import (
+    BinFileRecorder,
+    CompactRecorder,
+    DefaultRecorder,
+    DoublePrecisionSettings,
+    NamedMpkFileRecorder,
+    RecordError,
+    transfer,
+)
+from burnlike.record.layout import Scratch, transpose_into, transposed_cast
+
+
+@pytest.mark.parametrize("shape", [(3, 5), (300, 700), (513, 1030), (1024, 256)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int64, torch.bool])
+def test_transpose_into_equals_a_plain_transpose(shape, dtype):
+    src = (torch.randn(shape[::-1]) * 100).to(dtype)
+    dst = torch.empty(shape, dtype=dtype)
+    assert torch.equal(transpose_into(dst, src), src.t())
+
+
+@pytest.mark.parametrize(("src_dtype", "dst_dtype"), [(torch.float32, torch.float16), (torch.float16, torch.float32),
+                                                      (torch.float64, torch.bfloat16), (torch.float16, torch.float64)])
+def test_transposed_cast_either_direction(src_dtype, dst_dtype):
+    src = torch.randn(700, 600, dtype=torch.float64).to(src_dtype)
+    dst = torch.empty(600, 700, dtype=dst_dtype)
+    transposed_cast(dst, src, Scratch(), 0)
+    assert torch.equal(dst, src.t().to(dst_dtype))
+    strided = torch.empty(700, 600, dtype=dst_dtype).t()  # a non-contiguous target takes the plain path
+    transposed_cast(strided, src, Scratch(), 0)
+    assert torch.equal(strided, src.t().to(dst_dtype))
+
+
+class Wide(nn.Module):
+    """Several weights above the threaded-load threshold (1 MiB), of uneven sizes."""
+
+    def __init__(self, dtype: torch.dtype = torch.float32) -> None:
+        super().__init__()
+        self.a = nn.Linear(1024, 768)
+        self.b = nn.Linear(768, 1000, bias=False)
+        self.emb = nn.Embedding(2000, 300)
+        self.c = nn.Linear(300, 4)
+        self.to(dtype)
+
+
+@pytest.mark.parametrize("recorder", [CompactRecorder(), DefaultRecorder(), NamedMpkFileRecorder(DoublePrecisionSettings),
+                                      BinFileRecorder()], ids=lambda r: type(r).__name__ + r.settings.float_dtype.__repr__())
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.float64])
+def test_threaded_load_equals_the_saved_weights(tmp_path, recorder, dtype, monkeypatch):
+    monkeypatch.setattr(transfer, "THREADS", 2)  # even on a one-core runner
+    torch.manual_seed(0)
+    saved = Wide()
+    path = recorder.save_module(saved, tmp_path / "wide")
+    stored = recorder.settings.float_dtype
+    loaded = Wide(dtype)
+    recorder.load_module(loaded, path)
+    for (name, want), got in zip(saved.state_dict().items(), loaded.state_dict().values()):
+        assert got.dtype == dtype and got.is_contiguous(), name
+        assert torch.equal(got, want.to(stored).to(dtype)), name
+
+
+def test_a_bad_record_leaves_the_module_untouched(tmp_path):
+    torch.manual_seed(0)
+    path = DefaultRecorder().save_module(Wide(), tmp_path / "wide")
+    record = msgpack.unpackb(path.read_bytes(), raw=False)
+    record["item"]["c"]["weight"]["param"]["shape"] = [4, 300]  # the last weight is wrong
+    path.write_bytes(msgpack.packb(record, use_bin_type=True))
+    model = Wide()
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    with pytest.raises(RecordError, match=r"c\.weight"):
+        DefaultRecorder().load_module(model, path)
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+
+
+def test_truncated_file_during_a_threaded_load_is_a_record_error(tmp_path, monkeypatch):
+    monkeypatch.setattr(transfer, "THREADS", 2)
+    path = CompactRecorder().save_module(Wide(), tmp_path / "wide")
+    model = Wide()
+    original = transfer.Transfers.run
+
+    def truncate_then_run(self):  # the file shrinks after it was parsed, before the bytes are read
+        with open(path, "r+b") as f:
+            f.truncate(path.stat().st_size // 2)
+        original(self)
+
+    monkeypatch.setattr(transfer.Transfers, "run", truncate_then_run)
+    with pytest.raises(RecordError, match="changed while reading"):
+        CompactRecorder().load_module(model, path)
