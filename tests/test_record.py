@@ -5,6 +5,7 @@ import sys
 import warnings
 from collections import OrderedDict
 from functools import partial
+from pathlib import Path
 
 import msgpack
 import pytest
@@ -359,3 +360,18 @@ def test_bin_recorder_stores_training_checkpoints(tmp_path):
         assert back["optimizer_states"][0]["state"][0]["step"] == 3.0
         loaded = Net().load_file(path, recorder)
         assert torch.allclose(loaded.embed.weight, net.embed.weight, atol=1e-2)
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="needs /proc")
+def test_overwriting_a_record_releases_the_old_file(tmp_path):
+    from burnlike.record import recorder
+
+    net = randomised(Net())
+    path = DefaultRecorder().save_module(net, tmp_path / "m")
+    before = len(list(Path("/proc/self/fd").iterdir()))
+    for _ in range(5):  # each save holds the replaced file open until the release thread closes it
+        DefaultRecorder().save_module(net, tmp_path / "m")
+    recorder._releaser().submit(lambda: None).result()  # one worker, FIFO: every close before this has run
+    assert len(list(Path("/proc/self/fd").iterdir())) == before
+    assert [p.name for p in tmp_path.iterdir()] == ["m.mpk"] and path.stat().st_nlink == 1
+    assert torch.equal(Net().load_file(path, DefaultRecorder()).embed.weight, net.embed.weight)

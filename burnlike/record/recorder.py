@@ -209,7 +209,10 @@ def atomic_write(path: Path, write: Callable[[IO[bytes]], None] | bytes) -> None
 
 
 def _hold(path: Path) -> int | None:
-    """An fd on the file about to be replaced, so the rename doesn't free its blocks inline."""
+    """An fd on the file about to be replaced, so the rename doesn't free its blocks inline.
+    POSIX only: on Windows an open file can't be replaced."""
+    if os.name != "posix":
+        return None
     try:
         return os.open(path, os.O_RDONLY)
     except OSError:
