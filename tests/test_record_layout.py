@@ -27,8 +27,11 @@ def test_transpose_into_equals_a_plain_transpose(shape, dtype):
 
 @pytest.mark.parametrize(("src_dtype", "dst_dtype"), [(torch.float32, torch.float16), (torch.float16, torch.float32),
                                                       (torch.float64, torch.bfloat16), (torch.float16, torch.float64)])
-def test_transposed_cast_either_direction(src_dtype, dst_dtype):
+@pytest.mark.parametrize("contiguous_src", [True, False])
+def test_transposed_cast_either_direction(src_dtype, dst_dtype, contiguous_src):
     src = torch.randn(700, 600, dtype=torch.float64).to(src_dtype)
+    if not contiguous_src:  # e.g. a parameter someone replaced by a transposed view
+        src = src.t().contiguous().t()
     dst = torch.empty(600, 700, dtype=dst_dtype)
     transposed_cast(dst, src, Scratch(), 0)
     assert torch.equal(dst, src.t().to(dst_dtype))
