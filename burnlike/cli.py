@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -109,7 +110,7 @@ def strip_prefix(state: dict[str, Any], prefix: str) -> dict[str, Any]:
 
 def _record_reader(path: Path) -> Any:
     """Recorder for a burnlike/Burn record, sniffing `.ckpt` files; None for PyTorch pickles."""
-    from burnlike.record.checkpoint_io import recorder_for as sniff
+    from burnlike.record.checkpoint import recorder_for as sniff
 
     if path.suffix == ".ckpt":
         with open(path, "rb") as f:
@@ -150,10 +151,15 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     try:
         if model is None and type(recorder).__name__.startswith("Bin"):
             return _inspect_bin_metadata(path, recorder)
-        metadata, item = recorder.read_record(path, module=model)
+        with recorder.scan(path, module=model) as (metadata, item):
+            _print_record(path, metadata, item)
     except RecordError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    return 0
+
+
+def _print_record(path: Path, metadata: dict[str, str], item: Any) -> None:
     print(f"{path}")
     for key, value in metadata.items():
         print(f"  {key}: {value}")
@@ -169,7 +175,6 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         dtype = data["dtype"] if isinstance(data["dtype"], str) else next(iter(data["dtype"]))
         print(f"    {key:<50} {dtype:<5} {str(data['shape']):<18} {size:>12,} B")
     print(f"  tensor bytes: {total:,}")
-    return 0
 
 
 def _inspect_bin_metadata(path: Path, recorder: Any) -> int:
@@ -215,7 +220,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
 def _convert(src: Path, dst: Path, model: Any, args: argparse.Namespace) -> int:
     import torch
 
-    from burnlike.record.checkpoint_io import encode_checkpoint, weights_from_checkpoint
+    from burnlike.record.checkpoint import encode_checkpoint, weights_from_checkpoint
     from burnlike.record.codec import decode_value
     from burnlike.record.module_record import load_module_record
 
@@ -337,7 +342,11 @@ def main(argv: list[str] | None = None) -> int:
                         "StepModule; '' for none)")
     p.set_defaults(func=cmd_convert)
     args = parser.parse_args(argv)
-    return int(args.func(args))
+    try:
+        return int(args.func(args))
+    except BrokenPipeError:  # `burnlike inspect big.mpk | head`: the reader left; no traceback
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # as Python's docs advise
+        return 1
 
 
 if __name__ == "__main__":

@@ -83,3 +83,30 @@ def test_convert_refuses_unsafe_pickles_and_bad_files(tmp_path, capsys):
     (tmp_path / "bad.mpk").write_bytes(b"\x83\xa1a")
     assert main(["convert", str(tmp_path / "bad.mpk"), str(tmp_path / "y.json")]) == 2
     assert "bad.mpk" in capsys.readouterr().err
+
+
+def test_inspect_and_checkpoint_weights_never_import_lightning(tmp_path):
+    """Lightning takes seconds to import; looking at a file or loading weights shouldn't pay it."""
+    net = torch.nn.Linear(4, 5)
+    ckpt = checkpoint(tmp_path, net)
+    record = DefaultRecorder().save_module(net, tmp_path / "m")
+    code = (f"import sys, torch\nfrom burnlike.cli import main\n"
+            f"assert main(['inspect', {str(ckpt)!r}]) == 0 and main(['inspect', {str(record)!r}]) == 0\n"
+            f"from burnlike.record import DefaultRecorder, load_checkpoint\n"
+            f"DefaultRecorder().load_module(torch.nn.Linear(4, 5), {str(ckpt)!r})\n"
+            f"assert load_checkpoint({str(ckpt)!r})['state_dict']['model.weight'].shape == (5, 4)\n"
+            f"print('lightning imported:', 'lightning' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "kind: burnlike training checkpoint" in out.stdout
+    assert out.stdout.strip().endswith("lightning imported: False")
+
+
+def test_inspect_into_a_closed_pipe_exits_without_a_traceback(tmp_path):
+    path = DefaultRecorder().save_module(torch.nn.Sequential(*[torch.nn.Linear(1, 1) for _ in range(1500)]),
+                                          tmp_path / "many")  # ~3000 rows: more than a pipe buffer
+    proc = subprocess.Popen([sys.executable, "-m", "burnlike.cli", "inspect", str(path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout.readline().strip().endswith(b"many.mpk")
+    proc.stdout.close()  # like `| head -1`
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 1 and "Traceback" not in err, err

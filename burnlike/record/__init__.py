@@ -4,13 +4,14 @@ Files are byte-compatible with Burn 0.19–0.21 (`BurnRecord{metadata, item, _b}
 unpickles and raises `RecordError` (a ValueError naming the file and key path) on any bad input.
 f16 policy (HalfPrecisionSettings, CompactRecorder): see `codec.storage_dtype`.
 
-The plugin names (`RecorderCheckpointIO`, `load_checkpoint`, `load_lightning_module`) load Lightning
-on first use, so saving and loading module records never imports it.
+The plugin names (`RecorderCheckpointIO`, `load_from_checkpoint`, `load_lightning_module`) load
+Lightning on first use, so records and `load_checkpoint` never import it.
 """
 
 from typing import TYPE_CHECKING, Any
 
 from burnlike.record.bincode import BinFileRecorder, BinGzFileRecorder
+from burnlike.record.checkpoint import load_checkpoint
 from burnlike.record.codec import Unstorable
 from burnlike.record.error import RecordError
 from burnlike.record.module_record import load_module_record, module_to_record
@@ -55,7 +56,7 @@ __all__ = [
 ]
 
 
-_LAZY = {"RecorderCheckpointIO", "load_checkpoint", "load_from_checkpoint", "load_lightning_module"}
+_LAZY = {"RecorderCheckpointIO", "load_from_checkpoint", "load_lightning_module"}
 
 
 def __getattr__(name: str) -> Any:
@@ -69,7 +70,6 @@ def __getattr__(name: str) -> Any:
 if TYPE_CHECKING:  # pragma: no cover
     from burnlike.record.checkpoint_io import (  # noqa: F401
         RecorderCheckpointIO,
-        load_checkpoint,
         load_from_checkpoint,
         load_lightning_module,
     )
