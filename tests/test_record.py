@@ -1,5 +1,6 @@
 import base64
 import math
+import os
 import subprocess
 import sys
 import warnings
@@ -371,7 +372,36 @@ def test_overwriting_a_record_releases_the_old_file(tmp_path):
     before = len(list(Path("/proc/self/fd").iterdir()))
     for _ in range(5):  # each save holds the replaced file open until the release thread closes it
         DefaultRecorder().save_module(net, tmp_path / "m")
-    recorder._releaser().submit(lambda: None).result()  # one worker, FIFO: every close before this has run
+    recorder._releaser(os.getpid()).submit(lambda: None).result()  # one worker, FIFO: every close before this has run
     assert len(list(Path("/proc/self/fd").iterdir())) == before
     assert [p.name for p in tmp_path.iterdir()] == ["m.mpk"] and path.stat().st_nlink == 1
     assert torch.equal(Net().load_file(path, DefaultRecorder()).embed.weight, net.embed.weight)
+
+
+def _save_twice_in_child(path: str, queue) -> None:
+    from burnlike.record import recorder
+
+    net = nn.Linear(3, 2)
+    DefaultRecorder().save_module(net, path)
+    before = len(os.listdir("/proc/self/fd"))
+    DefaultRecorder().save_module(net, path)  # holds the replaced file until the release thread runs
+    recorder._releaser(os.getpid()).submit(lambda: None).result()
+    queue.put(len(os.listdir("/proc/self/fd")) - before)
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").exists() or sys.platform != "linux", reason="needs fork and /proc")
+def test_a_forked_child_releases_replaced_files_too(tmp_path):
+    import multiprocessing as mp
+
+    DefaultRecorder().save_module(nn.Linear(3, 2), tmp_path / "parent")
+    DefaultRecorder().save_module(nn.Linear(3, 2), tmp_path / "parent")  # the parent's release thread exists
+    ctx = mp.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_save_twice_in_child, args=(str(tmp_path / "child"), queue))
+    child.start()
+    try:
+        assert queue.get(timeout=60) == 0  # with the parent's executor copied, the close never runs
+    finally:
+        child.join(timeout=10)
+        child.kill()
+    assert child.exitcode == 0

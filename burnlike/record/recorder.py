@@ -229,7 +229,8 @@ def _hold(path: Path) -> int | None:
 
 
 @functools.cache
-def _releaser() -> Any:
+def _releaser(pid: int | None = None) -> Any:
+    """One closing thread per process (keyed by pid: a forked child has no copy of the parent's)."""
     from concurrent.futures import ThreadPoolExecutor
 
     return ThreadPoolExecutor(1, thread_name_prefix="burnlike-release")
@@ -240,7 +241,7 @@ def _release_later(fd: int) -> None:
     (ext4 with `discard`, network filesystems) took 0.4 s for a 190 MiB checkpoint here, as long
     as writing it; training goes on while the kernel frees them (like Redis' lazy free)."""
     try:
-        _releaser().submit(os.close, fd)
+        _releaser(os.getpid()).submit(os.close, fd)
     except RuntimeError:  # interpreter shutting down: no new threads
         os.close(fd)
 
