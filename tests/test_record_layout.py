@@ -95,3 +95,28 @@ def test_truncated_file_during_a_threaded_load_is_a_record_error(tmp_path, monke
     monkeypatch.setattr(transfer.Transfers, "run", truncate_then_run)
     with pytest.raises(RecordError, match="changed while reading"):
         CompactRecorder().load_module(model, path)
+
+
+class Tied(nn.Module):
+    """A language-model head sharing the embedding matrix (GPT-2 style)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.emb = nn.Embedding(1024, 768)
+        self.head = nn.Linear(768, 1024, bias=False)
+        self.head.weight = self.emb.weight
+
+
+def test_tied_weights_load_once_from_the_last_entry(tmp_path, monkeypatch):
+    monkeypatch.setattr(transfer, "THREADS", 2)
+    torch.manual_seed(0)
+    saved = Tied()
+    path = DefaultRecorder().save_module(saved, tmp_path / "tied")
+    record = msgpack.unpackb(path.read_bytes(), raw=False)
+    head = record["item"]["head"]["weight"]["param"]  # stored [d_in, d_out]: the transpose of emb
+    head["bytes"] = (torch.frombuffer(bytearray(head["bytes"]), dtype=torch.float32) + 1).numpy().tobytes()
+    path.write_bytes(msgpack.packb(record, use_bin_type=True))
+    loaded = Tied()
+    DefaultRecorder().load_module(loaded, path)
+    assert loaded.head.weight is loaded.emb.weight
+    assert torch.equal(loaded.emb.weight, saved.emb.weight + 1)  # the head entry came last and won

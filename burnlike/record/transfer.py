@@ -59,10 +59,17 @@ class Transfers:
     """Collects `Copy`s while a record is checked; `run()` does them."""
 
     def __init__(self) -> None:
-        self.copies: list[Copy] = []
+        self._copies: dict[int, Copy] = {}
+
+    @property
+    def copies(self) -> list[Copy]:
+        return list(self._copies.values())
 
     def add(self, target: torch.Tensor, raw: Any, dtype: torch.dtype, shape: list[int], transpose: bool) -> None:
-        self.copies.append(Copy(target, raw, dtype, shape, transpose))
+        """A tied parameter (one tensor in two places) is written once, from its last record
+        entry, as a one-by-one load would leave it; two threads never write the same tensor."""
+        self._copies.pop(id(target), None)
+        self._copies[id(target)] = Copy(target, raw, dtype, shape, transpose)
 
     def run(self) -> None:
         big: list[Copy] = []
