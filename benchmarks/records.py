@@ -26,13 +26,31 @@ from torch import nn
 LAYOUT = os.environ.get("BURNLIKE_BENCH_LAYOUT", "linear")
 
 
+class Block(nn.Module):
+    """A transformer block's weights (GPT-2: d=768): attention in/out, MLP, two norms."""
+
+    def __init__(self, d: int = 768) -> None:
+        super().__init__()
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.up, self.down = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+
+
 def model_of(params: float) -> nn.Module:
-    """Linear stacks (Burn stores each weight transposed: the worst case) or, with
-    `--layout embedding`, Embedding stacks (stored as is: what the format itself costs)."""
+    """Linear stacks (Burn stores each weight transposed: the worst case); `--layout embedding`:
+    Embedding stacks (stored as is: what the format itself costs); `--layout transformer`: a
+    token embedding plus transformer blocks (GPT-2-sized at 100M: 32000×768 and d=768), about 3/4
+    of it Linear weights."""
     width = 1024
     torch.manual_seed(0)
     if LAYOUT == "embedding":
         return nn.Sequential(*[nn.Embedding(width, width) for _ in range(max(1, round(params / (width * width))))])
+    if LAYOUT == "transformer":
+        d, vocab = (768, 32000) if params >= 5e7 else (384, 8000) if params >= 5e6 else (128, 4000)
+        embedding = nn.Embedding(vocab, d)
+        per_block = sum(p.numel() for p in Block(d).parameters())
+        blocks = max(1, round((params - embedding.weight.numel()) / per_block))
+        return nn.Sequential(embedding, *[Block(d) for _ in range(blocks)])
     depth = max(1, round(params / (width * width + width)))
     return nn.Sequential(*[nn.Linear(width, width) for _ in range(depth)])
 
@@ -122,8 +140,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--no-memory", action="store_true", help="skip the peak-memory children")
     parser.add_argument("--threads", type=int, default=0, help="torch intra-op threads for all ways (0: default)")
-    parser.add_argument("--layout", choices=["linear", "embedding"], default="linear",
-                        help="linear: weights stored transposed (default); embedding: stored as is")
+    parser.add_argument("--layout", choices=["linear", "embedding", "transformer"], default="linear",
+                        help="linear: weights stored transposed (default); embedding: stored as is; "
+                             "transformer: GPT-2-style mix")
     args = parser.parse_args()
     os.environ["BURNLIKE_BENCH_LAYOUT"] = args.layout  # the peak-memory children build the same model
     LAYOUT = args.layout
