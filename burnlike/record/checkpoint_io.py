@@ -13,13 +13,7 @@ from typing import Any
 
 from lightning.fabric.plugins.io.checkpoint_io import CheckpointIO
 
-from burnlike.record.checkpoint import (  # noqa: F401  (re-exported: the plugin's helpers)
-    SPAWN_TRANSPORT,
-    encode_checkpoint,
-    load_checkpoint,
-    recorder_for,
-    weights_from_checkpoint,
-)
+from burnlike.record.checkpoint import SPAWN_TRANSPORT, encode_checkpoint, load_checkpoint
 from burnlike.record.codec import Unstorable
 from burnlike.record.error import RecordError
 from burnlike.record.recorder import Recorder

@@ -59,31 +59,23 @@ class Transfers:
     """Collects `Copy`s while a record is checked; `run()` does them."""
 
     def __init__(self) -> None:
-        self._copies: dict[int, Copy] = {}
-
-    @property
-    def copies(self) -> list[Copy]:
-        return list(self._copies.values())
+        self.copies: dict[int, Copy] = {}  # by id(target)
 
     def add(self, target: torch.Tensor, raw: Any, dtype: torch.dtype, shape: list[int], transpose: bool) -> None:
         """A tied parameter (one tensor in two places) is written once, from its last record
         entry, as a one-by-one load would leave it; two threads never write the same tensor."""
-        self._copies.pop(id(target), None)
-        self._copies[id(target)] = Copy(target, raw, dtype, shape, transpose)
+        self.copies[id(target)] = Copy(target, raw, dtype, shape, transpose)
 
     def run(self) -> None:
         big: list[Copy] = []
         small: list[Copy] = []
-        for c in self.copies:
+        for c in self.copies.values():
             parallel = isinstance(c.raw, FileSlice) and c.raw.parallel and c.nbytes >= _PARALLEL_BYTES
             (big if parallel else small).append(c)
-        scratch = Scratch()
-        for c in small:
-            c.run(scratch)
         if len(big) < 2 or THREADS == 1:
-            for c in big:
-                c.run(scratch)
+            _run_all(small + big)
             return
+        _run_all(small)
         groups: list[list[Copy]] = [[] for _ in range(THREADS)]
         loads = [0] * THREADS
         for c in sorted(big, key=lambda c: -c.nbytes):  # largest first onto the least-loaded thread
@@ -96,6 +88,6 @@ class Transfers:
 
 
 def _run_all(copies: list[Copy]) -> None:
-    scratch = Scratch()  # one per thread, freed with it
+    scratch = Scratch()  # one per thread of copies, freed when they are done
     for c in copies:
         c.run(scratch)
