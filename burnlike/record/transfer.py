@@ -46,7 +46,7 @@ class Copy:
             source = bytes_to_tensor(self.raw, self.dtype, self.shape, copy=False)
         with torch.no_grad():
             if self.transpose:
-                transposed_cast(target, source, scratch, 3)
+                transposed_cast(target, source, scratch, 3, stream=True)
             else:
                 target.copy_(source)
 
