@@ -16,4 +16,5 @@ setup(
             optional=True,
         )
     ],
+    options={"bdist_wheel": {"py_limited_api": "cp310"}},  # one wheel per platform for every Python >= 3.10
 )
