@@ -51,9 +51,9 @@ TARGET static inline void tr8_epi16(__m128i *r) {
     r[6] = _mm_unpacklo_epi64(b3, b7); r[7] = _mm_unpackhi_epi64(b3, b7);
 }
 
-/* 8 src rows x 8 src columns at (i, j), converted and transposed: r[k] is dst row j+k. */
 #define INLINE static inline __attribute__((always_inline))
 
+/* 8 src rows x 8 src columns at (i, j), converted and transposed: r[k] is dst row j+k. */
 TARGET INLINE void wide8(int kind, const char *src, size_t i, size_t j, size_t cols, __m256 *r) {
     int k;
     for (k = 0; k < 8; k++) {
@@ -123,33 +123,36 @@ TARGET INLINE void tiles(int kind, char *dst, const char *src, size_t rows, size
     }
 }
 
-#define SPECIALISE(k)                                                                               \
-    TARGET static void tiles_##k(char *dst, const char *src, size_t rows, size_t cols, int stream) { \
-        int nb = (k == X32 || k == H2F) ? 2 : 4; /* 2 blocks of f32 or 4 of f16: a cache line */      \
-        if (stream)                                                                                  \
-            tiles(k, dst, src, rows, cols, rows - rows % (8 * (size_t)nb), nb, 1, 32, 64);          \
-        else                                                                                         \
-            tiles(k, dst, src, rows, cols, rows & ~(size_t)7, 1, 0, 256, 16);                       \
+/* Tiles measured on a 2-core Xeon VM, 95 1024x1024 weights on 2 threads: streaming 32x64 (src rows x
+   src columns) 0.05 s, cached 256x16 0.08 s (cached is for save, whose output is read right after).
+   Streaming needs whole, aligned cache lines: a 64-byte aligned dst whose rows are whole lines.
+   Returns the src rows done; the caller finishes the rest. */
+#define SPECIALISE(k)                                                                                    \
+    TARGET static size_t tiles_##k(char *dst, const char *src, size_t rows, size_t cols, int stream) {    \
+        size_t size = (k == X32 || k == H2F) ? 4 : 2, nb = 64 / (8 * size), rows_s;                      \
+        if (!(stream && (uintptr_t)dst % 64 == 0 && rows * size % 64 == 0)) {                             \
+            rows_s = rows & ~(size_t)7;                                                                   \
+            tiles(k, dst, src, rows, cols, rows_s, 1, 0, 256, 16);                                        \
+            return rows_s;                                                                                \
+        }                                                                                                 \
+        rows_s = rows - rows % (8 * nb); /* nb blocks of 8 rows fill a dst cache line */                  \
+        tiles(k, dst, src, rows, cols, rows_s, (int)nb, 1, 32, 64);                                       \
+        _mm_sfence(); /* streamed lines are visible before the caller goes on */                          \
+        return rows_s;                                                                                    \
     }
 SPECIALISE(X16)
 SPECIALISE(X32)
 SPECIALISE(H2F)
 SPECIALISE(F2H)
 
-/* Tiles measured on a 2-core Xeon VM, 95 1024x1024 weights on 2 threads: streaming 32x64 (src rows x
-   src columns) 0.05 s, cached 256x16 0.08 s (cached is for save, whose output is read right after). */
 TARGET static void transpose(int kind, char *dst, const char *src, size_t rows, size_t cols, int stream) {
-    size_t size = kind == X32 || kind == H2F ? 4 : 2, nb = 64 / (8 * size);
-    size_t rows8 = rows & ~(size_t)7, cols8 = cols & ~(size_t)7, rows_s = rows8, i, j;
-    stream = stream && (uintptr_t)dst % 64 == 0 && rows * size % 64 == 0;
-    if (stream) rows_s = rows - rows % (8 * nb);
+    size_t rows8 = rows & ~(size_t)7, cols8 = cols & ~(size_t)7, rows_s, i, j;
     switch (kind) {
-    case X16: tiles_X16(dst, src, rows, cols, stream); break;
-    case X32: tiles_X32(dst, src, rows, cols, stream); break;
-    case H2F: tiles_H2F(dst, src, rows, cols, stream); break;
-    default: tiles_F2H(dst, src, rows, cols, stream);
+    case X16: rows_s = tiles_X16(dst, src, rows, cols, stream); break;
+    case X32: rows_s = tiles_X32(dst, src, rows, cols, stream); break;
+    case H2F: rows_s = tiles_H2F(dst, src, rows, cols, stream); break;
+    default: rows_s = tiles_F2H(dst, src, rows, cols, stream);
     }
-    if (stream) _mm_sfence(); /* streamed lines are visible before the caller goes on */
     for (i = rows_s; i < rows8; i += 8) /* the rest: 8-row blocks, then single elements */
         for (j = 0; j < cols8; j += 8) strip(kind, dst, src, i, j, rows, cols, 1, 0);
     for (i = 0; i < rows; i++)
@@ -205,7 +208,7 @@ static PyMethodDef methods[] = {
     {"available", py_available, METH_NOARGS, "True when this CPU can run the kernels."},
     {"transpose", py_transpose, METH_VARARGS,
      "transpose(kind, dst_ptr, src_ptr, rows, cols, stream=False): dst (cols x rows) = cast(src (rows x "
-     "cols)).T; kind 0: 2-byte move, 1: 4-byte move, 2: f16->f32, 3: f32->f16. stream: dst isn't read "
+     "cols)).T; kind X16: 2-byte move, X32: 4-byte move, H2F: f16->f32, F2H: f32->f16. stream: dst isn't read "
      "soon (a loaded parameter), write it around the cache. The GIL is released."},
     {NULL, NULL, 0, NULL},
 };
@@ -213,4 +216,12 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_native", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__native(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__native(void) {
+    PyObject *m = PyModule_Create(&module); /* the kinds by name, so Python never repeats the numbers */
+    if (m && (PyModule_AddIntConstant(m, "X16", X16) || PyModule_AddIntConstant(m, "X32", X32) ||
+              PyModule_AddIntConstant(m, "H2F", H2F) || PyModule_AddIntConstant(m, "F2H", F2H))) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -40,8 +40,8 @@ def _native_kind(dst: torch.Tensor, src: torch.Tensor) -> int | None:
             and dst.is_contiguous() and src.is_contiguous() and src.numel() > 0):
         return None
     if dst.dtype == src.dtype:
-        return {2: 0, 4: 1}.get(itemsize(dst.dtype))  # a plain move of 2- or 4-byte elements
-    return {(_HALF, _FLOAT): 2, (_FLOAT, _HALF): 3}.get((src.dtype, dst.dtype))
+        return {2: _native.X16, 4: _native.X32}.get(itemsize(dst.dtype))  # a plain move of the elements
+    return {(_HALF, _FLOAT): _native.H2F, (_FLOAT, _HALF): _native.F2H}.get((src.dtype, dst.dtype))
 
 
 @functools.cache
