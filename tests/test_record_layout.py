@@ -21,21 +21,22 @@ from burnlike.record import (
 )
 from burnlike.record.layout import Scratch, transpose_into, transposed_cast
 
-needs_native = pytest.mark.skipif(not layout.native(), reason="the C accelerator isn't built or this CPU lacks AVX2/F16C")
+NO_NATIVE = "the C accelerator isn't built or this CPU lacks AVX2/F16C"
+needs_native = pytest.mark.skipif(not layout.native(), reason=NO_NATIVE)
 
 
 @pytest.fixture(params=["native", "numpy"])
 def kernels(request, monkeypatch):
     """Run a test through the C kernels and through the numpy fallback."""
     if request.param == "native" and not layout.native():
-        pytest.skip("the C accelerator isn't built or this CPU lacks AVX2/F16C")
+        pytest.skip(NO_NATIVE)
     if request.param == "numpy":
         monkeypatch.setattr(layout, "native", lambda: False)
     return request.param
 
 
 def bits(t: torch.Tensor) -> torch.Tensor:
-    return t.view({2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()])
+    return t.view(layout._INTS[t.element_size()])
 
 
 @pytest.mark.skipif(sys.platform != "linux" or platform.machine() != "x86_64" or not shutil.which("cc"),
