@@ -12,13 +12,15 @@ from burnlike.record import (
     DoublePrecisionSettings,
     NamedMpkFileRecorder,
     RecordError,
-    transfer,
 )
-from burnlike.record.layout import _INTS, Scratch, transpose_into, transposed_cast
+from burnlike.record.tensor import transfer
+from burnlike.record.tensor.buffers import Scratch
+from burnlike.record.tensor.dtypes import INTS
+from burnlike.record.tensor.layout import transpose_into, transposed_cast
 
 
 def bits(t: torch.Tensor) -> torch.Tensor:
-    return t.view(_INTS[t.element_size()])
+    return t.view(INTS[t.element_size()])
 
 
 @pytest.mark.parametrize("shape", [(1, 1), (7, 9), (8, 8), (9, 17), (256, 16), (300, 700), (1030, 513), (1056, 523)])

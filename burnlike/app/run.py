@@ -9,21 +9,15 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig, OmegaConf
 
+if TYPE_CHECKING:
+    from burnlike.record.format.recorder import Recorder
+
 log = logging.getLogger("burnlike.app")
 
-RECORDERS: dict[str, tuple[str, str | None]] = {  # learner.recorder -> (recorder, precision settings)
-    "compact": ("CompactRecorder", None),  # Burn's alias: named MessagePack, half precision
-    "default": ("DefaultRecorder", None),  # named MessagePack, full precision
-    "mpk_gz": ("NamedMpkGzFileRecorder", "HalfPrecisionSettings"),
-    "json": ("PrettyJsonFileRecorder", "FullPrecisionSettings"),
-    "json_gz": ("JsonGzFileRecorder", "FullPrecisionSettings"),
-    "bin": ("BinFileRecorder", "FullPrecisionSettings"),
-    "bin_gz": ("BinGzFileRecorder", "HalfPrecisionSettings"),
-}
 METRICS = {"Accuracy": "AccuracyMetric", "Loss": "LossMetric", "Learning Rate": "LearningRateMetric",
            "Iteration Speed": "IterationSpeedMetric"}
 VALID_METRICS = ("Accuracy", "Loss")  # the ones a validation pass can compute
@@ -47,7 +41,7 @@ def validate(cfg: DictConfig) -> None:
         ("data.batch_size", cfg.data.batch_size, lambda v: v >= 1, "an integer >= 1"),
         ("data.num_workers", cfg.data.num_workers, lambda v: v >= 0, "an integer >= 0"),
         ("optimizer.lr", cfg.optimizer.get("lr", 1.0), lambda v: v > 0, "a number > 0"),
-        ("learner.recorder", cfg.learner.recorder, lambda v: v in RECORDERS, f"one of {sorted(RECORDERS)}"),
+        ("learner.recorder", cfg.learner.recorder, lambda v: v in recorder_names(), f"one of {recorder_names()}"),
     ]
     for key, value, ok, expected in checks:
         if not ok(value):
@@ -75,11 +69,18 @@ def check_devices(cfg: DictConfig) -> None:
                                  "(use trainer=cpu, or trainer=ddp with accelerator=cpu)")
 
 
-def recorder_from(name: str) -> Any:
-    import burnlike.record as rec
+def recorder_names() -> list[str]:
+    """`learner.recorder`'s values: the record registry's short names (imported here: it loads torch)."""
+    from burnlike.record.format.registry import SHORT_NAMES
 
-    cls, settings = RECORDERS[name]
-    return getattr(rec, cls)() if settings is None else getattr(rec, cls)(getattr(rec, settings))
+    return sorted(SHORT_NAMES)
+
+
+def recorder_from(name: str) -> Recorder:
+    """The recorder a `learner.recorder` value names (`compact`, `bin_gz`, …)."""
+    from burnlike.record.format.registry import by_name
+
+    return by_name(name)
 
 
 def build_model(cfg: DictConfig) -> Any:

@@ -1,5 +1,6 @@
 """Burn's tensor layouts: the tiled transpose between PyTorch's `[d_out, d_in]` Linear weights and
-Burn's `[d_in, d_out]`, with the dtype cast done where it is cheap.
+Burn's `[d_in, d_out]`, with the dtype cast done where it is cheap; and `TensorBytes`, a tensor's
+record bytes produced (cast, transposed) only when a writer asks for them.
 
 Why a module: at 100M parameters this transpose is most of a record's save and load time. One
 strided `dst.copy_(src.t())` walks `src` a column at a time and misses the cache on every element;
@@ -9,44 +10,23 @@ so several weights go at once); torch does the casts (vectorised on contiguous m
 
 from __future__ import annotations
 
-import functools
-import math
-
 import torch
 
+from burnlike.record.tensor.buffers import Scratch, as_bytes
+from burnlike.record.tensor.dtypes import INTS, itemsize
+
 TILE = 256  # measured on a 2-core Xeon: 256 beat 64/128/512 and rectangular tiles
-_INTS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 _SMALL = 2 * TILE * TILE  # below this a single copy is as fast as tiles
-
-
-@functools.cache
-def itemsize(dtype: torch.dtype) -> int:
-    return torch.empty((), dtype=dtype).element_size()
-
-
-class Scratch:
-    """Reusable buffers: multi-MB fresh allocations page-fault, which dominated save/load time."""
-
-    def __init__(self) -> None:
-        self._bufs: dict[int, torch.Tensor] = {}
-
-    def get(self, slot: int, dtype: torch.dtype, shape: list[int] | tuple[int, ...]) -> torch.Tensor:
-        n = math.prod(shape) * itemsize(dtype)
-        buf = self._bufs.get(slot)
-        if buf is None or buf.numel() < n:
-            buf = torch.empty(max(n, 1), dtype=torch.uint8)
-            self._bufs[slot] = buf
-        return buf[:n].view(dtype).view(tuple(shape))
 
 
 def transpose_into(dst: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
     """`dst.copy_(src.t())` for 2-D CPU tensors of the same dtype, `dst` contiguous."""
     rows, cols = dst.shape
     size = itemsize(dst.dtype)
-    if rows * cols <= _SMALL or dst.dtype != src.dtype or size not in _INTS or not dst.is_contiguous():
+    if rows * cols <= _SMALL or dst.dtype != src.dtype or size not in INTS or not dst.is_contiguous():
         return dst.copy_(src.t())
-    d = dst.view(_INTS[size]).numpy()
-    s = src.view(_INTS[size]).numpy()
+    d = dst.view(INTS[size]).numpy()
+    s = src.view(INTS[size]).numpy()
     for i in range(0, rows, TILE):
         band = d[i:i + TILE]
         for j in range(0, cols, TILE):
@@ -70,3 +50,38 @@ def transposed_cast(dst: torch.Tensor, src: torch.Tensor, scratch: Scratch, slot
         transposed = scratch.get(slot, src.dtype, list(dst.shape))
         target.copy_(transpose_into(transposed, src))
     return dst
+
+
+class TensorBytes:
+    """A tensor's record bytes, produced only when written (cast and transposed via scratch)."""
+
+    __slots__ = ("tensor", "dtype", "transpose", "nbytes")
+
+    def __init__(self, tensor: torch.Tensor, dtype: torch.dtype, transpose: bool = False) -> None:
+        self.tensor = tensor.detach()
+        self.dtype = dtype
+        self.transpose = transpose
+        self.nbytes = tensor.numel() * itemsize(dtype)
+
+    @property
+    def shape(self) -> list[int]:
+        return list(self.tensor.shape[::-1]) if self.transpose else list(self.tensor.shape)
+
+    def view(self, scratch: Scratch) -> memoryview:
+        """The bytes, valid until `scratch` is used again (zero-copy when no cast is needed)."""
+        t = self.tensor
+        if t.device.type != "cpu":
+            t = t.cpu()
+        if not self.transpose:
+            if t.dtype == self.dtype and t.is_contiguous():
+                return as_bytes(t)
+            out = scratch.get(1, self.dtype, self.shape)
+            out.copy_(t)
+            return as_bytes(out)
+        return as_bytes(transposed_cast(scratch.get(1, self.dtype, self.shape), t, scratch, 0))
+
+    def __bytes__(self) -> bytes:
+        return bytes(self.view(Scratch()))
+
+    def __len__(self) -> int:
+        return self.nbytes
