@@ -15,6 +15,8 @@ from torch import nn
 
 from burnlike.module import Module
 from burnlike.record import (
+    BinFileRecorder,
+    BinGzFileRecorder,
     CompactRecorder,
     DefaultRecorder,
     DoublePrecisionSettings,
@@ -28,6 +30,7 @@ from burnlike.record import (
     RecordError,
     Unstorable,
 )
+from burnlike.record.format import registry
 from burnlike.record.tensor.precision import storage_dtype
 from burnlike.record.tensor.tensor_data import data_to_tensor
 
@@ -318,6 +321,36 @@ def test_recorder_spellings_and_equality():
         NamedMpkFileRecorder("half")
 
 
+ALL_RECORDERS = [*RECORDERS, BinFileRecorder, BinGzFileRecorder]
+
+
+@pytest.mark.parametrize("recorder_cls", ALL_RECORDERS)
+def test_the_registry_tells_every_format_from_its_bytes_alone(tmp_path, recorder_cls):
+    """What `Module.load_file` without a recorder and `load_checkpoint` rely on (Lightning names
+    every checkpoint `.ckpt`, whatever wrote it)."""
+    net = randomised(Net())
+    written = recorder_cls(HalfPrecisionSettings).save_module(net, tmp_path / "m")
+    renamed = written.rename(tmp_path / "m.ckpt")
+    assert registry.sniff(renamed) == recorder_cls()
+    assert registry.sniff(written) == recorder_cls()  # gone: named by its extension
+    loaded = Net().load_file(renamed)
+    assert torch.equal(loaded.embed.weight, net.embed.weight.half().float())
+
+
+def test_the_registry_names_recorders_as_burn_the_cli_and_the_app_do():
+    assert registry.by_name("CompactRecorder") == registry.by_name("compact") == CompactRecorder()
+    assert registry.by_name("DefaultRecorder") == registry.by_name("default") == DefaultRecorder()
+    assert registry.by_name("CompactRecorder", "full") == DefaultRecorder()  # a precision overrides the alias'
+    assert registry.by_name("bin_gz") == BinGzFileRecorder(HalfPrecisionSettings)
+    assert registry.by_name("mpk_gz") == NamedMpkGzFileRecorder(HalfPrecisionSettings)
+    assert registry.by_name("json", burn_version="0.19.0") == PrettyJsonFileRecorder(burn_version="0.19.0")
+    assert registry.by_name("BinFileRecorder", "double") == BinFileRecorder(DoublePrecisionSettings)
+    assert registry.by_extension("a/model.json.gz", "half") == JsonGzFileRecorder(HalfPrecisionSettings)
+    assert registry.by_extension("model.safetensors") is None
+    with pytest.raises(ValueError, match="unknown recorder 'pickle'.*compact"):
+        registry.by_name("pickle")
+
+
 def test_param_ids_survive_dtype_conversion(tmp_path):
     a = randomised(Net())
     first = msgpack.unpackb(a.save_file(tmp_path / "a", DefaultRecorder()).read_bytes(), raw=False)
@@ -350,8 +383,6 @@ def test_deep_json_and_gzip_bombs_are_record_errors(tmp_path, monkeypatch):
 
 
 def test_bin_recorder_stores_training_checkpoints(tmp_path):
-    from burnlike.record import BinFileRecorder, BinGzFileRecorder
-
     net = randomised(Net())
     ckpt = {"state_dict": {f"model.{k}": v for k, v in net.state_dict().items()}, "pytorch-lightning_version": "2",
             "optimizer_states": [{"state": {0: {"step": torch.tensor(3.0)}}}]}
