@@ -5,7 +5,7 @@ record bytes produced (cast, transposed) only when a writer asks for them.
 Why a module: at 100M parameters this transpose is most of a record's save and load time. One
 strided `dst.copy_(src.t())` walks `src` a column at a time and misses the cache on every element;
 256×256 tiles stay in L2. numpy moves the tiles (same-size ints, a tight strided loop, GIL released
-so several weights go at once); torch does the casts (vectorised on contiguous memory).
+so several weights go at once); torch does the casts.
 """
 
 from __future__ import annotations
@@ -35,8 +35,9 @@ def transpose_into(dst: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
 
 
 def transposed_cast(dst: torch.Tensor, src: torch.Tensor, scratch: Scratch, slot: int) -> torch.Tensor:
-    """`dst.copy_(src.t())` with any dtypes: transpose in the narrower dtype (half the bytes to
-    move), cast contiguously (a strided f32→f16 cast converts element by element: 2.5× slower)."""
+    """`dst.copy_(src.t())` with any dtypes. Narrowing (saving f32 as f16): cast contiguously, then
+    transpose the narrow copy (a strided f32→f16 cast converts element by element: 2.5× slower).
+    Widening (loading f16 into f32): cast and transpose in one pass of small tiles."""
     if dst.device.type != "cpu" or not dst.is_contiguous():
         return dst.copy_(src.to(dst.device).t())  # one transfer, transpose on the device
     src = src.detach()
@@ -47,9 +48,20 @@ def transposed_cast(dst: torch.Tensor, src: torch.Tensor, scratch: Scratch, slot
         narrow = scratch.get(slot, dst.dtype, list(src.shape)).copy_(src)
         transpose_into(target, narrow)
     else:
-        transposed = scratch.get(slot, src.dtype, list(dst.shape))
-        target.copy_(transpose_into(transposed, src))
+        _widening_tiles(target, src)
     return dst
+
+
+def _widening_tiles(dst: torch.Tensor, src: torch.Tensor) -> None:
+    """`dst.copy_(src.t())` into a wider dtype in one pass, tile by tile: reads the narrow source
+    once, writes each cache line of `dst` once. A tile holds 32768 elements, so torch copies it on
+    the calling thread (larger copies fan out to its thread pool, which the loader's own threads
+    would oversubscribe)."""
+    rows, cols = dst.shape
+    for i in range(0, rows, TILE):
+        band = dst[i:i + TILE]
+        for j in range(0, cols, TILE // 2):
+            band[:, j:j + TILE // 2].copy_(src[j:j + TILE // 2, i:i + TILE].t())
 
 
 class TensorBytes:
