@@ -24,6 +24,7 @@ class ClassReduction(str, Enum):
 class _ConfusionMetric(Metric):
     input = CONFUSION
     unit = "%"
+    higher_is_better = True
     base_name = ""
 
     def __init__(self, task: str, threshold: float = 0.5, top_k: int = 1,
@@ -120,6 +121,7 @@ class AurocMetric(Metric):
     name = "AUROC"
     input = CONFUSION
     unit = "%"
+    higher_is_better = True
 
     def batch_value(self, item: Any, ctx: MetricContext) -> tuple[Number, Number]:
         scores = item.output[..., -1] if item.output.dim() > 1 else item.output
@@ -132,6 +134,7 @@ class HammingScore(Metric):
 
     input = HAMMING
     unit = "%"
+    higher_is_better = True
 
     def __init__(self, threshold: float = 0.5, sigmoid: bool = False) -> None:
         super().__init__()
