@@ -15,6 +15,8 @@ from omegaconf import DictConfig, OmegaConf
 
 if TYPE_CHECKING:  # pragma: no cover  (torch and lightning load in run(), after the config checks)
     import lightning as L
+    from torch import nn
+    from torch.utils.data import DataLoader
 
     from burnlike.train.metric.base import Metric
     from burnlike.train.metric.store import EpochEntry, MetricStore, Split
@@ -107,7 +109,7 @@ def recorder_from(name: str) -> Any:
     return getattr(rec, cls)() if settings is None else getattr(rec, cls)(getattr(rec, settings))
 
 
-def build_model(cfg: DictConfig) -> Any:
+def build_model(cfg: DictConfig) -> nn.Module:
     """`model=` option: a burnlike `@config` with `init(device)`, or any `_target_` (a model or a config).
 
     Built on the CPU: Lightning moves it to each rank's own device (building on "cuda" would put
@@ -171,7 +173,7 @@ def run(cfg: DictConfig, artifact_dir: str | Path | None = None) -> float:
     burnlike.seed(cfg.seed)
     t = cfg.trainer
 
-    def loader(dataset: MnistDataset, shuffle: bool) -> Any:
+    def loader(dataset: MnistDataset, shuffle: bool) -> DataLoader[Any]:
         builder = DataLoaderBuilder(MnistBatcher()).batch_size(cfg.data.batch_size)
         if shuffle:
             builder = builder.shuffle(cfg.data.shuffle_seed)

@@ -138,13 +138,13 @@ class ComposedCheckpointingStrategy(CheckpointingStrategy):
                 else:
                     self.deleted[i].add(action.epoch)
                     candidates.add(action.epoch)
-        actions: list[CheckpointingAction] = [Save()] if save else []
+        decided: list[CheckpointingAction] = [Save()] if save else []
         for e in sorted(candidates):
             if all(e in d for d in self.deleted):
-                actions.append(Delete(e))
+                decided.append(Delete(e))
                 for d in self.deleted:
                     d.discard(e)
-        return actions
+        return decided
 
     def state_dict(self) -> dict[str, Any]:
         return {"deleted": [sorted(d) for d in self.deleted], "children": [s.state_dict() for s in self.strategies]}
@@ -186,6 +186,11 @@ def store_of(pl_module: L.LightningModule) -> MetricStore:
     return pl_module.store
 
 
+def _fast_dev_run(trainer: L.Trainer) -> bool:
+    """Lightning's wiring check (`fast_dev_run`): no checkpoints, no early stopping."""
+    return bool(getattr(trainer, "fast_dev_run", False))  # set by a connector, not declared on Trainer
+
+
 class FileCheckpointer(Checkpoint):
     """Applies a Burn checkpointing strategy after each epoch (train + valid), like Burn's loop.
 
@@ -203,7 +208,7 @@ class FileCheckpointer(Checkpoint):
         return checkpoint_path(self.artifact_dir, epoch, self.extension)
 
     def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        if trainer.sanity_checking or trainer.fast_dev_run:
+        if trainer.sanity_checking or _fast_dev_run(trainer):
             return
         epoch = trainer.current_epoch + 1
         for action in self.strategy.checkpointing(epoch, store_of(pl_module)):
@@ -291,7 +296,7 @@ class MetricEarlyStopping(EarlyStopping):
         return self._generate_state_key(monitor=self.monitor, strategy="burn")
 
     def _run_early_stopping_check(self, trainer: L.Trainer) -> None:
-        if trainer.fast_dev_run:
+        if _fast_dev_run(trainer):
             return
         stop = self.strategy.should_stop(trainer.current_epoch + 1, store_of(trainer.lightning_module))
         stop = trainer.strategy.reduce_boolean_decision(stop, all=False)

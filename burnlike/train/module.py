@@ -94,10 +94,13 @@ class StepModule(L.LightningModule):
         self.optim = as_optimizer(optimizer)
         self.lr_or_scheduler = lr_or_scheduler
         # Separate instances per split, as Burn registers train and valid metrics separately.
-        self.train_metrics = nn.ModuleList(_distinct(train_metrics))
-        self.valid_metrics = nn.ModuleList(_distinct(valid_metrics, exclude=self.train_metrics))
+        train = _distinct(train_metrics)
+        valid = _distinct(valid_metrics, exclude=train)
+        self._metrics = {"train": train, "valid": valid}
+        self.train_metrics = nn.ModuleList(train)  # registered: they follow the module across devices
+        self.valid_metrics = nn.ModuleList(valid)
         self.store = MetricStore()
-        self.store.register([*self.train_metrics, *self.valid_metrics])
+        self.store.register([*train, *valid])
         self._checked: set[str] = set()
         self.check_output("train", output_type(model, TrainStep))
         self.check_output("valid", output_type(model, ValidStep))
@@ -148,12 +151,16 @@ class StepModule(L.LightningModule):
         for m in self.valid_metrics:
             m.update(item, self._ctx)
 
+    def metrics(self, split: str) -> list[Metric]:
+        """The metrics registered for `split` ("train" or "valid")."""
+        return self._metrics[split]
+
     def check_output(self, split: str, item_type: type | None) -> None:
         """Check `split`'s metrics against its output type once: from the model's declared type at
         construction, else from the first step's item (untyped models)."""
         if item_type is None or split in self._checked:
             return
-        check_metrics(item_type, self.train_metrics if split == "train" else self.valid_metrics, split)
+        check_metrics(item_type, self.metrics(split), split)
         self._checked.add(split)
 
     # Epoch ends --------------------------------------------------------------------------------
@@ -171,8 +178,7 @@ class StepModule(L.LightningModule):
         if (split, epoch) in self._finished:
             return
         self._finished.add((split, epoch))
-        metrics = self.train_metrics if split == "train" else self.valid_metrics
-        entries = {m.name: EpochEntry(*m.finish_epoch()) for m in metrics}
+        entries = {m.name: EpochEntry(*m.finish_epoch()) for m in self.metrics(split)}
         for name, entry in entries.items():
             self.log(f"{split}/{name}", entry.value, on_epoch=True, sync_dist=False)
         if entries:

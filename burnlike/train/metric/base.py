@@ -34,7 +34,9 @@ def weighted_mean() -> MeanMetric:
 
     A NaN step makes the epoch NaN, as in Burn: `nan_strategy` "warn"/"ignore" would drop it and
     "disable" drops the weights too (torchmetrics 1.9), so NaN is "replaced" by NaN."""
-    return MeanMetric(nan_strategy=float("nan")).set_dtype(torch.float64)
+    mean = MeanMetric(nan_strategy=float("nan"))
+    mean.set_dtype(torch.float64)
+    return mean
 
 
 class Metric(nn.Module):

@@ -41,14 +41,9 @@ class IterationSpeedMetric(Metric):
         elapsed = now - self._start
         return (self._iters / elapsed if elapsed > 0 else 0.0), 1
 
-    def reset(self) -> None:
+    def reset(self) -> None:  # also at each epoch's end (Metric.finish_epoch resets)
         super().reset()
         self._start, self._iters = None, 0
-
-    def finish_epoch(self) -> tuple[float, list[tuple[float, float]]]:
-        out = super().finish_epoch()
-        self._start, self._iters = None, 0
-        return out
 
 
 def _psutil(metric: str) -> ModuleType:
@@ -57,7 +52,8 @@ def _psutil(metric: str) -> ModuleType:
         import psutil
     except ImportError as e:
         raise ImportError(f"{metric} needs psutil: pip install 'burnlike[system]' (or pip install psutil)") from e
-    return psutil
+    module: ModuleType = psutil
+    return module
 
 
 class CpuUse(Metric):
