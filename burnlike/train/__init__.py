@@ -11,19 +11,21 @@ from typing import TYPE_CHECKING, Any
 
 _EXPORTS = {
     "LearnerBuilder": "builder",
-    "Aggregate": "checkpoint",
+    "CheckpointingStrategy": "checkpoint",
     "ComposedCheckpointingStrategy": "checkpoint",
-    "Direction": "checkpoint",
     "KeepLastNCheckpoints": "checkpoint",
     "MetricCheckpointingStrategy": "checkpoint",
     "MetricEarlyStoppingStrategy": "checkpoint",
-    "Split": "checkpoint",
     "StoppingCondition": "checkpoint",
     "Learner": "learner",
     "TrainingResult": "learner",
     "MetricInputError": "module",
     "StepModule": "module",
     "ClassificationOutput": "output",
+    "Aggregate": "metric.store",
+    "Direction": "metric.store",
+    "MetricStore": "metric.store",
+    "Split": "metric.store",
     "MultiLabelClassificationOutput": "output",
     "RegressionOutput": "output",
     "Gradients": "step",
@@ -36,6 +38,7 @@ _EXPORTS = {
 
 __all__ = [
     "Aggregate",
+    "CheckpointingStrategy",
     "ClassificationOutput",
     "ComposedCheckpointingStrategy",
     "Direction",
@@ -47,6 +50,7 @@ __all__ = [
     "MetricCheckpointingStrategy",
     "MetricEarlyStoppingStrategy",
     "MetricInputError",
+    "MetricStore",
     "MultiLabelClassificationOutput",
     "RegressionOutput",
     "Split",
@@ -76,16 +80,15 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # pragma: no cover
     from burnlike.train.builder import LearnerBuilder
     from burnlike.train.checkpoint import (
-        Aggregate,
+        CheckpointingStrategy,
         ComposedCheckpointingStrategy,
-        Direction,
         KeepLastNCheckpoints,
         MetricCheckpointingStrategy,
         MetricEarlyStoppingStrategy,
-        Split,
         StoppingCondition,
     )
     from burnlike.train.learner import Learner, TrainingResult
+    from burnlike.train.metric.store import Aggregate, Direction, MetricStore, Split
     from burnlike.train.module import MetricInputError, StepModule
     from burnlike.train.output import ClassificationOutput, MultiLabelClassificationOutput, RegressionOutput
     from burnlike.train.step import Gradients, TrainOutput, TrainStep, ValidStep, backward

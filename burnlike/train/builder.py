@@ -6,26 +6,30 @@ pass anything else straight to Lightning, so the adapter never blocks a Lightnin
 
 from __future__ import annotations
 
-import typing
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import lightning as L
 import torch
 from torch import nn
 
+from burnlike.optim.optimizer import Optimizer, OptimizerConfig, TorchOptimizerFactory
 from burnlike.train.checkpoint import (
+    CheckpointingStrategy,
     FileCheckpointer,
     MetricEarlyStoppingStrategy,
-    MetricStore,
     default_checkpointing_strategy,
 )
 from burnlike.train.learner import Learner
 from burnlike.train.metric.base import Metric
-from burnlike.train.module import StepModule, check_metrics
+from burnlike.train.module import LrOrScheduler, StepModule
 from burnlike.train.renderer import BurnProgressBar
-from burnlike.train.step import TrainOutput, TrainStep, ValidStep
+
+if TYPE_CHECKING:  # pragma: no cover  (burnlike.record is imported when a checkpointer is built)
+    from burnlike.record import Recorder
+
+Device = str | int | torch.device
 
 
 class LearnerBuilder:
@@ -36,16 +40,16 @@ class LearnerBuilder:
         self._train_metrics: list[Metric] = []
         self._valid_metrics: list[Metric] = []
         self._numeric: dict[str, list[str]] = {"train": [], "valid": []}
-        self._devices: list[Any] | None = None
+        self._devices: list[Device] | None = None
         self._num_epochs = 1
         self._grads_accumulation: int | None = None
         self._summary = False
         self._early_stopping: list[MetricEarlyStoppingStrategy] = []
-        self._strategy: Any = None
-        self._recorder: Any = None
+        self._strategy: CheckpointingStrategy | None = None
+        self._recorder: Recorder | None = None
         self._checkpoint: int | None = None
         self._trainer_kwargs: dict[str, Any] = {}
-        self._callbacks: list[Any] = []
+        self._callbacks: list[L.Callback] = []
         self._application_logger = True
         self._progress_bar = True
 
@@ -73,7 +77,7 @@ class LearnerBuilder:
         return self
 
     # Loop settings -----------------------------------------------------------------------------
-    def devices(self, devices: Sequence[Any]) -> LearnerBuilder:
+    def devices(self, devices: Sequence[Device]) -> LearnerBuilder:
         self._devices = list(devices)
         trainer_devices(self._devices)  # validate now, not at fit time
         return self
@@ -94,11 +98,11 @@ class LearnerBuilder:
         self._early_stopping.append(strategy)
         return self
 
-    def with_checkpointing_strategy(self, strategy: Any) -> LearnerBuilder:
+    def with_checkpointing_strategy(self, strategy: CheckpointingStrategy) -> LearnerBuilder:
         self._strategy = strategy
         return self
 
-    def with_file_checkpointer(self, recorder: Any) -> LearnerBuilder:
+    def with_file_checkpointer(self, recorder: Recorder) -> LearnerBuilder:
         """Save `checkpoint/model-N.<ext>` through `RecorderCheckpointIO(recorder)`."""
         self._recorder = recorder
         return self
@@ -122,21 +126,16 @@ class LearnerBuilder:
         self._trainer_kwargs.update(kwargs)
         return self
 
-    def callback(self, *callbacks: Any) -> LearnerBuilder:
+    def callback(self, *callbacks: L.Callback) -> LearnerBuilder:
         self._callbacks.extend(callbacks)
         return self
 
     # Build -------------------------------------------------------------------------------------
-    def build(self, model: nn.Module, optim: Any, lr_or_scheduler: Any) -> Learner:
-        for split, kind, metrics in (("train", TrainStep, self._train_metrics), ("valid", ValidStep, self._valid_metrics)):
-            item_type = output_type(model, kind)
-            if item_type is not None:
-                check_metrics(item_type, metrics, split)
+    def build(self, model: nn.Module, optim: Optimizer | OptimizerConfig | TorchOptimizerFactory,
+              lr_or_scheduler: LrOrScheduler) -> Learner:
         module = StepModule(model, optim, lr_or_scheduler, self._train_metrics, self._valid_metrics)
-        store = MetricStore()
-        module.listeners.append(store.record)
 
-        callbacks: list[Any] = []
+        callbacks: list[L.Callback] = []
         plugins: list[Any] = []
         if self._progress_bar:
             callbacks.append(BurnProgressBar())
@@ -145,7 +144,7 @@ class LearnerBuilder:
 
             plugins.append(RecorderCheckpointIO(self._recorder))
             strategy = self._strategy or default_checkpointing_strategy()
-            callbacks.append(FileCheckpointer(self.artifact_dir, self._recorder.file_extension(), strategy, store))
+            callbacks.append(FileCheckpointer(self.artifact_dir, self._recorder.file_extension(), strategy))
         callbacks += [s.to_callback() for s in self._early_stopping]
         callbacks += self._callbacks
 
@@ -183,7 +182,7 @@ class LearnerBuilder:
         )
 
 
-def trainer_devices(devices: Sequence[Any]) -> dict[str, Any]:
+def trainer_devices(devices: Sequence[Device]) -> dict[str, Any]:
     """Burn device list → Trainer `accelerator`/`devices` (`"cpu"`, `"cuda:1"`, torch.device, ints)."""
     if not devices:
         raise ValueError("devices([...]) needs at least one device")
@@ -209,24 +208,6 @@ def trainer_devices(devices: Sequence[Any]) -> dict[str, Any]:
     if kind == "mps":
         return {"accelerator": "mps", "devices": 1}
     raise ValueError(f"devices: unsupported device type {kind!r}")
-
-
-def output_type(model: nn.Module, trait: type) -> type | None:
-    """The output item type declared by `TrainStep[B, O]`/`ValidStep[B, O]` or the step's return hint."""
-    for klass in type(model).__mro__:
-        for base in getattr(klass, "__orig_bases__", ()):
-            if typing.get_origin(base) is trait:
-                args = typing.get_args(base)
-                if len(args) == 2 and isinstance(args[1], type):
-                    return args[1]
-    method = "train_step" if trait is TrainStep else "valid_step"
-    try:
-        ret = typing.get_type_hints(getattr(type(model), method)).get("return")
-    except Exception:
-        return None
-    if trait is TrainStep and typing.get_origin(ret) is TrainOutput:
-        ret = typing.get_args(ret)[0]
-    return ret if isinstance(ret, type) else None
 
 
 def _metric(metric: Metric) -> Metric:
