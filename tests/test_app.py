@@ -78,7 +78,7 @@ def test_shipped_groups_are_the_documented_ones():
     assert shipped_options("hparams_search") == ["mnist_optuna"] and GROUPS["debug"][1:] == ["fast", "limit"]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def app_hydra():
     """One Hydra initialisation for the many compositions below (compose is the part under test)."""
     from burnlike.app.schema import register_configs
