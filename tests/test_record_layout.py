@@ -165,3 +165,27 @@ def test_tied_weights_load_once_from_the_last_entry(tmp_path, monkeypatch):
     DefaultRecorder().load_module(loaded, path)
     assert loaded.head.weight is loaded.emb.weight
     assert torch.equal(loaded.emb.weight, saved.emb.weight + 1)  # the head entry came last and won
+
+
+def test_serial_ops_equal_torchs_on_big_tensors():
+    """Big tensors go piece by piece (no intra-op threads): same results as torch's whole-tensor ops,
+    a NaN or an out-of-range value anywhere included."""
+    from burnlike.record.tensor import serial
+    from burnlike.record.tensor.precision import HalfPrecisionSettings, storage_dtype
+
+    n = 5 * serial.CHUNK + 7
+    t = torch.randn(n)
+    assert [float(v) for v in serial.aminmax(t)] == [float(v) for v in t.aminmax()]
+    for where in (0, n // 2, n - 1):  # first, middle and last piece
+        wide = t.clone()
+        wide[where] = 70000.0
+        assert storage_dtype(wide, HalfPrecisionSettings()) == torch.float32
+        wide[where] = float("nan")
+        assert serial.aminmax(wide)[0].isnan() and serial.aminmax(wide)[1].isnan()
+    ints = torch.arange(n, dtype=torch.int64) - 2**40  # beyond what a float64 holds exactly once offset
+    ints[-1] = 2**62 + 1
+    assert [int(v) for v in serial.aminmax(ints)] == [-(2**40), 2**62 + 1]
+    assert storage_dtype(ints, HalfPrecisionSettings()) == torch.int64
+    for src_dtype, dst_dtype in [(torch.float32, torch.float16), (torch.float16, torch.float32), (torch.int64, torch.int16)]:
+        src = (torch.randn(n) * 1000).to(src_dtype)
+        assert torch.equal(serial.copy_(torch.empty(n, dtype=dst_dtype), src), src.to(dst_dtype))

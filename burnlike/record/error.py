@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import os
+from typing import TypeAlias
+
+RecordPath: TypeAlias = str | os.PathLike[str] | None  # the file an error names (None: not from a file)
 
 
 class RecordError(ValueError):
     """A record file can't be read or written as asked. Names the file and the key path."""
 
-    def __init__(self, message: str, path: str | os.PathLike[str] | None = None, key: str | None = None) -> None:
+    def __init__(self, message: str, path: RecordPath = None, key: str | None = None) -> None:
         self.path = str(path) if path is not None else None
         self.key = key
         where = ""

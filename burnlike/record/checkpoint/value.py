@@ -11,13 +11,13 @@ import warnings
 from collections import OrderedDict
 from collections.abc import Callable
 from enum import Enum
-from pathlib import Path, PurePath
+from pathlib import PurePath
 from typing import Any
 
 import numpy as np
 import torch
 
-from burnlike.record.error import RecordError
+from burnlike.record.error import RecordError, RecordPath
 from burnlike.record.tensor.tensor_data import data_to_tensor, tensor_to_data
 
 TAG = "__burnlike__"
@@ -102,7 +102,7 @@ class Unstorable:
         return f"<unstorable {self.type_name}: {self.text}>"
 
 
-def decode_value(obj: Any, path: str | Path | None = None, key: str = "") -> Any:
+def decode_value(obj: Any, path: RecordPath = None, key: str = "") -> Any:
     """Inverse of `encode_value`; raises RecordError on any malformed tag."""
     if isinstance(obj, list):
         return [decode_value(v, path, f"{key}[{i}]") for i, v in enumerate(obj)]

@@ -4,7 +4,6 @@ one place that asks which, so `Module.load_file` and the CLI take weights from b
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -12,7 +11,7 @@ from torch import nn
 
 from burnlike.record.checkpoint.lightning_dict import is_checkpoint
 from burnlike.record.checkpoint.value import decode_value
-from burnlike.record.error import RecordError
+from burnlike.record.error import RecordError, RecordPath
 from burnlike.record.format import registry
 from burnlike.record.format.module_record import load_module_record
 from burnlike.record.format.recorder import Recorder
@@ -34,7 +33,7 @@ def load_weights(module: nn.Module, path: str | os.PathLike[str], recorder: Reco
     return module
 
 
-def weights_from_checkpoint(module: nn.Module, checkpoint: Any, path: str | Path | None = None) -> None:
+def weights_from_checkpoint(module: nn.Module, checkpoint: Any, path: RecordPath = None) -> None:
     """Load a model's weights out of a raw checkpoint record item (StepModule keys are `model.*`)."""
     state = decode_value(checkpoint.get("state_dict"), path, "state_dict")
     if not isinstance(state, dict):

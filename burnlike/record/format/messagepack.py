@@ -14,7 +14,7 @@ from typing import IO, Any
 
 import msgpack  # type: ignore[import-untyped]
 
-from burnlike.record.error import RecordError
+from burnlike.record.error import RecordError, RecordPath
 from burnlike.record.tensor.buffers import Scratch
 from burnlike.record.tensor.file_slice import FileSlice
 from burnlike.record.tensor.layout import TensorBytes
@@ -78,7 +78,7 @@ _LEN = {0xC4: 1, 0xC5: 2, 0xC6: 4, 0xD9: 1, 0xDA: 2, 0xDB: 4, 0xDC: 2, 0xDD: 4, 
 class Reader:
     """Bounded MessagePack pull parser: every declared length is checked against the bytes left."""
 
-    def __init__(self, f: IO[bytes], size: int, path: Any, lazy: bool) -> None:
+    def __init__(self, f: IO[bytes], size: int, path: RecordPath, lazy: bool) -> None:
         self.f, self.size, self.path, self.lazy = f, size, path, lazy
         self.key = ""
 
@@ -170,6 +170,6 @@ class Reader:
         return out
 
 
-def read_msgpack(f: IO[bytes], size: int, path: Any, lazy: bool = False) -> Any:
+def read_msgpack(f: IO[bytes], size: int, path: RecordPath, lazy: bool = False) -> Any:
     """Parse one MessagePack document from `f` (all of it). `lazy` leaves big bins in the file."""
     return Reader(f, size, path, lazy).document()

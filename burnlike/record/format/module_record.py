@@ -11,13 +11,12 @@ from __future__ import annotations
 import base64
 import binascii
 import os
-from pathlib import Path
 from typing import Any
 
 import torch
 from torch import nn
 
-from burnlike.record.error import RecordError
+from burnlike.record.error import RecordError, RecordPath
 from burnlike.record.format.walker import Field, ModuleArray, Visitor, walk
 from burnlike.record.tensor.precision import PrecisionSettings, SettingsLike, as_settings, storage_dtype
 from burnlike.record.tensor.tensor_data import check_data, tensor_to_data
@@ -32,7 +31,7 @@ def new_param_id() -> str:
     return base64.b32hexencode(os.urandom(8)).decode().lower().rstrip("=")
 
 
-def check_param_id(value: Any, path: str | Path | None, key: str) -> str:
+def check_param_id(value: Any, path: RecordPath, key: str) -> str:
     if not isinstance(value, str) or len(value) not in (10, 13):
         raise RecordError(f"ParamId must be a 10- or 13-char string, got {value!r}", path, key)
     try:
@@ -84,7 +83,7 @@ def module_to_record(module: nn.Module, settings: SettingsLike = None, version: 
 class _Load(Visitor[Any]):
     """Checks an item against the module; collects the copies and the ParamIds found."""
 
-    def __init__(self, path: str | Path | None, strict: bool) -> None:
+    def __init__(self, path: RecordPath, strict: bool) -> None:
         self.path, self.strict = path, strict
         self.transfers = Transfers()
         self.found: dict[str, str] = {}
@@ -129,7 +128,7 @@ class _Load(Visitor[Any]):
             self.found[key] = pid
 
 
-def load_module_record(module: nn.Module, record: Any, path: str | Path | None = None, strict: bool = True) -> None:
+def load_module_record(module: nn.Module, record: Any, path: RecordPath = None, strict: bool = True) -> None:
     """Copy a record item's tensors into `module` (cast to each parameter's dtype and device).
 
     Checks every key and shape first-come and names the parameter in the RecordError; nothing in

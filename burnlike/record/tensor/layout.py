@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import torch
 
+from burnlike.record.tensor import serial
 from burnlike.record.tensor.buffers import Scratch, as_bytes
 from burnlike.record.tensor.dtypes import INTS, itemsize
 
@@ -45,7 +46,7 @@ def transposed_cast(dst: torch.Tensor, src: torch.Tensor, scratch: Scratch, slot
     if src.dtype == dst.dtype:
         transpose_into(target, src)
     elif itemsize(dst.dtype) < itemsize(src.dtype):
-        narrow = scratch.get(slot, dst.dtype, list(src.shape)).copy_(src)
+        narrow = serial.copy_(scratch.get(slot, dst.dtype, list(src.shape)), src)
         transpose_into(target, narrow)
     else:
         _widening_tiles(target, src)
@@ -87,9 +88,7 @@ class TensorBytes:
         if not self.transpose:
             if t.dtype == self.dtype and t.is_contiguous():
                 return as_bytes(t)
-            out = scratch.get(1, self.dtype, self.shape)
-            out.copy_(t)
-            return as_bytes(out)
+            return as_bytes(serial.copy_(scratch.get(1, self.dtype, self.shape), t))
         return as_bytes(transposed_cast(scratch.get(1, self.dtype, self.shape), t, scratch, 0))
 
     def __bytes__(self) -> bytes:

