@@ -9,8 +9,8 @@ import math
 
 import pytest
 import torch
-from toy import Batch, Classifier, loader
 from torch import nn
+from toy import Batch, Classifier, loader
 
 from burnlike.optim import SgdConfig
 from burnlike.train import ClassificationOutput, LearnerBuilder, TrainOutput, backward
