@@ -83,7 +83,7 @@ def test_optimized_valid_loss_is_the_minimum_over_epochs(app, tmp_path):
 
 
 def test_optimized_accuracy_is_the_maximum_over_epochs(app, tmp_path):
-    value, result = app(tmp_path, "learner.num_epochs=2", "optimizer.lr=0.003")
+    value, result = app(tmp_path, "learner.num_epochs=2", "optimizer.lr=0.0003")
     epochs = {int(e): v for e, v in result["epochs"].items()}
     assert list(epochs) == [1, 2] and epochs[1] != epochs[2]
     assert value == result["value"] == max(epochs.values()) and result["mode"] == "max"
