@@ -53,11 +53,6 @@ def test_early_stopping_patience_stops_the_run(app, tmp_path, patience, epochs):
     assert sorted(p.name for p in (tmp_path / "valid").iterdir()) == [f"epoch-{e}" for e in range(1, epochs + 1)]
 
 
-def test_without_early_stopping_the_flat_run_goes_on(app, tmp_path):
-    _, result = app(tmp_path, "optimizer=sgd", "optimizer.lr=1e-30", "learner.num_epochs=3")
-    assert list(result["epochs"]) == ["1", "2", "3"]
-
-
 def first_epoch_losses(app, out, seed):
     app(out, "learner.num_epochs=1", f"data.shuffle_seed={seed}", "seed=0")
     return (out / "train" / "epoch-1" / "Loss.log").read_text().splitlines()
