@@ -19,6 +19,8 @@ from hydra.types import RunMode
 from idx import write_mnist_idx
 from omegaconf import OmegaConf, open_dict, read_write
 
+from burnlike.train.logger import read_metric_log
+
 ROOT = Path(__file__).resolve().parents[1]
 CONF = ROOT / "conf"
 OTHER_REPO = Path(__file__).resolve().parent / "other_repo"
@@ -338,7 +340,10 @@ def test_single_run_leaves_burn_artifacts_and_hydra_dir(tmp_path, tiny):
         assert (run / name).exists(), name
     assert "Learner Summary" in proc.stdout and "optimizer" in proc.stdout  # summary and the config tree
     result = json.loads((run / "result.json").read_text())
-    assert result["optimized_metric"] == "valid/Accuracy" and 0 <= result["value"] <= 100
+    assert result["optimized_metric"] == "valid/Accuracy" and result["mode"] == "max"
+    assert result["value"] == max(result["epochs"].values()) == result["epochs"][str(result["best_epoch"])]
+    # one process: rank 0's Burn-layout logs hold every validation step, so they agree exactly
+    assert result["epochs"]["1"] == pytest.approx(read_metric_log(run / "valid" / "epoch-1" / "Accuracy.log"), rel=1e-12)
     assert json.loads((run / "config.json").read_text())["learner"]["num_epochs"] == 1
 
     # resume from the CLI: same run dir, checkpoint 1, one more epoch
@@ -358,7 +363,10 @@ def test_two_job_sweep_has_two_run_dirs_and_results(tmp_path, tiny):
     sweep = tmp_path / "sweep"
     assert sorted(p.name for p in sweep.iterdir() if p.is_dir()) == ["0", "1"]
     results = [json.loads((sweep / str(i) / "result.json").read_text()) for i in (0, 1)]
-    assert all(0 <= r["value"] <= 100 for r in results)
+    for i, r in enumerate(results):  # each job returned its own best epoch, as its logs say
+        assert r["value"] == max(r["epochs"].values()) == r["epochs"]["1"]
+        assert r["value"] == pytest.approx(read_metric_log(sweep / str(i) / "valid" / "epoch-1" / "Accuracy.log"),
+                                           rel=1e-12)
     lrs = [json.loads((sweep / str(i) / "config.json").read_text())["optimizer"]["lr"] for i in (0, 1)]
     assert lrs == [0.001, 0.01]
     for i in (0, 1):  # each job its own artifacts
@@ -412,7 +420,10 @@ def test_ddp_inside_a_multirun(tmp_path, tiny):
     assert "for this job only" in log and log.count("Launching 2 jobs locally") == 1
     assert proc.stdout.count("Learner Summary") == 2  # rank 0 of each job, nobody else
     for job in jobs:  # each job its own 2-rank DDP run (rank 0 validated 64 of 128: one line)
-        assert json.loads((sweep / job / "result.json").read_text())["value"] >= 0
+        result = json.loads((sweep / job / "result.json").read_text())
+        assert result["value"] == max(result["epochs"].values()) == result["epochs"]["1"]
+        correct = result["value"] * 128 / 100  # the cross-rank accuracy over all 128 test digits
+        assert correct == pytest.approx(round(correct), abs=1e-6)
         assert len((sweep / job / "valid" / "epoch-1" / "Loss.log").read_text().splitlines()) == 1
         assert (sweep / job / "train_ddp_process_1.log").exists()
 
@@ -432,7 +443,9 @@ def test_another_repo_reuses_burnlike(tmp_path, tiny):
         why = proc.stdout[-2000:] + proc.stderr[-3000:]
         assert proc.returncode == 0, why
         assert (out / "run" / "model.mpk").exists() and (out / "run" / "checkpoint" / "model-1.mpk").exists(), why
-        assert json.loads((out / "run" / result).read_text())[key] > 20, why  # it learned (10 classes)
+        value = json.loads((out / "run" / result).read_text())[key]
+        assert value > 20, why  # it learned (10 classes)
+        assert value == pytest.approx(read_metric_log(out / "run" / "valid" / "epoch-1" / "Accuracy.log"), rel=1e-12)
     assert "Tiny" in (tmp_path / "app" / "run" / "experiment.log").read_text()
 
 

@@ -132,11 +132,16 @@ def test_param_ids_survive_load_and_save(tmp_path):
 
 
 def test_ten_char_param_ids_are_read(tmp_path):
-    path = randomised(Net()).save_file(tmp_path / "m", DefaultRecorder())
+    src = randomised(Net())
+    path = src.save_file(tmp_path / "m", DefaultRecorder())
     record = msgpack.unpackb(path.read_bytes(), raw=False)
-    record["item"]["embed"]["weight"]["id"] = "0123456789"
+    record["item"]["embed"]["weight"]["id"] = "0123456789"  # older Burn writes 10-char ParamIds
     path.write_bytes(msgpack.packb(record, use_bin_type=True))
-    Net().load_file(path, DefaultRecorder())
+    dst = Net().load_file(path, DefaultRecorder())
+    assert all(torch.equal(a, b) for a, b in zip(src.state_dict().values(), dst.state_dict().values()))
+    again = msgpack.unpackb(dst.save_file(tmp_path / "again", DefaultRecorder()).read_bytes(), raw=False)
+    assert again["item"]["embed"]["weight"]["id"] == "0123456789"  # the id arrived and is written back
+    assert again["item"] == record["item"]  # with every other id and byte
 
 
 def test_half_precision_never_overflows_silently():
