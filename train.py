@@ -6,7 +6,7 @@
     python train.py hydra.run.dir=<run dir> learner.checkpoint=3   # resume a run
     python train.py --cfg job                            # print the composed config
 
-Groups: model (mnist, mlp), data (mnist), optimizer (adam, adamw, sgd), trainer (default, cpu, gpu,
+Groups: model (mnist, mlp, cnn, tabular), data (mnist, image_folder, csv), optimizer (adam, adamw, sgd), trainer (default, cpu, gpu,
 ddp, ddp_spawn), learner (default), hparams_search (mnist_optuna), debug (fast, limit).
 MNIST is read from data.root (default $BURNLIKE_DATA, else ./data): the folder holding MNIST/raw/.
 """

@@ -10,9 +10,12 @@ from typing import Any
 
 from omegaconf import MISSING
 
+from burnlike.app.data import CsvDataConfig, DataConfig, ImageFolderDataConfig
 from burnlike.config import config
+from burnlike.models.cnn import CnnConfig
 from burnlike.models.mlp import MlpConfig
 from burnlike.models.mnist import ModelConfig
+from burnlike.models.tabular import TabularMlpConfig
 from burnlike.optim.optimizer import AdamConfig, AdamWConfig, SgdConfig
 
 
@@ -29,14 +32,6 @@ class AdamWOptimizer(AdamWConfig):
 @config
 class SgdOptimizer(SgdConfig):
     lr: float = 1e-2
-
-
-@config
-class DataConfig:
-    root: str = "data"
-    batch_size: int = 64
-    num_workers: int = 0
-    shuffle_seed: int = 42
 
 
 @config
@@ -82,6 +77,10 @@ SCHEMAS: dict[str, type] = {
     "app": AppConfig,
     "model/mnist": ModelConfig,
     "model/mlp": MlpConfig,
+    "model/cnn": CnnConfig,
+    "model/tabular": TabularMlpConfig,
+    "data/image_folder": ImageFolderDataConfig,
+    "data/csv": CsvDataConfig,
     "optimizer/adam": AdamOptimizer,
     "optimizer/adamw": AdamWOptimizer,
     "optimizer/sgd": SgdOptimizer,
