@@ -29,12 +29,13 @@ def write_image_folder(root: Path | str, classes: int = 4, per_class: int = 10, 
     """`<root>/class<k>/<i>.png` for each class; returns `root`."""
     root = Path(root)
     mode = {1: "L", 3: "RGB", 4: "RGBA"}[channels]
+    options = {"compress_level": 1} if ext == "png" else {}  # fast to write; decoding is the same work
     for label in range(classes):
         folder = root / f"class{label}"
         folder.mkdir(parents=True, exist_ok=True)
         for i in range(per_class):
             array = pixels(label, i, size, channels, seed)
-            Image.fromarray(array[:, :, 0] if channels == 1 else array, mode).save(folder / f"{i:04d}.{ext}")
+            Image.fromarray(array[:, :, 0] if channels == 1 else array, mode).save(folder / f"{i:04d}.{ext}", **options)
     return root
 
 

@@ -50,9 +50,8 @@ class _NotFast(Exception):
     """The PNG is valid but outside the fast path (16-bit, palette, interlaced...): use Pillow."""
 
 
-def _png_fast(data: bytes) -> np.ndarray:
-    if not data.startswith(_PNG_SIGNATURE):
-        raise _NotFast
+def _png_chunks(data: bytes) -> tuple[tuple[int, ...], bytes]:
+    """IHDR fields and the joined IDAT data of a PNG, every chunk's CRC checked."""
     pos, header, idat = 8, None, []
     while True:
         if pos + 12 > len(data):
@@ -73,14 +72,27 @@ def _png_fast(data: bytes) -> np.ndarray:
         pos = end + 4
     if header is None or not idat:
         raise ValueError("PNG without IHDR or IDAT chunk")
-    width, height, depth, colour, _, _, interlace = header
+    return header, b"".join(idat)
+
+
+def _png_fast(data: bytes) -> np.ndarray:
+    if not data.startswith(_PNG_SIGNATURE):
+        raise _NotFast
+    (width, height, depth, colour, _, _, interlace), idat = _png_chunks(data)
     if depth != 8 or interlace or colour not in _PNG_MODES:
         raise _NotFast
     from PIL import Image
 
     mode = _PNG_MODES[colour]
-    image = Image.frombytes(mode, (width, height), b"".join(idat), "zip", mode)
+    image = Image.frombytes(mode, (width, height), idat, "zip", mode)
     return np.frombuffer(image.tobytes(), dtype=np.uint8).reshape(height, width, len(mode))
+
+
+def _png_check(data: bytes) -> None:
+    """A PNG's chunks and zlib stream are intact: torchvision's libpng build takes down the whole
+    process (a segfault, not an exception) on some corrupt streams, so nothing else reaches it."""
+    if data.startswith(_PNG_SIGNATURE):
+        zlib.decompress(_png_chunks(data)[1])
 
 
 def _pil(data: bytes, mode: str | None, size: tuple[int, int] | None) -> np.ndarray:
@@ -114,6 +126,7 @@ def _torchvision(data: bytes, mode: str | None, size: tuple[int, int] | None) ->
 
     if mode not in _TV_MODES:
         raise ValueError(f"torchvision decodes to modes {sorted(m for m in _TV_MODES if m)}, not {mode!r}")
+    _png_check(data)
     image = decode_image(torch.frombuffer(bytearray(data), dtype=torch.uint8),
                          mode=getattr(ImageReadMode, _TV_MODES[mode]))
     if size is not None and tuple(image.shape[1:]) != tuple(size):

@@ -17,7 +17,7 @@ from burnlike.data.dataset.errors import DatasetError, MissingColumnError
 
 T = TypeVar("T")
 
-__all__ = ["ItemReader", "column", "encode_labels"]
+__all__ = ["ItemReader", "column", "encode_labels", "to_row"]
 
 _TRUE = {"true", "1", "yes", "y", "t"}
 _FALSE = {"false", "0", "no", "n", "f"}
@@ -26,6 +26,18 @@ _FALSE = {"false", "0", "no", "n", "f"}
 def column(name: str, **kwargs: Any) -> Any:
     """A dataclass field read from column `name` (serde's `#[serde(rename = "...")]`)."""
     return dataclasses.field(metadata={"column": name}, **kwargs)
+
+
+def to_row(item: Any) -> Any:
+    """What a row stores for `item`: a dataclass as a map keyed by column names (renames applied,
+    as serde's do when writing), anything else as it is."""
+    if dataclasses.is_dataclass(item) and not isinstance(item, type):
+        return {f.metadata.get("column", f.name): _plain(getattr(item, f.name)) for f in dataclasses.fields(item)}
+    return item
+
+
+def _plain(value: Any) -> Any:
+    return dataclasses.asdict(value) if dataclasses.is_dataclass(value) and not isinstance(value, type) else value
 
 
 def _optional(annotation: Any) -> tuple[Any, bool]:

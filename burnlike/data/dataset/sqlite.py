@@ -8,7 +8,6 @@ item serialized as MessagePack. Burn's writer emits the blob form with `rmp_serd
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
 import sqlite3
@@ -22,7 +21,7 @@ import msgpack
 
 from burnlike.data.dataset.base import Dataset
 from burnlike.data.dataset.errors import DatasetError, DatasetNotFoundError
-from burnlike.data.dataset.rows import ItemReader
+from burnlike.data.dataset.rows import ItemReader, to_row
 
 T = TypeVar("T")
 
@@ -137,13 +136,6 @@ class SqliteDataset(Dataset[T]):
         return [self._item(rows[w]) for w in wanted]
 
 
-def _plain(item: Any) -> Any:
-    """What MessagePack stores for an item: a dataclass as a map of its fields."""
-    if dataclasses.is_dataclass(item) and not isinstance(item, type):
-        return dataclasses.asdict(item)
-    return item
-
-
 class SqliteDatasetWriter(Generic[T]):
     """Burn's writer: items appended per split into `<db>.db.tmp`, renamed to the database on
     `set_completed()` (or at the end of a `with` block; an exception there removes the temp file)."""
@@ -171,7 +163,7 @@ class SqliteDatasetWriter(Generic[T]):
                                    "(row_id integer primary key autoincrement not null, item blob not null)")
                 self._splits.add(split)
             try:
-                blob = msgpack.packb(_plain(item), use_bin_type=True)
+                blob = msgpack.packb(to_row(item), use_bin_type=True)
             except (TypeError, ValueError) as e:
                 raise DatasetError(f"{self.db_file} split {split!r}: item {item!r} can't be stored as "
                                    f"MessagePack ({e})") from None

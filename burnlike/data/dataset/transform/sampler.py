@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from burnlike.data.dataset.base import Dataset, as_dataset, fetch_many
-from burnlike.data.dataset.transform.options import RngSource, SizeConfig, make_rng, resolve_size
+from burnlike.data.dataset.transform.options import RngSource, SizeConfig, make_rng, resolve_size, shuffle
 
 T = TypeVar("T")
 
@@ -123,7 +123,7 @@ class SamplerDataset(Dataset[T]):
                 bag = np.tile(np.arange(n, dtype=np.int64), self.size // n)
                 extra = self._rng.choice(n, self.size - bag.size, replace=False)
                 bag = np.concatenate([bag, extra.astype(np.int64)])
-                self._rng.shuffle(bag)
+                shuffle(bag, self._rng)
                 self._bag = bag.tolist()
             return self._bag.pop()
 

@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from burnlike.data.dataset.base import Dataset, as_dataset, fetch_many
-from burnlike.data.dataset.transform.options import RngSource, make_rng
+from burnlike.data.dataset.transform.options import RngSource, make_rng, shuffle
 
 T = TypeVar("T")
 
@@ -21,9 +21,9 @@ def iota(size: int) -> np.ndarray:
 
 
 def shuffled_indices(size: int, rng: np.random.Generator) -> np.ndarray:
-    """`iota(size)` shuffled in place by `rng` (Burn's `shuffled_indices`: Fisher-Yates on 0..size)."""
+    """`iota(size)` shuffled by `rng` (Burn's `shuffled_indices`)."""
     indices = iota(size)
-    rng.shuffle(indices)
+    shuffle(indices, rng)
     return indices
 
 
@@ -64,7 +64,7 @@ class SelectionDataset(Dataset[T]):
 
     def shuffle(self, rng_source: RngSource) -> None:
         """Shuffle the indices in place (Burn's `SelectionDataset::shuffle`)."""
-        make_rng(rng_source).shuffle(self.indices)
+        shuffle(self.indices, make_rng(rng_source))
 
     def slice(self, start: int, end: int) -> SelectionDataset[T]:
         """A new selection of `indices[start:end]`, independent of later shuffles of this one."""
