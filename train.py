@@ -29,13 +29,14 @@ def main(cfg: DictConfig) -> float:
     from burnlike.app.run import AppConfigError, fail, is_rank_zero, run
     from burnlike.app.tree import print_config
     from burnlike.data import MnistFormatError, MnistNotFoundError
+    from burnlike.data.dataset import DatasetError
     from burnlike.record import RecordError
 
     if is_rank_zero():  # DDP children compose the same config: print it once
         print_config(cfg)
     try:
         return run(cfg)
-    except (AppConfigError, MnistNotFoundError, MnistFormatError, RecordError) as e:
+    except (AppConfigError, MnistNotFoundError, MnistFormatError, DatasetError, RecordError) as e:
         if os.environ.get("HYDRA_FULL_ERROR") == "1":
             raise
         fail(str(e))

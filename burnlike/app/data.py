@@ -138,7 +138,7 @@ def _image_folder(cfg: DictConfig) -> tuple[Any, Any]:
                                             .new_classification_with_items(found, train.classes, **options))
     if len(d.mean) not in (1, channels) or len(d.std) != len(d.mean):
         raise _error(cfg, "data.mean data.std",
-                     f"the images have {channels} channels: expected 1 or {channels} values in each")
+                     f"the images have {channels} channel(s): expected one value in each, or one per channel")
     _check_model(cfg, {"num_classes": (len(train.classes), f"classes {train.classes}"),
                        "in_channels": (channels, f"{channels}-channel images (data.mode={d.mode})")})
     batcher = ImageBatcher(list(d.mean), list(d.std))
