@@ -121,7 +121,6 @@ def _guarded(cfg: DictConfig, keys: str, read: Callable[[], T]) -> T:
 def _image_folder(cfg: DictConfig) -> tuple[Any, Any]:
     from burnlike.data import ImageBatcher
     from burnlike.data.dataset import ImageFolderDataset
-    from burnlike.data.dataset.vision import SUPPORTED_FILES, scan_folder
 
     d = cfg.data
     options = {"decoder": d.decoder, "mode": d.mode, "skip_corrupt": d.skip_corrupt,
@@ -133,9 +132,8 @@ def _image_folder(cfg: DictConfig) -> tuple[Any, Any]:
         train_part, valid, _ = _split(cfg, train, "images")
     else:
         valid_dir = Path(d.root) / d.valid
-        found = _guarded(cfg, "data.root data.valid", lambda: scan_folder(valid_dir, SUPPORTED_FILES, "image"))
         train_part, valid = train, _guarded(cfg, "data.root data.valid", lambda: ImageFolderDataset
-                                            .new_classification_with_items(found, train.classes, **options))
+                                            .new_classification(valid_dir, train.classes, **options))
     if len(d.mean) not in (1, channels) or len(d.std) != len(d.mean):
         raise _error(cfg, "data.mean data.std",
                      f"the images have {channels} channel(s): expected one value in each, or one per channel")

@@ -172,15 +172,21 @@ class ImageFolderDataset(Dataset[ImageDatasetItem]):
         return kept
 
     @classmethod
-    def new_classification(cls, root: str | os.PathLike[str], **options: Any) -> ImageFolderDataset:
-        """Every image under `root` (Burn's extensions), labelled by its folder; classes sorted by name."""
-        return cls.new_classification_with(root, SUPPORTED_FILES, **options)
+    def new_classification(cls, root: str | os.PathLike[str], classes: Sequence[str] | None = None,
+                           **options: Any) -> ImageFolderDataset:
+        """Every image under `root` (Burn's extensions), labelled by its folder; classes sorted by name.
+
+        `classes` (not in Burn) numbers the folders as another split did, so a validation folder
+        missing a class keeps the same ids; a folder not among them is an error naming an image.
+        """
+        return cls.new_classification_with(root, SUPPORTED_FILES, classes, **options)
 
     @classmethod
     def new_classification_with(cls, root: str | os.PathLike[str], extensions: Sequence[str],
-                                **options: Any) -> ImageFolderDataset:
+                                classes: Sequence[str] | None = None, **options: Any) -> ImageFolderDataset:
         found = scan_folder(root, _extensions(extensions), "image")
-        classes = sorted({label for _, label in found})
+        if classes is None:
+            classes = sorted({label for _, label in found})
         return cls([_Raw(path, "label", label) for path, label in found], classes, **options)
 
     @classmethod
