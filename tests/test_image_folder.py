@@ -1,6 +1,7 @@
 """ImageFolderDataset (Burn's layout and labels), its decoders and batched path, the image batcher,
 the multi-label and segmentation variants, and corrupt or missing images."""
 
+import shutil
 import warnings
 
 import numpy as np
@@ -57,6 +58,18 @@ def test_classes_are_folders_sorted_and_items_sorted_by_path(tmp_path):
     assert only_png.len() == 3 and only_png.classes == ["a", "a-b", "b"]
     with pytest.raises(DatasetError, match="Invalid file extension: 'txt'"):
         ImageFolderDataset.new_classification_with(tmp_path, ["txt"])
+
+
+def test_a_split_numbered_by_another_splits_classes(tmp_path):
+    write_image_folder(tmp_path / "valid", classes=3, per_class=1)
+    shutil.rmtree(tmp_path / "valid" / "class0")
+    classes = ["class0", "class1", "class2"]
+    valid = ImageFolderDataset.new_classification(tmp_path / "valid", classes=classes)
+    assert [item.annotation for item in valid.iter()] == [Label(1), Label(2)] and valid.classes == classes
+    assert ImageFolderDataset.new_classification(tmp_path / "valid").classes == ["class1", "class2"]  # Burn's: ids shift
+    write_image_folder(tmp_path / "valid" / "extra", classes=1, per_class=1)
+    with pytest.raises(DatasetError, match=r"0000.png: label 'class0' is not one of the classes \['class1'"):
+        ImageFolderDataset.new_classification(tmp_path / "valid", classes=["class1", "class2"])
 
 
 @pytest.mark.parametrize("decoder", DECODERS)

@@ -38,7 +38,10 @@ def read_file(path: str | os.PathLike[str]) -> bytes:
         raise DatasetNotFoundError(f"image {path} not found") from None
     try:
         size = os.fstat(fd).st_size
-        parts = [os.read(fd, max(size, 1))]
+        data = os.read(fd, size + 1)  # one read; a byte more than the size shows whether that was all
+        if len(data) <= size:
+            return data
+        parts = [data]
         while parts[-1]:  # a file that grew, or a pipe: read to the end
             parts.append(os.read(fd, 1 << 20))
         return b"".join(parts)
@@ -81,11 +84,35 @@ def _png_fast(data: bytes) -> np.ndarray:
     (width, height, depth, colour, _, _, interlace), idat = _png_chunks(data)
     if depth != 8 or interlace or colour not in _PNG_MODES:
         raise _NotFast
+    mode = _PNG_MODES[colour]
+    return np.frombuffer(_inflate(mode, width, height, idat), dtype=np.uint8).reshape(height, width, len(mode))
+
+
+def _inflate(mode: str, width: int, height: int, idat: bytes) -> bytes:
+    """Raw pixels from IDAT data: Pillow's C zip decoder (zlib + PNG unfiltering), called on its core
+    image directly; that halves the per-file cost of the public `Image.frombytes(...).tobytes()`,
+    which is the fallback if a Pillow version moves these internals."""
     from PIL import Image
 
-    mode = _PNG_MODES[colour]
-    image = Image.frombytes(mode, (width, height), idat, "zip", mode)
-    return np.frombuffer(image.tobytes(), dtype=np.uint8).reshape(height, width, len(mode))
+    size = width * height * len(mode)
+    try:
+        core = Image.core
+        image = core.new(mode, (width, height))
+        decoder = core.zip_decoder(mode, mode)
+        decoder.setimage(image, (0, 0, width, height))
+        consumed, error = decoder.decode(idat)
+        encoder = core.raw_encoder(mode, mode, 0, 1)
+        encoder.setimage(image, (0, 0, width, height))
+        _, done, pixels = encoder.encode(size + 1)
+    except (AttributeError, TypeError):
+        return Image.frombytes(mode, (width, height), idat, "zip", mode).tobytes()
+    if consumed >= 0:  # Pillow's own checks in Image.frombytes
+        raise ValueError("not enough image data")
+    if error != 0:
+        raise ValueError("cannot decode image data")
+    if done != 1 or len(pixels) != size:
+        return Image.frombytes(mode, (width, height), idat, "zip", mode).tobytes()
+    return pixels
 
 
 def _png_check(data: bytes) -> None:
