@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 import pytest
 import torch
-from images import CORRUPT, pixels, write_corrupt, write_image_folder
+from images import CORRUPT, adam7_png, pixels, write_corrupt, write_image_folder
 from PIL import Image
 
 import burnlike
@@ -109,6 +109,35 @@ def test_palette_16_bit_and_jpeg_files(tmp_path):
     ref = np.asarray(Image.open(tmp_path / "photo.jpg"))
     assert np.array_equal(decode_image(tmp_path / "photo.jpg"), ref)
     assert np.abs(decode_image(tmp_path / "photo.jpg", "torchvision").astype(int) - ref).max() <= 2
+
+
+@pytest.mark.parametrize("channels", [1, 3, 4])
+def test_the_png_fast_path_matches_pillow_and_its_fallback(tmp_path, monkeypatch, channels):
+    import burnlike.data.dataset.decode as decode
+
+    write_image_folder(tmp_path, classes=1, per_class=3, channels=channels, size=24)
+    paths = sorted(tmp_path.rglob("*.png"))
+    fast = [decode_image(p) for p in paths]
+    assert all(np.array_equal(f, decode_image(p, "pil")) for f, p in zip(fast, paths))
+
+    def moved(*args):
+        raise AttributeError("Pillow moved its internals")
+
+    monkeypatch.setattr(decode, "_inflate_core", moved)
+    assert all(np.array_equal(f, decode_image(p)) for f, p in zip(fast, paths))
+    with pytest.raises(ImageDecodeError, match="not enough image data"):  # the public route's own check
+        decode_image(write_corrupt(tmp_path / "cut.png", "cut_stream"))
+
+
+def test_torchvision_never_sees_a_png_that_would_crash_it(tmp_path):
+    """torchvision's PNG decoder segfaults on a bad CRC and on too few pixels; both come back as errors."""
+    for kind, reason in (("bad_crc", "fails its CRC check"), ("short_pixels", r"pixel data ends early \(392 of 784")):
+        with pytest.raises(ImageDecodeError, match=reason):
+            decode_image(write_corrupt(tmp_path / f"{kind}.png", kind), "torchvision")
+    interlaced = tmp_path / "adam7.png"
+    interlaced.write_bytes(adam7_png(pixels(0, 0, size=13)))
+    for decoder in DECODERS:  # the check counts Adam7's passes right; "auto" hands interlaced files to Pillow
+        assert np.array_equal(decode_image(interlaced, decoder), pixels(0, 0, size=13))
 
 
 def test_batched_fetch_equals_per_item_fetch(tree):

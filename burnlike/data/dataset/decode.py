@@ -89,37 +89,57 @@ def _png_fast(data: bytes) -> np.ndarray:
 
 
 def _inflate(mode: str, width: int, height: int, idat: bytes) -> bytes:
-    """Raw pixels from IDAT data: Pillow's C zip decoder (zlib + PNG unfiltering), called on its core
-    image directly; that halves the per-file cost of the public `Image.frombytes(...).tobytes()`,
-    which is the fallback if a Pillow version moves these internals."""
+    """Raw pixels from IDAT data, by Pillow's C zip decoder (zlib + PNG unfiltering)."""
+    try:
+        return _inflate_core(mode, width, height, idat)
+    except (AttributeError, TypeError):  # a Pillow that moved these internals: the public route
+        from PIL import Image
+
+        return Image.frombytes(mode, (width, height), idat, "zip", mode).tobytes()
+
+
+def _inflate_core(mode: str, width: int, height: int, idat: bytes) -> bytes:
+    """The decoder called on a core image directly: half the per-file cost of the public
+    `Image.frombytes(..., "zip", ...).tobytes()`, with the same checks."""
     from PIL import Image
 
-    size = width * height * len(mode)
-    try:
-        core = Image.core
-        image = core.new(mode, (width, height))
-        decoder = core.zip_decoder(mode, mode)
-        decoder.setimage(image, (0, 0, width, height))
-        consumed, error = decoder.decode(idat)
-        encoder = core.raw_encoder(mode, mode, 0, 1)
-        encoder.setimage(image, (0, 0, width, height))
-        _, done, pixels = encoder.encode(size + 1)
-    except (AttributeError, TypeError):
-        return Image.frombytes(mode, (width, height), idat, "zip", mode).tobytes()
+    core, size = Image.core, width * height * len(mode)
+    image = core.new(mode, (width, height))
+    decoder = core.zip_decoder(mode, mode)
+    decoder.setimage(image, (0, 0, width, height))
+    consumed, error = decoder.decode(idat)
     if consumed >= 0:  # Pillow's own checks in Image.frombytes
         raise ValueError("not enough image data")
     if error != 0:
         raise ValueError("cannot decode image data")
+    encoder = core.raw_encoder(mode, mode, 0, 1)
+    encoder.setimage(image, (0, 0, width, height))
+    _, done, pixels = encoder.encode(size + 1)
     if done != 1 or len(pixels) != size:
-        return Image.frombytes(mode, (width, height), idat, "zip", mode).tobytes()
+        raise AttributeError("the raw encoder did not return the whole image")  # take the public route
     return pixels
 
 
+_ADAM7 = ((0, 0, 8, 8), (4, 0, 8, 8), (0, 4, 4, 8), (2, 0, 4, 4), (0, 2, 2, 4), (1, 0, 2, 2), (0, 1, 1, 2))
+_CHANNELS = {0: 1, 2: 3, 3: 1, 4: 2, 6: 4}
+
+
 def _png_check(data: bytes) -> None:
-    """A PNG's chunks and zlib stream are intact: torchvision's libpng build takes down the whole
-    process (a segfault, not an exception) on some corrupt streams, so nothing else reaches it."""
-    if data.startswith(_PNG_SIGNATURE):
-        zlib.decompress(_png_chunks(data)[1])
+    """A PNG's chunks, zlib stream and pixel count are intact: torchvision's libpng build takes down
+    the whole process (a segfault, not an exception) on such files, so none of them reaches it."""
+    if not data.startswith(_PNG_SIGNATURE):
+        return
+    (width, height, depth, colour, _, _, interlace), idat = _png_chunks(data)
+    bits = depth * _CHANNELS.get(colour, 4)
+    passes = _ADAM7 if interlace else ((0, 0, 1, 1),)
+    expected = 0
+    for x0, y0, dx, dy in passes:
+        w, h = -(-(width - x0) // dx), -(-(height - y0) // dy)
+        if w > 0 and h > 0:
+            expected += h * (1 + -(-w * bits // 8))
+    found = len(zlib.decompress(idat))
+    if found < expected:
+        raise ValueError(f"PNG pixel data ends early ({found} of {expected} bytes)")
 
 
 def _pil(data: bytes, mode: str | None, size: tuple[int, int] | None) -> np.ndarray:
