@@ -2,7 +2,7 @@
 CSVs, numeric tables; the text and table batchers; and the errors for bad input."""
 
 import dataclasses
-import json
+import os
 import pickle
 import sqlite3
 
@@ -164,6 +164,14 @@ def test_sqlite_dataset_in_a_loader_with_workers(tmp_path):
     seen = [x for batch in loader for x in batch]
     assert sorted(seen) == list(range(40)) and seen == ShuffledDataset(InMemDataset(range(40)), 1).indices.tolist()
 
+    class Owner(SqliteDataset):
+        def __getitems__(self, indices):  # which process opened the connection this read went through
+            return [{**item, "own": self._opened_in == os.getpid()} for item in super().__getitems__(indices)]
+
+    forked = torch.utils.data.DataLoader(Owner(db, "train"), batch_size=20, num_workers=2,
+                                         multiprocessing_context="fork", collate_fn=list)
+    assert [item["own"] for batch in forked for item in batch] == [True] * 40  # never the parent's connection
+
 
 # --- text ----------------------------------------------------------------------------------------
 
@@ -275,9 +283,3 @@ def test_tabular_errors(tmp_path):
     with pytest.raises(ValueError, match="task"):
         TabularDataset.from_csv(path, "y", task="ranking")
 
-
-def test_json_items_survive_pickling_for_workers(tmp_path):
-    path = tmp_path / "x.jsonl"
-    path.write_text("\n".join(json.dumps({"MedInc": i, "HouseAge": i}) for i in range(3)))
-    ds = pickle.loads(pickle.dumps(InMemDataset.from_json_rows(path, House)))
-    assert ds.get(2) == House(2.0, 2)

@@ -3,8 +3,8 @@
 `data=mnist` (the default) is Burn's guide: MNIST's train split to train on, its test split to
 validate on. `data=image_folder` is a folder per class (Burn's `ImageFolderDataset`), `data=csv` a
 table with a target column. Each option reads its data, checks that the chosen model fits it (class
-count, channels, features) and returns two loaders. This module stays import-light: `train.py
---help` composes the configs without torch; the datasets are imported when loaders are built.
+count, channels, features) and returns two loaders. The datasets are imported only when loaders are
+built: the configs themselves are plain `@config` classes.
 """
 
 from __future__ import annotations

@@ -40,7 +40,7 @@ def _table(split: str) -> str:
 class SqliteDataset(Dataset[T]):
     """`SqliteDataset::from_db_file(db_file, split)`: rows of table `split`, as `item_type` or dicts.
 
-    Read-only; each process (DataLoader workers included) opens its own connection on first use.
+    Read-only; each process (forked or spawned DataLoader workers included) opens its own connection.
     A batch is one `select ... where row_id in (...)`.
     """
 
@@ -52,6 +52,7 @@ class SqliteDataset(Dataset[T]):
         if not self.db_file.is_file():
             raise DatasetNotFoundError(f"SQLite database {self.db_file} not found")
         self._conn: sqlite3.Connection | None = None
+        self._opened_in = 0
         self._lock = threading.Lock()
         conn = self._connection()
         try:
@@ -79,9 +80,11 @@ class SqliteDataset(Dataset[T]):
         return cls(db_file, split, item_type)
 
     def _connection(self) -> sqlite3.Connection:
-        if self._conn is None:
+        """This process's connection: SQLite connections must not cross a fork (DataLoader workers)."""
+        if self._conn is None or self._opened_in != os.getpid():
             uri = f"file:{quote(str(self.db_file.resolve()))}?mode=ro"
             self._conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
+            self._opened_in = os.getpid()
         return self._conn
 
     def __getstate__(self) -> dict[str, Any]:
