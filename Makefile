@@ -11,7 +11,7 @@ $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet $(TORCH)
-	$(PY) -m pip install --quiet -e ".[test,plot,optuna]"
+	$(PY) -m pip install --quiet -e ".[test,plot,optuna,examples]"
 	touch $@
 
 install: $(VENV)/.installed
@@ -28,5 +28,6 @@ lint: install
 bench: install
 	BURNLIKE_DATA=$(DATA) $(PY) benchmarks/train_overhead.py
 	BURNLIKE_DATA=$(DATA) $(PY) benchmarks/data_pipeline.py
+	$(PY) benchmarks/data_pipeline.py --image-folder
 	$(PY) benchmarks/records.py
 	$(PY) benchmarks/startup.py

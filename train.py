@@ -6,7 +6,7 @@
     python train.py hydra.run.dir=<run dir> learner.checkpoint=3   # resume a run
     python train.py --cfg job                            # print the composed config
 
-Groups: model (mnist, mlp), data (mnist), optimizer (adam, adamw, sgd), trainer (default, cpu, gpu,
+Groups: model (mnist, mlp, cnn, tabular), data (mnist, image_folder, csv), optimizer (adam, adamw, sgd), trainer (default, cpu, gpu,
 ddp, ddp_spawn), learner (default), hparams_search (mnist_optuna), debug (fast, limit).
 MNIST is read from data.root (default $BURNLIKE_DATA, else ./data): the folder holding MNIST/raw/.
 """
@@ -29,13 +29,14 @@ def main(cfg: DictConfig) -> float:
     from burnlike.app.run import AppConfigError, fail, is_rank_zero, run
     from burnlike.app.tree import print_config
     from burnlike.data import MnistFormatError, MnistNotFoundError
+    from burnlike.data.dataset import DatasetError
     from burnlike.record import RecordError
 
     if is_rank_zero():  # DDP children compose the same config: print it once
         print_config(cfg)
     try:
         return run(cfg)
-    except (AppConfigError, MnistNotFoundError, MnistFormatError, RecordError) as e:
+    except (AppConfigError, MnistNotFoundError, MnistFormatError, DatasetError, RecordError) as e:
         if os.environ.get("HYDRA_FULL_ERROR") == "1":
             raise
         fail(str(e))

@@ -10,6 +10,7 @@ rate, so the whole-epoch time is extrapolated from it). Before timing, both pipe
 give the same normalised images for the same indices.
 
     python benchmarks/data_pipeline.py [--root DATA] [--limit BATCHES] [--repeats N]
+    python benchmarks/data_pipeline.py --image-folder [--root DIR] ...   # see benchmarks/image_folder.py
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import shutil
+import sys
 import tempfile
 import time
 from collections.abc import Iterable
@@ -59,7 +61,14 @@ def torchvision_root(root: Path, scratch: Path) -> Path:
 
 
 def main() -> None:
+    if "--image-folder" in sys.argv[1:]:  # the image-folder benchmark, with the remaining arguments
+        from image_folder import main as image_folder
+
+        image_folder([a for a in sys.argv[1:] if a != "--image-folder"])
+        return
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--image-folder", action="store_true",
+                        help="benchmark ImageFolderDataset against torchvision instead (benchmarks/image_folder.py)")
     parser.add_argument("--root", default=None, help="folder holding MNIST/raw (default: $BURNLIKE_DATA or ./data)")
     parser.add_argument("--limit", type=int, default=300, help="batches timed for torchvision (it is slow)")
     parser.add_argument("--repeats", type=int, default=3, help="best of this many timings, each side")

@@ -72,10 +72,13 @@ def shipped_options(group):
 
 GROUPS = {g: shipped_options(g) for g in ("model", "data", "optimizer", "trainer", "learner")}
 GROUPS["debug"] = [None, *shipped_options("debug")]
+# the MNIST options in every combination; the other data options and their models: tests/test_data_app.py
+GROUPS["model"], GROUPS["data"] = ["mlp", "mnist"], ["mnist"]
 
 
 def test_shipped_groups_are_the_documented_ones():
-    assert GROUPS["model"] == ["mlp", "mnist"] and GROUPS["optimizer"] == ["adam", "adamw", "sgd"]
+    assert shipped_options("model") == ["cnn", "mlp", "mnist", "tabular"]
+    assert shipped_options("data") == ["csv", "image_folder", "mnist"] and GROUPS["optimizer"] == ["adam", "adamw", "sgd"]
     assert GROUPS["trainer"] == ["cpu", "ddp", "ddp_spawn", "default", "gpu"]
     assert shipped_options("hparams_search") == ["mnist_optuna"] and GROUPS["debug"][1:] == ["fast", "limit"]
 

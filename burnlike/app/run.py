@@ -16,7 +16,6 @@ from omegaconf import DictConfig, OmegaConf
 if TYPE_CHECKING:  # pragma: no cover  (torch and lightning load in run(), after the config checks)
     import lightning as L
     from torch import nn
-    from torch.utils.data import DataLoader
 
     from burnlike.record.format.recorder import Recorder
     from burnlike.train.metric.base import Metric
@@ -157,13 +156,7 @@ def run(cfg: DictConfig, artifact_dir: str | Path | None = None) -> float:
     validate(cfg)
     check_devices(cfg)
     import burnlike
-    from burnlike.data import (
-        DataLoaderBuilder,
-        MnistBatcher,
-        MnistDataset,
-        MnistFormatError,
-        MnistNotFoundError,
-    )
+    from burnlike.app.data import DataConfigError, build_loaders
 
     artifact = Path(artifact_dir) if artifact_dir is not None else output_dir()
     artifact.mkdir(parents=True, exist_ok=True)
@@ -172,17 +165,10 @@ def run(cfg: DictConfig, artifact_dir: str | Path | None = None) -> float:
     burnlike.seed(cfg.seed)
     t = cfg.trainer
 
-    def loader(dataset: MnistDataset, shuffle: bool) -> DataLoader[Any]:
-        builder = DataLoaderBuilder(MnistBatcher()).batch_size(cfg.data.batch_size)
-        if shuffle:
-            builder = builder.shuffle(cfg.data.shuffle_seed)
-        return builder.num_workers(cfg.data.num_workers).build(dataset)
-
-    try:  # Burn's guide shuffles the test set too; order can't change a valid epoch, and Lightning warns
-        train_loader = loader(MnistDataset.train(cfg.data.root), shuffle=True)
-        valid_loader = loader(MnistDataset.test(cfg.data.root), shuffle=False)
-    except (MnistNotFoundError, MnistFormatError) as e:
-        raise AppConfigError(f"data.root={cfg.data.root!r}: {' '.join(str(e).split())}") from e
+    try:  # the data= option picks dataset and batcher, and checks the model fits them
+        train_loader, valid_loader = build_loaders(cfg)
+    except DataConfigError as e:
+        raise AppConfigError(str(e)) from e
 
     from burnlike.train import LearnerBuilder, MetricEarlyStoppingStrategy, StoppingCondition
     from burnlike.train.metric import LossMetric

@@ -12,9 +12,12 @@ from typing import Any
 
 from omegaconf import MISSING
 
+from burnlike.app.data import CsvDataConfig, DataConfig, ImageFolderDataConfig
 from burnlike.config import config
+from burnlike.models.cnn import CnnConfig
 from burnlike.models.mlp import MlpConfig
 from burnlike.models.mnist import ModelConfig
+from burnlike.models.tabular import TabularMlpConfig
 from burnlike.optim.optimizer import AdamConfig, AdamWConfig, SgdConfig
 
 
@@ -31,14 +34,6 @@ class AdamWOptimizer(AdamWConfig):
 @config
 class SgdOptimizer(SgdConfig):
     lr: float = 1e-2
-
-
-@config
-class DataConfig:
-    root: str | None = None  # folder holding MNIST/raw/; null: $BURNLIKE_DATA, else ./data (MnistDataset's rule)
-    batch_size: int = 64
-    num_workers: int = 0  # the MNIST pipeline is ~100x faster than torchvision's; workers only add IPC here
-    shuffle_seed: int = 42
 
 
 @config
@@ -85,6 +80,10 @@ SCHEMAS: dict[str, type] = {
     "app": AppConfig,
     "model/mnist": ModelConfig,
     "model/mlp": MlpConfig,
+    "model/cnn": CnnConfig,
+    "model/tabular": TabularMlpConfig,
+    "data/image_folder": ImageFolderDataConfig,
+    "data/csv": CsvDataConfig,
     "optimizer/adam": AdamOptimizer,
     "optimizer/adamw": AdamWOptimizer,
     "optimizer/sgd": SgdOptimizer,

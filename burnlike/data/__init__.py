@@ -1,4 +1,5 @@
-"""Burn's `burn::data`: `Batcher`, `DataLoaderBuilder`, datasets, and the MNIST dataset and batcher."""
+"""Burn's `burn::data`: `Batcher`, `DataLoaderBuilder`, datasets (`burnlike.data.dataset`), the MNIST
+dataset and batcher, and batchers for images, text and tables."""
 
 from burnlike.data.dataloader import Batcher, DataLoaderBuilder
 from burnlike.data.dataset import Dataset, InMemDataset
@@ -12,11 +13,26 @@ from burnlike.data.mnist import (
     MnistNotFoundError,
     data_root,
 )
+from burnlike.data.tabular import TabularBatch, TabularBatcher
+from burnlike.data.text import (
+    ByteTokenizer,
+    CharTokenizer,
+    SeqLengthOption,
+    TextClassificationBatch,
+    TextClassificationBatcher,
+    TextClassificationInferenceBatch,
+    Tokenizer,
+)
+from burnlike.data.vision import ImageBatch, ImageBatcher
 
 __all__ = [
     "Batcher",
+    "ByteTokenizer",
+    "CharTokenizer",
     "DataLoaderBuilder",
     "Dataset",
+    "ImageBatch",
+    "ImageBatcher",
     "InMemDataset",
     "MnistBatch",
     "MnistBatcher",
@@ -25,5 +41,12 @@ __all__ = [
     "MnistItem",
     "MnistItems",
     "MnistNotFoundError",
+    "SeqLengthOption",
+    "TabularBatch",
+    "TabularBatcher",
+    "TextClassificationBatch",
+    "TextClassificationBatcher",
+    "TextClassificationInferenceBatch",
+    "Tokenizer",
     "data_root",
 ]

@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 import torch
 from torch import Tensor
-from torch.utils.data import Dataset
+
+from burnlike.data.dataset.base import Dataset
 
 MEAN, STD = 0.1307, 0.3081
 _SCALE = np.float32(1.0 / (255.0 * STD))

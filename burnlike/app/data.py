@@ -1,0 +1,220 @@
+"""The app's `data=` options: their structured configs, and the train/valid loaders built from them.
+
+`data=mnist` (the default) is Burn's guide: MNIST's train split to train on, its test split to
+validate on. `data=image_folder` is a folder per class (Burn's `ImageFolderDataset`), `data=csv` a
+table with a target column. Each option reads its data, checks that the chosen model fits it (class
+count, channels, features) and returns two loaders. The datasets are imported only when loaders are
+built: the configs themselves are plain `@config` classes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from omegaconf import DictConfig, OmegaConf
+
+from burnlike.config import config
+
+T = TypeVar("T")
+
+__all__ = ["CsvDataConfig", "DataConfig", "DataConfigError", "ImageFolderDataConfig", "build_loaders"]
+
+
+class DataConfigError(ValueError):
+    """The data config can't be read, or doesn't fit the model or metrics (names the keys)."""
+
+
+@config
+class DataConfig:
+    """`data=mnist`: `root` holds `MNIST/raw/`."""
+
+    root: str | None = None  # null: $BURNLIKE_DATA, else ./data (MnistDataset's rule); image_folder/csv set it
+    batch_size: int = 64
+    num_workers: int = 0  # the MNIST pipeline is ~100x faster than torchvision's; workers only add IPC here
+    shuffle_seed: int = 42
+
+
+@config
+class ImageFolderDataConfig(DataConfig):
+    """`data=image_folder`: `<root>/<train>/<class>/*.png|jpg|jpeg|bmp`, likewise `<root>/<valid>`;
+    with `valid: null`, a seeded `valid_fraction` of the train images validates instead."""
+
+    train: str = "train"
+    valid: str | None = "valid"
+    valid_fraction: float = 0.2
+    mode: str | None = "RGB"  # Pillow mode to convert to ("L", "RGB", "RGBA"); null keeps each file's
+    size: list[int] | None = None  # [height, width] to resize to; null: the files' own (all equal)
+    mean: list[float] = [0.485, 0.456, 0.406]
+    std: list[float] = [0.229, 0.224, 0.225]
+    decoder: str = "auto"  # auto | pil | torchvision
+    skip_corrupt: bool = False  # true: leave out images that don't decode, with a warning
+
+
+@config
+class CsvDataConfig(DataConfig):
+    """`data=csv`: `<root>/<train>` (and `<root>/<valid>`, or a seeded `valid_fraction` of train),
+    feature columns (default: all but the target) and a `target` column."""
+
+    train: str = "train.csv"
+    valid: str | None = None
+    valid_fraction: float = 0.2
+    target: str = "label"
+    features: list[str] | None = None
+    task: str = "classification"  # classification (integer ids or class names) | regression
+    normalize: str | None = "standard"  # standard | min_max (fitted on the train split) | null
+    delimiter: str = ","
+
+
+def _error(cfg: DictConfig, keys: str, problem: str) -> DataConfigError:
+    """`data.root='x' data.train='train': <problem>`: the keys to change, with their values."""
+    where = " ".join(f"{key}={OmegaConf.select(cfg, key)!r}" for key in keys.split())
+    return DataConfigError(f"{where}: {' '.join(str(problem).split())}")
+
+
+def _loader(cfg: DictConfig, batcher: Any, dataset: Any, shuffle: bool) -> Any:
+    from burnlike.data import DataLoaderBuilder
+
+    builder = DataLoaderBuilder(batcher).batch_size(cfg.data.batch_size)
+    if shuffle:
+        builder = builder.shuffle(cfg.data.shuffle_seed)
+    return builder.num_workers(cfg.data.num_workers).build(dataset)
+
+
+def _split(cfg: DictConfig, dataset: Any, what: str) -> tuple[Any, Any, Any]:
+    """Burn's way: `ShuffledDataset(ds, seed)`, then the first part trains and the rest validates.
+    Returns the two parts and the train part's indices into `dataset`."""
+    from burnlike.data.dataset import PartialDataset, ShuffledDataset
+
+    fraction = cfg.data.valid_fraction
+    n = len(dataset)
+    n_valid = int(round(n * fraction))
+    if not 0 < fraction < 1 or n_valid == 0 or n_valid == n:
+        raise _error(cfg, "data.valid_fraction",
+                     f"splits the {n} {what} into {n - n_valid} to train and {n_valid} to validate; "
+                     "expected a fraction in (0, 1) that leaves both non-empty (or set data.valid)")
+    shuffled = ShuffledDataset(dataset, cfg.data.shuffle_seed)
+    n_train = n - n_valid
+    return PartialDataset(shuffled, 0, n_train), PartialDataset(shuffled, n_train, n), shuffled.indices[:n_train]
+
+
+def _mnist(cfg: DictConfig) -> tuple[Any, Any]:
+    from burnlike.data import MnistBatcher, MnistDataset, MnistFormatError, MnistNotFoundError
+
+    try:  # Burn's guide shuffles the test set too; order can't change a valid epoch, and Lightning warns
+        train = MnistDataset.train(cfg.data.root)
+        valid = MnistDataset.test(cfg.data.root)
+    except (MnistNotFoundError, MnistFormatError) as e:
+        raise _error(cfg, "data.root", str(e)) from e
+    return _loader(cfg, MnistBatcher(), train, True), _loader(cfg, MnistBatcher(), valid, False)
+
+
+def _guarded(cfg: DictConfig, keys: str, read: Callable[[], T]) -> T:
+    """`read()`, with a data error (missing folder, bad file, empty split...) reported on `keys`."""
+    try:
+        return read()
+    except ValueError as e:  # DatasetError and the constructors' argument checks
+        raise _error(cfg, keys, str(e)) from e
+
+
+def _image_folder(cfg: DictConfig) -> tuple[Any, Any]:
+    from burnlike.data import ImageBatcher
+    from burnlike.data.dataset import ImageFolderDataset
+
+    d = cfg.data
+    options = {"decoder": d.decoder, "mode": d.mode, "skip_corrupt": d.skip_corrupt,
+               "size": None if d.size is None else list(d.size)}
+    train_dir = Path(d.root) / d.train
+    train = _guarded(cfg, "data.root data.train", lambda: ImageFolderDataset.new_classification(train_dir, **options))
+    channels = _guarded(cfg, "data.root data.train", lambda: int(train[0].image.shape[2]))
+    if d.valid is None:
+        train_part, valid, _ = _split(cfg, train, "images")
+    else:
+        valid_dir = Path(d.root) / d.valid
+        train_part, valid = train, _guarded(cfg, "data.root data.valid", lambda: ImageFolderDataset
+                                            .new_classification(valid_dir, train.classes, **options))
+    if len(d.mean) not in (1, channels) or len(d.std) != len(d.mean):
+        raise _error(cfg, "data.mean data.std",
+                     f"the images have {channels} channel(s): expected one value in each, or one per channel")
+    _check_model(cfg, {"num_classes": (len(train.classes), f"classes {train.classes}"),
+                       "in_channels": (channels, f"{channels}-channel images (data.mode={d.mode})")})
+    batcher = ImageBatcher(list(d.mean), list(d.std))
+    return _loader(cfg, batcher, train_part, True), _loader(cfg, batcher, valid, False)
+
+
+def _csv(cfg: DictConfig) -> tuple[Any, Any]:
+    from burnlike.data import TabularBatcher
+    from burnlike.data.dataset import TabularDataset
+
+    d = cfg.data
+    if d.task not in ("classification", "regression"):
+        raise _error(cfg, "data.task", "expected classification or regression")
+    if d.normalize not in (None, "standard", "min_max"):
+        raise _error(cfg, "data.normalize", "expected standard, min_max or null")
+    if d.task == "regression" and "Accuracy" in cfg.learner.metrics:
+        raise _error(cfg, "learner.metrics", "a regression (data.task=regression) has no Accuracy: use learner.metrics=[Loss] "
+                     "optimized_metric=valid/Loss")
+    features = None if d.features is None else list(d.features)
+    train_path = Path(d.root) / d.train
+    train = _guarded(cfg, "data.root data.train",
+                     lambda: TabularDataset.from_csv(train_path, d.target, features, d.task, delimiter=d.delimiter))
+    if d.valid is None:
+        train_part, valid, indices = _split(cfg, train, "rows")
+        fitted = train.features[indices]
+    else:
+        valid_path = Path(d.root) / d.valid
+        valid = _guarded(cfg, "data.root data.valid", lambda: TabularDataset.from_csv(
+            valid_path, d.target, train.feature_names, d.task, train.classes, delimiter=d.delimiter))
+        train_part, fitted = train, train.features
+    outputs = len(train.classes) if train.classes is not None else len(train.target_names)
+    what = f"classes {train.classes}" if train.classes is not None else f"target column {train.target_names}"
+    _check_model(cfg, {"num_features": (train.num_features(), f"feature columns {train.feature_names}"),
+                       "num_outputs": (outputs, what)})
+    batcher = TabularBatcher.fit(fitted, d.normalize) if d.normalize else TabularBatcher()
+    return _loader(cfg, batcher, train_part, True), _loader(cfg, batcher, valid, False)
+
+
+# data config class -> (builder, option name, the shipped models that read its batches)
+_OPTIONS: dict[type, tuple[Any, str, tuple[str, ...]]] = {
+    DataConfig: (_mnist, "mnist", ("mnist", "mlp")),
+    ImageFolderDataConfig: (_image_folder, "image_folder", ("cnn",)),
+    CsvDataConfig: (_csv, "csv", ("tabular",)),
+}
+
+
+def _shipped_models() -> dict[type, type]:
+    """burnlike's own model configs -> the data config whose batches they read."""
+    from burnlike.models.cnn import CnnConfig
+    from burnlike.models.mlp import MlpConfig
+    from burnlike.models.mnist import ModelConfig
+    from burnlike.models.tabular import TabularMlpConfig
+
+    return {ModelConfig: DataConfig, MlpConfig: DataConfig, CnnConfig: ImageFolderDataConfig,
+            TabularMlpConfig: CsvDataConfig}
+
+
+def _check_model(cfg: DictConfig, wanted: dict[str, tuple[int, str]]) -> None:
+    """A shipped model must read this data's batches and match its sizes; another repo's model
+    (`_target_` or its own config) is trusted, but a size field it shares is still checked."""
+    model_type = OmegaConf.get_type(cfg.model)
+    data_type = OmegaConf.get_type(cfg.data)
+    reads = _shipped_models().get(model_type)  # type: ignore[arg-type]
+    if reads is not None and reads is not data_type:
+        _, option, models = _OPTIONS[data_type]  # type: ignore[index]
+        raise DataConfigError(f"model: {model_type.__name__} reads the batches of data={_OPTIONS[reads][1]}, "  # type: ignore[union-attr]
+                              f"not data={option}: use " + " or ".join(f"model={m}" for m in models))
+    for field, (value, what) in wanted.items():
+        if field in cfg.model and cfg.model[field] != value:
+            raise _error(cfg, f"model.{field}", f"the data has {what}: set model.{field}={value}")
+
+
+def build_loaders(cfg: DictConfig) -> tuple[Any, Any]:
+    """`(train_loader, valid_loader)` for `cfg.data`, after checking `cfg.model` fits the data."""
+    data_type = OmegaConf.get_type(cfg.data)
+    if data_type not in _OPTIONS:
+        raise DataConfigError(f"data: {getattr(data_type, '__name__', data_type)} is not a data option this app "
+                              f"knows: expected one of {[o[1] for o in _OPTIONS.values()]}")
+    if data_type is DataConfig:
+        _check_model(cfg, {})
+    return _OPTIONS[data_type][0](cfg)

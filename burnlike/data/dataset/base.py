@@ -1,0 +1,102 @@
+"""Burn's `Dataset` trait (`get(index) -> Option<I>`, `len()`, `iter()`) as a torch map-style dataset.
+
+A subclass writes either Burn's pair (`get`, `len`) or torch's pair (`__getitem__`, `__len__`); the
+base class derives the other, so the same object goes to Burn's transforms and to a `DataLoader`.
+`as_dataset` wraps what isn't a subclass: any torch map-style dataset, or a duck-typed Burn one.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Iterator, Sequence
+from typing import Any, Generic, TypeVar
+
+from torch.utils.data import Dataset as TorchDataset
+
+T = TypeVar("T")
+
+__all__ = ["Dataset", "WrappedDataset", "as_dataset", "fetch_many"]
+
+
+class Dataset(TorchDataset[T], Generic[T]):
+    """Burn's `Dataset<I>`: `get(i)` is `None` past the end; `ds[i]` raises `IndexError` there."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+
+        def overrides(*names: str) -> bool:
+            return any(getattr(cls, name) is not getattr(Dataset, name) for name in names)
+
+        if not (overrides("get", "__getitem__") and overrides("len", "__len__")):
+            raise TypeError(f"{cls.__name__} must define get() or __getitem__(), and len() or __len__()")
+
+    def get(self, index: int) -> T | None:
+        index = operator.index(index)
+        return self.__getitem__(index) if 0 <= index < self.__len__() else None
+
+    def len(self) -> int:
+        return self.__len__()
+
+    def __len__(self) -> int:
+        return self.len()
+
+    def __getitem__(self, index: int) -> T:
+        item = self.get(index)
+        if item is None:
+            raise IndexError(f"index {index} is out of range for {type(self).__name__} of length {self.len()}")
+        return item
+
+    def is_empty(self) -> bool:
+        return self.len() == 0
+
+    def iter(self) -> Iterator[T]:
+        """Burn's `DatasetIterator`: `get(0)`, `get(1)`, ... until the first `None`."""
+        index = 0
+        while (item := self.get(index)) is not None:
+            yield item
+            index += 1
+
+    def __iter__(self) -> Iterator[T]:
+        return self.iter()
+
+
+class WrappedDataset(Dataset[T]):
+    """A torch map-style dataset (`__getitem__`/`__len__`) or a duck-typed Burn one (`get`/`len`)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self._burn_style = callable(getattr(inner, "get", None)) and callable(getattr(inner, "len", None))
+
+    def get(self, index: int) -> T | None:
+        if self._burn_style:
+            return self.inner.get(index)
+        index = operator.index(index)
+        return self.inner[index] if 0 <= index < len(self.inner) else None
+
+    def len(self) -> int:
+        return int(self.inner.len()) if self._burn_style else len(self.inner)
+
+    def __getitems__(self, indices: Sequence[int]) -> Any:
+        if self._burn_style:
+            return [self[i] for i in indices]
+        return fetch_many(self.inner, indices)
+
+
+def as_dataset(obj: Any) -> Dataset[Any]:
+    """`obj` itself if it is a `Dataset`, else wrapped; a clear `TypeError` for anything else."""
+    if isinstance(obj, Dataset):
+        return obj
+    burn_style = callable(getattr(obj, "get", None)) and callable(getattr(obj, "len", None))
+    torch_style = hasattr(obj, "__getitem__") and hasattr(obj, "__len__")
+    if burn_style or torch_style:
+        return WrappedDataset(obj)
+    raise TypeError(f"expected a dataset with get()/len() (Burn) or __getitem__/__len__ (torch), "
+                    f"got {type(obj).__name__}")
+
+
+def fetch_many(dataset: Any, indices: Sequence[int]) -> Any:
+    """One batched fetch (`__getitems__`, e.g. stacked images) where the dataset has one, else a list."""
+    getitems = getattr(dataset, "__getitems__", None)
+    if getitems is not None:
+        return getitems(list(indices))
+    return [dataset[i] for i in indices]

@@ -1,0 +1,143 @@
+"""Text classification datasets: Burn's `TextFolderDataset` (a folder per class of `.txt` files) and
+a CSV reader (a text column and a label column)."""
+
+from __future__ import annotations
+
+import codecs
+import csv
+import dataclasses
+import os
+from collections.abc import Sequence
+
+from burnlike.data.dataset.base import Dataset
+from burnlike.data.dataset.decode import read_file
+from burnlike.data.dataset.errors import DatasetError, EmptySplitError, MissingColumnError
+from burnlike.data.dataset.in_memory import InMemDataset, open_text
+from burnlike.data.dataset.rows import encode_labels
+from burnlike.data.dataset.vision import scan_folder
+
+__all__ = ["TextClassificationItem", "TextCsvDataset", "TextData", "TextDatasetItem", "TextFolderDataset",
+           "decode_text"]
+
+
+@dataclasses.dataclass
+class TextData:
+    text: str
+    text_path: str
+
+
+@dataclasses.dataclass
+class TextDatasetItem:
+    """Burn's item: the text (with its file) and the class id."""
+
+    text: TextData
+    label: int
+
+
+@dataclasses.dataclass
+class TextClassificationItem:
+    """What the text batcher takes (Burn's text-classification example item)."""
+
+    text: str
+    label: int
+
+
+def decode_text(data: bytes) -> str:
+    """Burn's detection order: UTF-8 with BOM, UTF-8, UTF-16 with a BOM, GB18030, then lossy UTF-8."""
+    if data.startswith(codecs.BOM_UTF8):
+        try:
+            return data[3:].decode("utf-8")
+        except UnicodeDecodeError:
+            pass
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    for bom, encoding in ((codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be")):
+        if data.startswith(bom):
+            try:
+                return data[2:].decode(encoding)
+            except UnicodeDecodeError:
+                pass
+    try:
+        return data.decode("gb18030")  # a superset of GBK, which Burn tries next
+    except UnicodeDecodeError:
+        return data.decode("utf-8", errors="replace")
+
+
+class TextFolderDataset(Dataset[TextDatasetItem]):
+    """`new_classification(root)`: every `.txt` under `root`, labelled by its folder (classes sorted)."""
+
+    def __init__(self, items: Sequence[tuple[str, str]], classes: Sequence[str]) -> None:
+        self.classes = list(classes)
+        ids = {name: i for i, name in enumerate(self.classes)}
+        for path, label in items:
+            if label not in ids:
+                raise DatasetError(f"{path}: label {label!r} is not one of the classes {self.classes}")
+        self.items = [(path, ids[label]) for path, label in items]
+
+    @classmethod
+    def new_classification(cls, root: str | os.PathLike[str]) -> TextFolderDataset:
+        return cls.new_classification_with(root, ("txt",))
+
+    @classmethod
+    def new_classification_with(cls, root: str | os.PathLike[str], extensions: Sequence[str]) -> TextFolderDataset:
+        if any(e.lower().lstrip(".") != "txt" for e in extensions):
+            raise DatasetError(f"Invalid file extension in {list(extensions)}: text folders read .txt files")
+        found = scan_folder(root, ["txt"], "text")
+        return cls(found, sorted({label for _, label in found}))
+
+    @classmethod
+    def new_classification_with_items(cls, items: Sequence[tuple[str | os.PathLike[str], str]],
+                                      classes: Sequence[str]) -> TextFolderDataset:
+        return cls([(str(p), label) for p, label in items], classes)
+
+    def num_classes(self) -> int:
+        return len(self.classes)
+
+    def len(self) -> int:
+        return len(self.items)
+
+    def get(self, index: int) -> TextDatasetItem | None:
+        if not 0 <= index < len(self.items):
+            return None
+        path, label = self.items[index]
+        return TextDatasetItem(TextData(decode_text(read_file(path)), path), label)
+
+
+class TextCsvDataset(InMemDataset[TextClassificationItem]):
+    """`from_csv(path, text_column, label_column)`: one `TextClassificationItem` per row.
+
+    Labels are read by `encode_labels`: integer ids as written, or class names numbered in `classes`
+    order (sorted names unless `classes` is given).
+    """
+
+    def __init__(self, items: Sequence[TextClassificationItem], classes: Sequence[str]) -> None:
+        super().__init__(items)
+        self.classes = list(classes)
+
+    def num_classes(self) -> int:
+        return len(self.classes)
+
+    @classmethod
+    def from_csv(cls, path: str | os.PathLike[str], text_column: str = "text", label_column: str = "label",
+                 classes: Sequence[str] | None = None, *, delimiter: str = ",") -> TextCsvDataset:
+        with open_text(path, "CSV file") as f:
+            rows = csv.DictReader(f, delimiter=delimiter)
+            header = [h.strip() for h in rows.fieldnames or []]
+            for name in (text_column, label_column):
+                if name not in header:
+                    raise MissingColumnError(f"{path}: column {name!r} not found; the columns are {header}")
+            rows.fieldnames = header
+            pairs = [(row[text_column] or "", (row[label_column] or "").strip(), rows.line_num) for row in rows]
+        if not pairs:
+            raise EmptySplitError(f"{path}: no rows after the header")
+        ids, names = encode_labels([label for _, label, _ in pairs], classes, str(path),
+                                   [line for _, _, line in pairs])
+        return cls([TextClassificationItem(text, i) for (text, _, _), i in zip(pairs, ids)], names)
+
+    @classmethod
+    def from_folder(cls, root: str | os.PathLike[str]) -> TextCsvDataset:
+        """A text folder read into memory as `TextClassificationItem`s (for the same batcher)."""
+        folder = TextFolderDataset.new_classification(root)
+        return cls([TextClassificationItem(item.text.text, item.label) for item in folder.iter()], folder.classes)

@@ -1,0 +1,204 @@
+"""Text batching: a tokenizer, Burn's `generate_padding_mask`, and the text-classification batcher.
+
+Burn's example tokenizes with BERT's; that needs a download, so two small tokenizers are built in
+(bytes of UTF-8, or characters seen in a corpus). Any object with Burn's `Tokenizer` methods, or any
+callable `str -> list[int]`, works instead. Both built-ins put a class token first: the model
+classifies from position 0, as Burn's does with BERT's `[CLS]`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from burnlike.data.batch import TensorBatch
+from burnlike.data.dataset.nlp import TextClassificationItem, TextDatasetItem
+
+__all__ = [
+    "ByteTokenizer",
+    "CharTokenizer",
+    "SeqLengthOption",
+    "TextClassificationBatch",
+    "TextClassificationBatcher",
+    "TextClassificationInferenceBatch",
+    "Tokenizer",
+    "generate_padding_mask",
+]
+
+PAD, CLS, UNK = 0, 1, 2  # the built-in tokenizers' special tokens
+
+
+@runtime_checkable
+class Tokenizer(Protocol):
+    """Burn's `Tokenizer` trait (the text-classification example's)."""
+
+    def encode(self, value: str) -> list[int]: ...
+
+    def decode(self, tokens: Sequence[int]) -> str: ...
+
+    def vocab_size(self) -> int: ...
+
+    def pad_token(self) -> int: ...
+
+
+class ByteTokenizer:
+    """UTF-8 bytes: token `3 + b` for byte `b`, after a class token; 259 tokens, nothing to learn."""
+
+    def encode(self, value: str) -> list[int]:
+        return [CLS, *(b + 3 for b in value.encode("utf-8"))]
+
+    def decode(self, tokens: Sequence[int]) -> str:
+        return bytes(t - 3 for t in tokens if 3 <= t < 259).decode("utf-8", errors="replace")
+
+    def vocab_size(self) -> int:
+        return 259
+
+    def pad_token(self) -> int:
+        return PAD
+
+
+class CharTokenizer:
+    """One token per character of `alphabet` (token `3 + i`); unseen characters are `UNK` (2)."""
+
+    def __init__(self, alphabet: Iterable[str]) -> None:
+        self.alphabet = list(dict.fromkeys(alphabet))
+        if any(len(c) != 1 for c in self.alphabet):
+            raise ValueError("the alphabet must be single characters")
+        self._ids = {c: i + 3 for i, c in enumerate(self.alphabet)}
+
+    @classmethod
+    def from_texts(cls, texts: Iterable[str], min_count: int = 1) -> CharTokenizer:
+        """The characters seen at least `min_count` times, most frequent first."""
+        counts = Counter(c for text in texts for c in text)
+        return cls(c for c, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])) if n >= min_count)
+
+    def encode(self, value: str) -> list[int]:
+        ids = self._ids
+        return [CLS, *(ids.get(c, UNK) for c in value)]
+
+    def decode(self, tokens: Sequence[int]) -> str:
+        return "".join(self.alphabet[t - 3] for t in tokens if 3 <= t < len(self.alphabet) + 3)
+
+    def vocab_size(self) -> int:
+        return len(self.alphabet) + 3
+
+    def pad_token(self) -> int:
+        return PAD
+
+
+@dataclasses.dataclass(frozen=True)
+class SeqLengthOption:
+    """Burn's `SeqLengthOption`: `NoMax()` (the longest sequence), `Max(n)` (that, at most `n`), or
+    `Fixed(n)` (exactly `n`: pad or truncate)."""
+
+    kind: str
+    length: int | None = None
+
+    @classmethod
+    def NoMax(cls) -> SeqLengthOption:  # noqa: N802 (Burn's variant names)
+        return cls("no_max")
+
+    @classmethod
+    def Max(cls, length: int) -> SeqLengthOption:  # noqa: N802
+        return cls("max", _positive(length))
+
+    @classmethod
+    def Fixed(cls, length: int) -> SeqLengthOption:  # noqa: N802
+        return cls("fixed", _positive(length))
+
+    @classmethod
+    def of(cls, value: SeqLengthOption | int | None) -> SeqLengthOption:
+        """Burn's `From<Option<usize>>`: `None` is `NoMax`, `n` is `Max(n)`."""
+        if isinstance(value, SeqLengthOption):
+            return value
+        return cls.NoMax() if value is None else cls.Max(value)
+
+    def resolve(self, longest: int) -> int:
+        if self.kind == "fixed":
+            return int(self.length)  # type: ignore[arg-type]
+        if self.kind == "max":
+            return min(longest, int(self.length))  # type: ignore[arg-type]
+        return longest
+
+
+def _positive(length: int) -> int:
+    if isinstance(length, bool) or not isinstance(length, int) or length < 1:
+        raise ValueError(f"a sequence length must be an integer >= 1, got {length!r}")
+    return length
+
+
+def generate_padding_mask(pad_token: int, tokens_list: Sequence[Sequence[int]],
+                          seq_length: SeqLengthOption | int | None = None) -> tuple[Tensor, Tensor]:
+    """Tokens padded (or truncated) to one length, and the mask that is `True` where a token is the
+    pad token (Burn's `generate_padding_mask`: `tensor`, `mask`). An empty batch has length 1."""
+    longest = max((len(t) for t in tokens_list), default=1)
+    size = SeqLengthOption.of(seq_length).resolve(longest)
+    tokens = np.full((len(tokens_list), size), pad_token, dtype=np.int64)
+    for row, seq in enumerate(tokens_list):
+        n = min(len(seq), size)
+        tokens[row, :n] = seq[:n]
+    tensor = torch.from_numpy(tokens)
+    return tensor, tensor == pad_token
+
+
+@dataclasses.dataclass
+class TextClassificationBatch(TensorBatch):
+    tokens: Tensor  # int64 [B, L]
+    labels: Tensor  # int64 [B]
+    mask_pad: Tensor  # bool [B, L], True at padding
+
+
+@dataclasses.dataclass
+class TextClassificationInferenceBatch(TensorBatch):
+    tokens: Tensor
+    mask_pad: Tensor
+
+
+class TextClassificationBatcher:
+    """Items with `.text` and `.label` (or plain strings, for inference) -> token ids + padding mask.
+
+    `tokenizer` is a `Tokenizer` (its pad token is used) or a callable `str -> list[int]` with
+    `pad_token` given (0 by default).
+    """
+
+    def __init__(self, tokenizer: Tokenizer | Callable[[str], Sequence[int]],
+                 seq_length: SeqLengthOption | int | None = None, pad_token: int | None = None) -> None:
+        if isinstance(tokenizer, Tokenizer):
+            self._encode: Callable[[str], Sequence[int]] = tokenizer.encode
+            self.pad = tokenizer.pad_token() if pad_token is None else pad_token
+        elif callable(tokenizer):
+            self._encode, self.pad = tokenizer, 0 if pad_token is None else pad_token
+        else:
+            raise TypeError(f"tokenizer must be a Tokenizer or a callable str -> token ids, got {type(tokenizer).__name__}")
+        self.tokenizer = tokenizer
+        self.seq_length = SeqLengthOption.of(seq_length)
+
+    def batch(self, items: Sequence[Any], device: Any = None) -> TextClassificationBatch | TextClassificationInferenceBatch:
+        if not items:
+            raise ValueError("cannot batch zero texts")
+        if all(isinstance(item, str) for item in items):
+            tokens, mask = generate_padding_mask(self.pad, [self._encode(t) for t in items], self.seq_length)
+            batch: Any = TextClassificationInferenceBatch(tokens, mask)
+        else:
+            texts = [_text(item) for item in items]
+            tokens, mask = generate_padding_mask(self.pad, [self._encode(t) for t in texts], self.seq_length)
+            labels = torch.tensor([int(item.label) for item in items], dtype=torch.int64)
+            batch = TextClassificationBatch(tokens, labels, mask)
+        return batch.to(device) if device is not None else batch
+
+
+def _text(item: Any) -> str:
+    if isinstance(item, TextClassificationItem):
+        return item.text
+    if isinstance(item, TextDatasetItem):
+        return item.text.text
+    text = getattr(item, "text", None)
+    if isinstance(text, str):
+        return text
+    raise TypeError(f"expected items with .text and .label (or strings), got {type(item).__name__}")

@@ -1,0 +1,65 @@
+"""The CNN of Burn's custom-image-dataset example (`examples/custom-image-dataset/src/model.rs`):
+three VGG-style blocks (two 3x3 convs, ReLU, 2x2 max-pool, dropout), then two linear layers.
+
+Burn's takes 32x32 RGB images (CIFAR-10); an adaptive average pool to 4x4 before the linear layers
+(the identity at 32x32) lets other sizes through, and `in_channels` other depths.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from burnlike.config import config
+from burnlike.data.vision import ImageBatch
+from burnlike.module import Module
+from burnlike.nn import CrossEntropyLossConfig
+from burnlike.train.output import ClassificationOutput
+from burnlike.train.step import TrainOutput, TrainStep, ValidStep, backward
+
+
+class Cnn(Module, TrainStep[ImageBatch, ClassificationOutput], ValidStep[ImageBatch, ClassificationOutput]):
+    def __init__(self, num_classes: int, in_channels: int = 3, dropout: float = 0.3) -> None:
+        super().__init__()
+        self.activation = nn.ReLU()
+        self.dropout = nn.Dropout(dropout)
+        self.pool = nn.MaxPool2d(2, 2)
+        widths = [(in_channels, 32), (32, 32), (32, 64), (64, 64), (64, 128), (128, 128)]
+        self.conv1, self.conv2, self.conv3, self.conv4, self.conv5, self.conv6 = (
+            nn.Conv2d(a, b, 3, padding="same") for a, b in widths)
+        self.fit = nn.AdaptiveAvgPool2d((4, 4))
+        self.fc1 = nn.Linear(128 * 4 * 4, 128)
+        self.fc2 = nn.Linear(128, num_classes)
+
+    def forward(self, images: Tensor) -> Tensor:
+        x = images
+        for first, second in ((self.conv1, self.conv2), (self.conv3, self.conv4), (self.conv5, self.conv6)):
+            x = self.activation(second(self.activation(first(x))))
+            x = self.dropout(self.pool(x))
+        x = torch.flatten(self.fit(x), 1)
+        x = self.dropout(self.activation(self.fc1(x)))
+        return self.fc2(x)
+
+    def forward_classification(self, images: Tensor, targets: Tensor) -> ClassificationOutput:
+        output = self.forward(images)
+        loss = CrossEntropyLossConfig().init().forward(output, targets)
+        return ClassificationOutput(loss, output, targets)
+
+    def train_step(self, batch: ImageBatch) -> TrainOutput[ClassificationOutput]:
+        item = self.forward_classification(batch.images, batch.targets)
+        return TrainOutput(self, backward(item.loss), item)
+
+    def valid_step(self, batch: ImageBatch) -> ClassificationOutput:
+        return self.forward_classification(batch.images, batch.targets)
+
+
+@config
+class CnnConfig:
+    num_classes: int = 10
+    in_channels: int = 3
+    dropout: float = 0.3
+
+    def init(self, device: Any = None) -> Cnn:
+        return Cnn(self.num_classes, self.in_channels, self.dropout).to(device or "cpu")
