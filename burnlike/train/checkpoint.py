@@ -22,6 +22,7 @@ log = logging.getLogger("burnlike.train")
 class Split(str, Enum):
     TRAIN = "train"
     VALID = "valid"
+    TEST = "test"  # Burn 0.21's Split::Test; a tagged test split logs under test/<tag>/ (the evaluator)
 
 
 class Direction(str, Enum):
@@ -236,12 +237,21 @@ class MetricEarlyStoppingStrategy:
                  split: Split = Split.VALID, condition: StoppingCondition = StoppingCondition(1)) -> None:
         self.name = metric if isinstance(metric, str) else metric.name
         self.direction, self.split, self.condition = Direction(direction), Split(split), condition
+        self.warmup_epochs: int | None = None
         if condition.n_epochs < 1:
             raise ValueError(f"StoppingCondition n_epochs must be >= 1, got {condition.n_epochs}")
 
+    def with_warmup_epochs(self, warmup: int | None) -> MetricEarlyStoppingStrategy:
+        """Never stop during the first `warmup` epochs (they still count towards no-improvement)."""
+        if warmup is not None and (not isinstance(warmup, int) or warmup < 0):
+            raise ValueError(f"with_warmup_epochs: expected None or an integer >= 0, got {warmup!r}")
+        self.warmup_epochs = warmup
+        return self
+
     def to_callback(self) -> EarlyStopping:
         # Missing metric: Burn doesn't stop, so strict=False; a strict improvement resets the count.
-        return EarlyStopping(
+        return _WarmupEarlyStopping(
+            self.warmup_epochs or 0,
             monitor=f"{self.split.value}/{self.name}",
             mode=self.direction.value,
             patience=self.condition.n_epochs,
@@ -250,3 +260,20 @@ class MetricEarlyStoppingStrategy:
             check_on_train_epoch_end=self.split is Split.TRAIN,
             verbose=False,
         )
+
+
+class _WarmupEarlyStopping(EarlyStopping):
+    """Lightning's EarlyStopping that keeps counting during Burn's warm-up epochs but does not stop."""
+
+    def __init__(self, warmup_epochs: int, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.warmup_epochs = warmup_epochs
+        self._in_warmup = False
+
+    def _run_early_stopping_check(self, trainer: L.Trainer) -> None:
+        self._in_warmup = trainer.current_epoch + 1 <= self.warmup_epochs
+        super()._run_early_stopping_check(trainer)
+
+    def _evaluate_stopping_criteria(self, current: Any) -> tuple[bool, str | None]:
+        should_stop, reason = super()._evaluate_stopping_criteria(current)
+        return (False, None) if self._in_warmup else (should_stop, reason)

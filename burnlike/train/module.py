@@ -20,7 +20,7 @@ from burnlike.optim.lr_scheduler import LrScheduler
 from burnlike.optim.optimizer import Optimizer, OptimizerConfig, as_optimizer
 from burnlike.train.metric.base import Metric, MetricContext
 from burnlike.train.output import NONE
-from burnlike.train.step import TrainOutput
+from burnlike.train.step import TrainOutput, inference_fn
 
 log = logging.getLogger("burnlike.train")
 
@@ -28,7 +28,7 @@ log = logging.getLogger("burnlike.train")
 EpochListener = Callable[[str, int, dict[str, tuple[float, list[tuple[float, float]]]]], None]
 
 
-_PLAIN_ATTRS = frozenset({"_current_fx_name"})
+_PLAIN_ATTRS = frozenset({"_current_fx_name", "_metered"})
 
 
 class MetricInputError(TypeError):
@@ -62,11 +62,9 @@ class StepModule(L.LightningModule):
         valid_metrics: Sequence[Metric] = (),
     ) -> None:
         super().__init__()
-        for name in ("train_step", "valid_step"):
-            if not callable(getattr(model, name, None)):
-                raise TypeError(
-                    f"{type(model).__name__} must implement {name}(batch) (burnlike.train.TrainStep / ValidStep)"
-                )
+        if not callable(getattr(model, "train_step", None)):
+            raise TypeError(f"{type(model).__name__} must implement train_step(batch) (burnlike.train.TrainStep)")
+        self._valid_name = inference_fn(model).__name__  # valid_step (ValidStep) or inference_step (InferenceStep)
         self.model = model
         self.optim = as_optimizer(optimizer)
         self.lr_or_scheduler = lr_or_scheduler
@@ -78,6 +76,7 @@ class StepModule(L.LightningModule):
         self._finished: set[tuple[str, int]] = set()
         self._needs_lr = any(m.input == NONE for m in self.train_metrics)
         self._ctx = MetricContext()
+        self._metered: tuple[int, int] | None = None  # (epoch, batch) whose train step fed the metrics
 
     def __setattr__(self, name: str, value: Any) -> None:
         # Lightning sets `_current_fx_name` around every hook call (dozens per step); skip
@@ -107,7 +106,10 @@ class StepModule(L.LightningModule):
         if "train" not in self._checked:
             check_metrics(type(out.item), self.train_metrics, "train")
             self._checked.add("train")
-        if self.train_metrics:
+        # A closure optimizer (L-BFGS) runs the step several times per batch: count the batch once.
+        first_eval = self._metered != (self.current_epoch, batch_idx)
+        self._metered = (self.current_epoch, batch_idx)
+        if self.train_metrics and first_eval:
             ctx = self._ctx
             if self._needs_lr:
                 ctx.iteration = self.global_step
@@ -117,7 +119,7 @@ class StepModule(L.LightningModule):
         return out.grads.loss
 
     def validation_step(self, batch: Any, batch_idx: int) -> None:
-        item = self.model.valid_step(batch)
+        item = getattr(self.model, self._valid_name)(batch)
         if self.trainer.sanity_checking:
             return
         if "valid" not in self._checked:
