@@ -266,3 +266,73 @@ def test_two_process_cpu_ddp_through_execution_strategy(tmp_path):
     assert len(lines) == 2  # rank 0 logs its own half of the valid set (4 batches of 16 in all)
     local = read_metric_log(tmp_path / "valid" / "epoch-1" / "Loss.log")
     assert local != pytest.approx(ranks[0]["valid/Loss"], rel=1e-6)
+
+
+# --- the Hydra app: new optimizer options and learner.strategy ------------------------------------
+
+def compose_app(overrides):
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    from burnlike.app.schema import register_configs
+
+    register_configs()
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=str(HERE.parent / "conf"), version_base="1.3"):
+            return compose("config", overrides=overrides)
+    finally:
+        GlobalHydra.instance().clear()
+
+
+@pytest.mark.parametrize("name", ["adagrad", "rmsprop", "muon", "adan", "lbfgs"])
+def test_app_optimizer_options_keep_burns_defaults_and_step(name):
+    from omegaconf import OmegaConf
+
+    from burnlike import optim
+    from burnlike.app.run import build_model, validate
+
+    cfg = compose_app([f"optimizer={name}", "model=mlp", f"optimizer.lr={0.5 if name == 'lbfgs' else 1e-3}"])
+    validate(cfg)
+    opt = OmegaConf.to_object(cfg.optimizer)
+    burn = {"adagrad": optim.AdaGradConfig, "rmsprop": optim.RmsPropConfig, "muon": optim.MuonConfig,
+            "adan": optim.AdanConfig, "lbfgs": optim.LBFGSConfig}[name]()
+    for field in burn.__dataclass_fields__:
+        if (name, field) != ("muon", "aux_adamw"):  # the app gives Muon an AdamW for biases and kernels
+            want = getattr(burn, field)
+            assert getattr(opt, field) == (list(want) if isinstance(want, tuple) else want), (name, field)
+    model = build_model(cfg)
+    torch_optim = opt.init().build([p for p in model.parameters() if p.requires_grad], cfg.optimizer.lr)
+    before = model.output.weight.detach().clone()
+    batch = torch.randn(4, 28, 28), torch.randint(0, 10, (4,))
+
+    def closure():
+        torch_optim.zero_grad()
+        loss = nn.functional.cross_entropy(model(batch[0]), batch[1])
+        loss.backward()
+        return loss
+
+    torch_optim.step(closure)
+    assert not torch.equal(before, model.output.weight)
+
+
+def test_app_learner_strategy(tmp_path):
+    from burnlike.app.run import AppConfigError, execution, run, validate
+
+    tiny = write_mnist_idx(tmp_path / "data", n_train=64, n_test=32)
+    cfg = compose_app(["model=mlp", "optimizer=muon", "learner.strategy=single", "learner.num_epochs=1",
+                       "learner.progress_bar=false", "learner.summary=false", f"data.root={tiny}"])
+    assert execution(cfg) == ExecutionStrategy.single("cpu")
+    best = run(cfg, tmp_path / "run")
+    assert 0 <= best <= 100 and (tmp_path / "run" / "valid" / "epoch-1" / "Accuracy.log").exists()
+    two = compose_app(["learner.strategy=ddp", "trainer.devices=2", "trainer.num_nodes=2"])
+    assert execution(two).trainer_kwargs() == {"accelerator": "cpu", "devices": 2, "strategy": "ddp",
+                                               "num_nodes": 2}
+    sharded = compose_app(["learner.strategy=multi_sharded", "trainer.accelerator=gpu", "trainer.devices=[0,2]"])
+    assert execution(sharded).trainer_kwargs() == {"accelerator": "gpu", "devices": [0, 2], "strategy": "fsdp"}
+    with pytest.raises(AppConfigError, match="learner.strategy=.*trainer.strategy=ddp"):
+        validate(compose_app(["learner.strategy=ddp", "trainer=ddp"]))
+    with pytest.raises(AppConfigError, match="learner.strategy='fast'"):
+        validate(compose_app(["learner.strategy=fast"]))
+    with pytest.raises(AppConfigError, match="one device"):
+        execution(compose_app(["learner.strategy=single", "trainer.devices=2"]))

@@ -13,7 +13,12 @@ from omegaconf import MISSING
 from burnlike.config import config
 from burnlike.models.mlp import MlpConfig
 from burnlike.models.mnist import ModelConfig
+from burnlike.optim.adagrad import AdaGradConfig
+from burnlike.optim.adan import AdanConfig
+from burnlike.optim.lbfgs import LBFGSConfig
+from burnlike.optim.muon import MuonConfig
 from burnlike.optim.optimizer import AdamConfig, AdamWConfig, SgdConfig
+from burnlike.optim.rmsprop import RmsPropConfig
 
 
 @config
@@ -29,6 +34,31 @@ class AdamWOptimizer(AdamWConfig):
 @config
 class SgdOptimizer(SgdConfig):
     lr: float = 1e-2
+
+
+@config
+class AdaGradOptimizer(AdaGradConfig):
+    lr: float = 1e-2
+
+
+@config
+class RmsPropOptimizer(RmsPropConfig):
+    lr: float = 1e-3
+
+
+@config
+class MuonOptimizer(MuonConfig):
+    lr: float = 2e-2
+
+
+@config
+class AdanOptimizer(AdanConfig):
+    lr: float = 1e-3
+
+
+@config
+class LBFGSOptimizer(LBFGSConfig):
+    lr: float = 1.0
 
 
 @config
@@ -65,6 +95,8 @@ class LearnerConfig:
     grads_accumulation: int = 1
     summary: bool = True
     progress_bar: bool = True
+    # Burn's device strategy over trainer.accelerator/devices/num_nodes (null: trainer.strategy decides)
+    strategy: str | None = None  # single | multi | multi_sharded | ddp
 
 
 @config
@@ -85,6 +117,11 @@ SCHEMAS: dict[str, type] = {
     "optimizer/adam": AdamOptimizer,
     "optimizer/adamw": AdamWOptimizer,
     "optimizer/sgd": SgdOptimizer,
+    "optimizer/adagrad": AdaGradOptimizer,
+    "optimizer/rmsprop": RmsPropOptimizer,
+    "optimizer/muon": MuonOptimizer,
+    "optimizer/adan": AdanOptimizer,
+    "optimizer/lbfgs": LBFGSOptimizer,
 }
 
 
