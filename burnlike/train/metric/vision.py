@@ -88,6 +88,31 @@ class DiceMetric(Metric):
         return dice, outputs.shape[0]
 
 
+# Image metrics -----------------------------------------------------------------------------------
+class _ImageMetric(Metric):
+    """PSNR, SSIM and MS-SSIM: a config, a name derived from it (Burn's), float images [B, C, H, W]."""
+
+    input = IMAGE
+    higher_is_better = True
+
+    def __init__(self, config: Any) -> None:
+        super().__init__()
+        self.config = config
+        self.name = self.label(config)
+
+    def label(self, config: Any) -> str:
+        raise NotImplementedError
+
+    def with_name(self, name: str) -> Any:
+        self.name = name
+        return self
+
+    def images(self, item: Any) -> tuple[Tensor, Tensor]:
+        x, y = item.output.detach().float(), item.targets.float()
+        _same_shape(self.name, x, y, 4)
+        return x, y
+
+
 # PSNR --------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class PsnrMetricConfig:
@@ -101,28 +126,20 @@ class PsnrMetricConfig:
         return replace(self, epsilon=epsilon)
 
 
-class PsnrMetric(Metric):
+class PsnrMetric(_ImageMetric):
     """`PSNR@{max}` in dB: 10·log10(max² / MSE) per image (MSE clamped at ε), averaged over the batch."""
 
-    input = IMAGE
     unit = "dB"
-    higher_is_better = True
+    config: PsnrMetricConfig
 
-    def __init__(self, config: PsnrMetricConfig) -> None:
-        super().__init__()
-        self.config = config
-        self.name = f"PSNR@{rust_f64(config.max_pixel_val)}"
-
-    def with_name(self, name: str) -> PsnrMetric:
-        self.name = name
-        return self
+    def label(self, config: PsnrMetricConfig) -> str:
+        return f"PSNR@{rust_f64(config.max_pixel_val)}"
 
     def batch_value(self, item: Any, ctx: MetricContext) -> tuple[Number, Number]:
-        outputs, targets = item.output.detach(), item.targets
-        _same_shape(self.name, outputs, targets, 4)
-        mse = (outputs - targets).float().pow(2).mean(dim=(1, 2, 3)).clamp_min(self.config.epsilon)
+        x, y = self.images(item)
+        mse = (x - y).pow(2).mean(dim=(1, 2, 3)).clamp_min(self.config.epsilon)
         psnr = 10.0 * torch.log10(self.config.max_pixel_val**2 / mse)
-        return psnr.mean(), outputs.shape[0]
+        return psnr.mean(), x.shape[0]
 
 
 # SSIM and MS-SSIM --------------------------------------------------------------------------------
@@ -167,38 +184,31 @@ class SsimMetricConfig:
     sigma: float = 1.5
 
     def __post_init__(self) -> None:
-        _positive("SsimMetricConfig", pixel_range=self.pixel_range, k1=self.k1, k2=self.k2, sigma=self.sigma)
-        _odd_kernel("SsimMetricConfig", self.kernel_size)
+        owner = type(self).__name__
+        _positive(owner, pixel_range=self.pixel_range, k1=self.k1, k2=self.k2, sigma=self.sigma)
+        _odd_kernel(owner, self.kernel_size)
 
-    def with_k1_k2(self, k1: float, k2: float) -> SsimMetricConfig:
+    def with_k1_k2(self, k1: float, k2: float) -> Any:
         return replace(self, k1=k1, k2=k2)
 
-    def with_kernel_size(self, kernel_size: int) -> SsimMetricConfig:
+    def with_kernel_size(self, kernel_size: int) -> Any:
         return replace(self, kernel_size=kernel_size)
 
-    def with_sigma(self, sigma: float) -> SsimMetricConfig:
+    def with_sigma(self, sigma: float) -> Any:
         return replace(self, sigma=sigma)
 
 
-class SsimMetric(Metric):
+class SsimMetric(_ImageMetric):
     """`SSIM (dr=…, w=…, σ=…)`: mean SSIM map per image (zero-padded Gaussian window), batch mean."""
 
-    input = IMAGE
-    higher_is_better = True
+    config: SsimMetricConfig
 
-    def __init__(self, config: SsimMetricConfig) -> None:
-        super().__init__()
-        self.config = config
-        self.name = f"SSIM (dr={_f32(config.pixel_range)}, w={config.kernel_size}, σ={_f32(config.sigma)})"
-
-    def with_name(self, name: str) -> SsimMetric:
-        self.name = name
-        return self
+    def label(self, config: SsimMetricConfig) -> str:
+        return f"SSIM (dr={_f32(config.pixel_range)}, w={config.kernel_size}, σ={_f32(config.sigma)})"
 
     def batch_value(self, item: Any, ctx: MetricContext) -> tuple[Number, Number]:
         cfg = self.config
-        x, y = item.output.detach().float(), item.targets.float()
-        _same_shape(self.name, x, y, 4)
+        x, y = self.images(item)
         if min(x.shape[2:]) < cfg.kernel_size:
             raise ValueError(f"{self.name}: image size {tuple(x.shape[2:])} is smaller than kernel_size {cfg.kernel_size}")
         c1, c2 = (cfg.k1 * cfg.pixel_range) ** 2, (cfg.k2 * cfg.pixel_range) ** 2
@@ -207,31 +217,18 @@ class SsimMetric(Metric):
 
 
 @dataclass(frozen=True)
-class MsSsimMetricConfig:
-    pixel_range: float
-    k1: float = 0.01
-    k2: float = 0.03
-    kernel_size: int = 11
-    sigma: float = 1.5
+class MsSsimMetricConfig(SsimMetricConfig):
+    """SSIM's settings plus the channel count and one exponent per scale (Burn's defaults)."""
+
     channels: int = 3
     betas: tuple[float, ...] = field(default=(0.0448, 0.2856, 0.3001, 0.2363, 0.1333))
 
     def __post_init__(self) -> None:
-        _positive("MsSsimMetricConfig", pixel_range=self.pixel_range, k1=self.k1, k2=self.k2, sigma=self.sigma,
-                  channels=self.channels)
-        _odd_kernel("MsSsimMetricConfig", self.kernel_size)
+        super().__post_init__()
+        _positive("MsSsimMetricConfig", channels=self.channels)
         if not self.betas or any(b < 0 for b in self.betas):
             raise ValueError(f"MsSsimMetricConfig.betas must be a non-empty list of values >= 0, got {self.betas!r}")
         object.__setattr__(self, "betas", tuple(float(b) for b in self.betas))
-
-    def with_k1_k2(self, k1: float, k2: float) -> MsSsimMetricConfig:
-        return replace(self, k1=k1, k2=k2)
-
-    def with_kernel_size(self, kernel_size: int) -> MsSsimMetricConfig:
-        return replace(self, kernel_size=kernel_size)
-
-    def with_sigma(self, sigma: float) -> MsSsimMetricConfig:
-        return replace(self, sigma=sigma)
 
     def with_channels(self, channels: int) -> MsSsimMetricConfig:
         return replace(self, channels=channels)
@@ -240,26 +237,21 @@ class MsSsimMetricConfig:
         return replace(self, betas=tuple(betas))
 
 
-class MsSsimMetric(Metric):
+class MsSsimMetric(_ImageMetric):
     """`MS-SSIM (pr=…, k=…, σ=…)`: Πⱼ csⱼ^βⱼ (SSIM at the last scale) per channel, reflection-padded
     windows, 2×2 average pooling between scales; channel mean, then batch mean."""
 
-    input = IMAGE
-    higher_is_better = True
+    config: MsSsimMetricConfig
 
     def __init__(self, config: MsSsimMetricConfig, device: Any = None) -> None:  # device: Burn's signature
-        super().__init__()
-        self.config = config
-        self.name = f"MS-SSIM (pr={_f32(config.pixel_range)}, k={config.kernel_size}, σ={_f32(config.sigma)})"
+        super().__init__(config)
 
-    def with_name(self, name: str) -> MsSsimMetric:
-        self.name = name
-        return self
+    def label(self, config: MsSsimMetricConfig) -> str:
+        return f"MS-SSIM (pr={_f32(config.pixel_range)}, k={config.kernel_size}, σ={_f32(config.sigma)})"
 
     def batch_value(self, item: Any, ctx: MetricContext) -> tuple[Number, Number]:
         cfg = self.config
-        x, y = item.output.detach().float(), item.targets.float()
-        _same_shape(self.name, x, y, 4)
+        x, y = self.images(item)
         if x.shape[1] != cfg.channels:
             raise ValueError(f"{self.name}: input has {x.shape[1]} channels but the metric was configured for "
                              f"{cfg.channels} (MsSsimMetricConfig.with_channels)")
