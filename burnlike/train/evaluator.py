@@ -18,7 +18,12 @@ import lightning as L
 from torch import nn
 
 from burnlike.train.builder import flat_metrics, output_type
-from burnlike.train.logger import FileMetricLogger, install_experiment_log, remove_experiment_log, test_split
+from burnlike.train.logger import (
+    FileMetricLogger,
+    install_experiment_log,
+    remove_experiment_log,
+    tagged_test_split,
+)
 from burnlike.train.metric.base import Metric, MetricContext
 from burnlike.train.module import check_metrics
 from burnlike.train.step import InferenceStep, ValidStep, inference_fn
@@ -73,7 +78,7 @@ class Evaluator:
     def eval(self, name: str, dataloader: Any) -> EvaluationResult:
         """Evaluate on `dataloader`; the logs go to `test/<name as a tag>/epoch-1/`."""
         b = self.builder
-        split = test_split(str(name))
+        split = tagged_test_split(str(name))
         module = _TestModule(self.model, b._metrics)
         trainer = L.Trainer(**b.trainer_kwargs_for(self.model))
         handler = install_experiment_log(b.directory, "evaluation.log") if b._application_logger else None

@@ -28,7 +28,7 @@ def rust_f64(x: float) -> str:
     return text
 
 
-def test_split(tag: str | None = None) -> str:
+def tagged_test_split(tag: str | None = None) -> str:
     """Burn 0.21's `Split::Test(tag)` folder: `test`, or `test/<tag>` (trimmed, spaces → '-', lower case)."""
     return "test" if tag is None else f"test/{tag.strip().replace(' ', '-').lower()}"
 
