@@ -312,3 +312,26 @@ def test_composed_lr_scheduler_reduces_like_burn(tmp_path):
     assert [loaded.init().lr_at(k) for k in range(1, 5)] == [cfg.init().lr_at(k) for k in range(1, 5)]
     with pytest.raises(ConfigError, match=r"schedulers\[0\]"):
         ComposedLrSchedulerConfig.from_dict({"schedulers": [{"Warmup": {}}]})
+
+
+def test_own_optimizers_resume_from_burn_checkpoints(tmp_path):
+    """Muon's state and param groups (both rules, their settings) go through the checkpoint records."""
+    from burnlike.record import CompactRecorder
+
+    def builder(epochs):
+        return (LearnerBuilder(tmp_path).metric_train_numeric(LossMetric()).num_epochs(epochs).devices(["cpu"])
+                .progress_bar(False).with_application_logger(False).with_file_checkpointer(CompactRecorder()))
+
+    config = MuonConfig(aux_adamw=AdamWConfig(cautious_weight_decay=True), adjust_lr_fn=AdjustLrFn.MATCH_RMS_ADAMW)
+    torch.manual_seed(0)
+    first = builder(1).build(Classifier(), config, 1e-2)
+    first.fit(loader(64))
+    saved = first.trainer.optimizers[0].state_dict()
+    resumed = builder(1).checkpoint(1).build(Classifier(), config, 1e-2)
+    resumed.trainer.fit(resumed.module, loader(64), ckpt_path=str(tmp_path / "checkpoint" / "model-1.mpk"))
+    restored = resumed.trainer.optimizers[0].state_dict()
+    assert [{k: v for k, v in g.items() if k != "params"} for g in restored["param_groups"]] == \
+        [{k: v for k, v in g.items() if k != "params"} for g in saved["param_groups"]]
+    for i, state in saved["state"].items():
+        for key, value in state.items():
+            assert torch.equal(torch.as_tensor(restored["state"][i][key]), torch.as_tensor(value)), (i, key)

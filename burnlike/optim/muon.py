@@ -85,7 +85,7 @@ class Muon(RuleOptimizer):
         penalty = config.weight_decay.penalty if config.weight_decay is not None else 0.0
         defaults = {"lr": lr, "momentum": mu.momentum, "dampening": mu.dampening, "nesterov": mu.nesterov,
                     "ns": (a, b, c), "ns_steps": config.ns_steps, "eps": config.epsilon, "penalty": penalty,
-                    "adjust": AdjustLrFn(config.adjust_lr_fn)}
+                    "adjust": AdjustLrFn(config.adjust_lr_fn).value}
         super().__init__([g for g in groups if g["params"]], defaults)
 
     def update(self, param: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:
@@ -105,7 +105,7 @@ class Muon(RuleOptimizer):
         ortho = newton_schulz(update, group["ns"], group["ns_steps"], group["eps"])
         if group["penalty"]:
             param.mul_(1 - lr * group["penalty"])  # decay with the unadjusted lr, after orthogonalisation
-        param.sub_(ortho, alpha=lr * group["adjust"].ratio(param.shape))
+        param.sub_(ortho, alpha=lr * AdjustLrFn(group["adjust"]).ratio(param.shape))
 
 
 def newton_schulz(g: Tensor, coefficients: tuple[float, float, float], steps: int, eps: float) -> Tensor:

@@ -9,6 +9,7 @@ against the registered metrics before training.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
@@ -47,7 +48,7 @@ class InferenceStep(Protocol[B, O]):
     def inference_step(self, batch: B) -> O: ...
 
 
-def inference_fn(model: Any) -> Any:
+def inference_fn(model: Any) -> Callable[[Any], Any]:
     """The model's inference step: `valid_step` (ValidStep) or `inference_step` (InferenceStep)."""
     for name in ("valid_step", "inference_step"):
         fn = getattr(model, name, None)
