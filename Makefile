@@ -7,7 +7,7 @@ DATA  ?= $(if $(wildcard ../shared/data/MNIST),$(abspath ../shared/data),$(abspa
 
 .PHONY: install train test lint bench
 
-$(VENV)/.installed: pyproject.toml setup.py burnlike/record/_native.c
+$(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet $(TORCH)
@@ -23,7 +23,7 @@ test: install
 	BURNLIKE_DATA=$(DATA) $(PY) -m pytest -q
 
 lint: install
-	$(VENV)/bin/ruff check burnlike tests benchmarks train.py examples setup.py
+	$(VENV)/bin/ruff check burnlike tests benchmarks train.py examples
 
 bench: install
 	BURNLIKE_DATA=$(DATA) $(PY) benchmarks/train_overhead.py

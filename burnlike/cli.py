@@ -33,28 +33,25 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-PRECISIONS = {"full": "FullPrecisionSettings", "half": "HalfPrecisionSettings", "double": "DoublePrecisionSettings"}
-RECORDER_EXTENSIONS = [("mpk.gz", "NamedMpkGzFileRecorder"), ("json.gz", "JsonGzFileRecorder"),
-                       ("bin.gz", "BinGzFileRecorder"), ("mpk", "NamedMpkFileRecorder"),
-                       ("json", "PrettyJsonFileRecorder"), ("bin", "BinFileRecorder")]
-ALIASES = {"CompactRecorder": ("NamedMpkFileRecorder", "half"), "DefaultRecorder": ("NamedMpkFileRecorder", "full")}
+import torch
+from torch import nn
 
-
-def recorder_for(path: Path, precision: str | None = None, burn_version: str = "0.21.0") -> Any:
-    """The recorder named by `path`'s extension (None for other files)."""
-    import burnlike.record as rec
-
-    for ext, name in RECORDER_EXTENSIONS:
-        if path.name.endswith("." + ext):
-            settings = getattr(rec, PRECISIONS[precision]) if precision else None
-            return getattr(rec, name)(settings, burn_version)
-    return None
+from burnlike.record.checkpoint.lightning_dict import encode_checkpoint, is_checkpoint
+from burnlike.record.checkpoint.value import TAG, decode_value
+from burnlike.record.checkpoint.weights import weights_from_checkpoint
+from burnlike.record.error import RecordError
+from burnlike.record.format import registry
+from burnlike.record.format.bincode import ITEM_FORMAT, BinFileRecorder, read_metadata
+from burnlike.record.format.files import gunzip
+from burnlike.record.format.module_record import load_module_record
+from burnlike.record.format.recorder import Recorder
+from burnlike.record.tensor.precision import PrecisionSettings, storage_dtype
+from burnlike.record.tensor.tensor_data import data_to_tensor, is_tensor_data, tensor_to_data
+from burnlike.record.tensor.version import DEFAULT_VERSION
 
 
 def tensors(item: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
     """(path, TensorData) for every tensor in a record item (module records and checkpoints)."""
-    from burnlike.record.codec import TAG, is_tensor_data
-
     if is_tensor_data(item):
         yield prefix, item
     elif isinstance(item, dict):
@@ -87,14 +84,8 @@ def load_model(spec: str) -> Any:
     return model.init() if hasattr(model, "init") and not hasattr(model, "state_dict") else model
 
 
-def is_checkpoint(item: Any) -> bool:
-    return isinstance(item, dict) and "state_dict" in item and "pytorch-lightning_version" in item
-
-
 def read_torch_ckpt(path: Path) -> dict[str, Any]:
     """A PyTorch/Lightning pickle checkpoint through torch's allowlisting loader only."""
-    import torch
-
     try:
         ckpt = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # noqa: BLE001 - any refusal of the safe loader is a user-facing error
@@ -108,21 +99,14 @@ def strip_prefix(state: dict[str, Any], prefix: str) -> dict[str, Any]:
     return dict(state)
 
 
-def _record_reader(path: Path) -> Any:
+def _record_reader(path: Path) -> Recorder | None:
     """Recorder for a burnlike/Burn record, sniffing `.ckpt` files; None for PyTorch pickles."""
-    from burnlike.record.checkpoint import recorder_for as sniff
-
     if path.suffix == ".ckpt":
-        with open(path, "rb") as f:
-            if f.read(2) == b"PK":  # torch.save's zip container
-                return None
-        return sniff(path)
-    return recorder_for(path)
+        return None if registry.is_torch_zip(path) else registry.sniff(path)
+    return registry.by_extension(path)
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
-    from burnlike.record import RecordError
-
     path = Path(args.file)
     if not path.exists():
         print(f"error: {path}: no such file", file=sys.stderr)
@@ -149,7 +133,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         return 2
     model = load_model(args.model) if args.model else None
     try:
-        if model is None and type(recorder).__name__.startswith("Bin"):
+        if model is None and isinstance(recorder, BinFileRecorder):
             return _inspect_bin_metadata(path, recorder)
         with recorder.scan(path, module=model) as (metadata, item):
             _print_record(path, metadata, item)
@@ -177,11 +161,8 @@ def _print_record(path: Path, metadata: dict[str, str], item: Any) -> None:
     print(f"  tensor bytes: {total:,}")
 
 
-def _inspect_bin_metadata(path: Path, recorder: Any) -> int:
+def _inspect_bin_metadata(path: Path, recorder: Recorder) -> int:
     """bincode without a model: the metadata is readable; module tensors need the field order."""
-    from burnlike.record.bincode import ITEM_FORMAT, read_metadata
-    from burnlike.record.recorder import gunzip
-
     data = path.read_bytes()
     if path.name.endswith(".gz"):
         data = gunzip(data, path)
@@ -203,8 +184,6 @@ def _inspect_bin_metadata(path: Path, recorder: Any) -> int:
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
-    from burnlike.record import RecordError
-
     src, dst = Path(args.input), Path(args.output)
     if not src.exists():
         print(f"error: {src}: no such file", file=sys.stderr)
@@ -217,20 +196,10 @@ def cmd_convert(args: argparse.Namespace) -> int:
         return 2
 
 
-def _convert(src: Path, dst: Path, model: Any, args: argparse.Namespace) -> int:
-    import torch
-
-    from burnlike.record.checkpoint import encode_checkpoint, weights_from_checkpoint
-    from burnlike.record.codec import decode_value
-    from burnlike.record.module_record import load_module_record
-
-    out = recorder_for(dst, args.precision, args.burn_version)
+def _convert(src: Path, dst: Path, model: nn.Module | None, args: argparse.Namespace) -> int:
+    out = registry.by_extension(dst, args.precision, args.burn_version)
     if args.recorder:
-        import burnlike.record as rec
-
-        name, precision = ALIASES.get(args.recorder, (args.recorder, None))
-        settings = getattr(rec, PRECISIONS[args.precision or precision or "full"])
-        out = getattr(rec, name)(settings, args.burn_version)
+        out = registry.by_name(args.recorder, args.precision, args.burn_version)
         dst = out.path_for(dst)
     if out is None and dst.suffix not in (".safetensors", ".ckpt"):
         raise SystemExit(f"error: {dst}: unknown output format (use .mpk, .mpk.gz, .json, .json.gz, .bin, .bin.gz, "
@@ -290,15 +259,14 @@ def _convert(src: Path, dst: Path, model: Any, args: argparse.Namespace) -> int:
                     "pytorch-lightning_version": lightning.__version__}, dst)
         written = dst
     else:
+        assert out is not None and model is not None  # unknown formats and missing --model exited above
         written = out.save_module(model, dst)
     print(f"wrote {written}")
     return 0
 
 
-def _reprecise(item: Any, settings: Any, burn_version: str) -> Any:
+def _reprecise(item: Any, settings: PrecisionSettings, burn_version: str) -> Any:
     """Re-encode every TensorData of a module record at `settings` (guards as in `storage_dtype`)."""
-    from burnlike.record.codec import data_to_tensor, is_tensor_data, storage_dtype, tensor_to_data
-
     if is_tensor_data(item):
         t = data_to_tensor(item)
         return tensor_to_data(t, storage_dtype(t, settings), burn_version)
@@ -328,11 +296,12 @@ def main(argv: list[str] | None = None) -> int:
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("input", help="input file")
     p.add_argument("output", help="output file (its extension picks the format; written as named)")
-    p.add_argument("--precision", choices=sorted(PRECISIONS), default=None,
+    p.add_argument("--precision", choices=sorted(registry.PRECISIONS), default=None,
                    help="precision of an output record (default: full)")
-    p.add_argument("--burn-version", default="0.21.0", metavar="VERSION",
+    p.add_argument("--burn-version", default=DEFAULT_VERSION, metavar="VERSION",
                    help="Burn record layout to write: 0.21.0 (default) or 0.19.0")
-    p.add_argument("--recorder", choices=[name for _, name in RECORDER_EXTENSIONS] + sorted(ALIASES), default=None,
+    p.add_argument("--recorder", choices=[cls.__name__ for cls in registry.FILE_RECORDERS] + sorted(registry.ALIASES),
+                   default=None,
                    help="output recorder; OUT's extension is replaced by its own, like Burn's save_file "
                         "(default: picked by OUT's extension)")
     p.add_argument("--model", metavar="PKG.MOD:CLASS",

@@ -15,7 +15,8 @@ import torch
 from torch import nn
 
 if TYPE_CHECKING:
-    from burnlike.record.recorder import Recorder
+    from burnlike.record.format.recorder import Recorder
+    from burnlike.record.tensor.precision import SettingsLike
 
 M = TypeVar("M", bound="Module")
 
@@ -57,22 +58,24 @@ class Module(nn.Module):
         return (recorder or DefaultRecorder()).save_module(self, path)
 
     def load_file(
-        self: M, path: str | Path, recorder: Recorder | None = None, device: Any = None
+        self: M, path: str | Path, recorder: Recorder | None = None, device: torch.device | str | None = None
     ) -> M:
-        """Load weights in place from a record (or a burnlike training checkpoint) and return self."""
-        from burnlike.record import DefaultRecorder
+        """Load weights in place from a record or a burnlike training checkpoint and return self
+        (`recorder` None: the format is told from the file)."""
+        from burnlike.record.checkpoint.weights import load_weights
 
-        (recorder or DefaultRecorder()).load_module(self, path, device=device)
+        load_weights(self, path, recorder, device)
         return self
 
-    def into_record(self, settings: Any = None) -> dict[str, Any]:
+    def into_record(self, settings: SettingsLike = None) -> dict[str, Any]:
         """The module's Burn record item (nested dict of `ParamSerde`/`TensorData`)."""
-        from burnlike.record.module_record import module_to_record
+        from burnlike.record.format.module_record import module_to_record
 
-        return module_to_record(self, settings)
+        record: dict[str, Any] = module_to_record(self, settings)
+        return record
 
     def load_record(self: M, record: dict[str, Any]) -> M:
-        from burnlike.record.module_record import load_module_record
+        from burnlike.record.format.module_record import load_module_record
 
         load_module_record(self, record)
         return self

@@ -15,6 +15,8 @@ from torch import nn
 
 from burnlike.module import Module
 from burnlike.record import (
+    BinFileRecorder,
+    BinGzFileRecorder,
     CompactRecorder,
     DefaultRecorder,
     DoublePrecisionSettings,
@@ -28,7 +30,9 @@ from burnlike.record import (
     RecordError,
     Unstorable,
 )
-from burnlike.record.codec import data_to_tensor, storage_dtype
+from burnlike.record.format import registry
+from burnlike.record.tensor.precision import storage_dtype
+from burnlike.record.tensor.tensor_data import data_to_tensor
 
 RECORDERS = [NamedMpkFileRecorder, NamedMpkGzFileRecorder, PrettyJsonFileRecorder, JsonGzFileRecorder]
 SETTINGS = [FullPrecisionSettings, HalfPrecisionSettings, DoublePrecisionSettings]
@@ -114,7 +118,7 @@ def test_burn_0_19_layout_and_bool_dtype(tmp_path):
     record = msgpack.unpackb(path.read_bytes(), raw=False)
     assert record["metadata"]["version"] == "0.19.0"
     assert record["item"]["block"]["conv"]["stride"] == [None, None]
-    from burnlike.record.codec import dtype_field
+    from burnlike.record.tensor.tensor_data import dtype_field
 
     assert dtype_field(torch.bool, "0.19.0") == "Bool" and dtype_field(torch.bool, "0.21.0") == {"Bool": "Native"}
 
@@ -240,7 +244,7 @@ def test_load_errors_are_record_errors(tmp_path):
     import gzip
 
     (tmp_path / "bomb.mpk.gz").write_bytes(gzip.compress(b"\0" * (1 << 22)))
-    from burnlike.record.recorder import gunzip
+    from burnlike.record.format.files import gunzip
 
     with pytest.raises(RecordError, match="inflates past"):
         gunzip((tmp_path / "bomb.mpk.gz").read_bytes(), tmp_path / "bomb.mpk.gz", limit=1 << 20)
@@ -249,7 +253,7 @@ def test_load_errors_are_record_errors(tmp_path):
 SAVER = """
 import sys, torch
 from burnlike.record import DefaultRecorder
-from burnlike.record.codec import tensor_to_data
+from burnlike.record.tensor.tensor_data import tensor_to_data
 r = DefaultRecorder()
 print("ready", flush=True)
 while True:
@@ -259,7 +263,7 @@ while True:
 
 @pytest.mark.timeout(120)
 def test_sigkill_during_save_never_leaves_a_torn_file(tmp_path):
-    from burnlike.record.codec import tensor_to_data
+    from burnlike.record.tensor.tensor_data import tensor_to_data
 
     target = tmp_path / "model-1.mpk"
     DefaultRecorder().record({"w": tensor_to_data(torch.zeros(4_000_000))}, target, exact_path=True)
@@ -292,8 +296,8 @@ def test_f16_policy_keeps_tensors_that_would_vanish_or_overflow(tmp_path):
 
 
 def test_streamed_bytes_equal_msgpack_packb(tmp_path):
-    from burnlike.record.module_record import module_to_record
-    from burnlike.record.stream import write_msgpack
+    from burnlike.record.format.messagepack import write_msgpack
+    from burnlike.record.format.module_record import module_to_record
 
     net = nn.Sequential(nn.Linear(300, 200), nn.Embedding(500, 64), nn.Linear(4, 2))  # bins above and below 64 KiB
     import io
@@ -317,6 +321,36 @@ def test_recorder_spellings_and_equality():
         NamedMpkFileRecorder("half")
 
 
+ALL_RECORDERS = [*RECORDERS, BinFileRecorder, BinGzFileRecorder]
+
+
+@pytest.mark.parametrize("recorder_cls", ALL_RECORDERS)
+def test_the_registry_tells_every_format_from_its_bytes_alone(tmp_path, recorder_cls):
+    """What `Module.load_file` without a recorder and `load_checkpoint` rely on (Lightning names
+    every checkpoint `.ckpt`, whatever wrote it)."""
+    net = randomised(Net())
+    written = recorder_cls(HalfPrecisionSettings).save_module(net, tmp_path / "m")
+    renamed = written.rename(tmp_path / "m.ckpt")
+    assert registry.sniff(renamed) == recorder_cls()
+    assert registry.sniff(written) == recorder_cls()  # gone: named by its extension
+    loaded = Net().load_file(renamed)
+    assert torch.equal(loaded.embed.weight, net.embed.weight.half().float())
+
+
+def test_the_registry_names_recorders_as_burn_the_cli_and_the_app_do():
+    assert registry.by_name("CompactRecorder") == registry.by_name("compact") == CompactRecorder()
+    assert registry.by_name("DefaultRecorder") == registry.by_name("default") == DefaultRecorder()
+    assert registry.by_name("CompactRecorder", "full") == DefaultRecorder()  # a precision overrides the alias'
+    assert registry.by_name("bin_gz") == BinGzFileRecorder(HalfPrecisionSettings)
+    assert registry.by_name("mpk_gz") == NamedMpkGzFileRecorder(HalfPrecisionSettings)
+    assert registry.by_name("json", burn_version="0.19.0") == PrettyJsonFileRecorder(burn_version="0.19.0")
+    assert registry.by_name("BinFileRecorder", "double") == BinFileRecorder(DoublePrecisionSettings)
+    assert registry.by_extension("a/model.json.gz", "half") == JsonGzFileRecorder(HalfPrecisionSettings)
+    assert registry.by_extension("model.safetensors") is None
+    with pytest.raises(ValueError, match="unknown recorder 'pickle'.*compact"):
+        registry.by_name("pickle")
+
+
 def test_param_ids_survive_dtype_conversion(tmp_path):
     a = randomised(Net())
     first = msgpack.unpackb(a.save_file(tmp_path / "a", DefaultRecorder()).read_bytes(), raw=False)
@@ -337,20 +371,18 @@ def test_hostile_msgpack_is_a_record_error(tmp_path, payload):
 def test_deep_json_and_gzip_bombs_are_record_errors(tmp_path, monkeypatch):
     import gzip
 
-    from burnlike.record import recorder as rec
+    from burnlike.record.format import files
 
     (tmp_path / "deep.json").write_bytes(b"[" * 100_000 + b"]" * 100_000)
     with pytest.raises(RecordError):
         PrettyJsonFileRecorder().load(tmp_path / "deep.json")
-    monkeypatch.setattr(rec, "MIN_LIMIT", 1 << 16)
+    monkeypatch.setattr(files, "MIN_LIMIT", 1 << 16)
     (tmp_path / "bomb.mpk.gz").write_bytes(gzip.compress(b"\0" * (8 << 20)))  # ~1000:1
     with pytest.raises(RecordError, match="inflates past"):
         NamedMpkGzFileRecorder().load(tmp_path / "bomb.mpk.gz")
 
 
 def test_bin_recorder_stores_training_checkpoints(tmp_path):
-    from burnlike.record import BinFileRecorder, BinGzFileRecorder
-
     net = randomised(Net())
     ckpt = {"state_dict": {f"model.{k}": v for k, v in net.state_dict().items()}, "pytorch-lightning_version": "2",
             "optimizer_states": [{"state": {0: {"step": torch.tensor(3.0)}}}]}
@@ -365,27 +397,27 @@ def test_bin_recorder_stores_training_checkpoints(tmp_path):
 
 @pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="needs /proc")
 def test_overwriting_a_record_releases_the_old_file(tmp_path):
-    from burnlike.record import recorder
+    from burnlike.record.format import files
 
     net = randomised(Net())
     path = DefaultRecorder().save_module(net, tmp_path / "m")
     before = len(list(Path("/proc/self/fd").iterdir()))
     for _ in range(5):  # each save holds the replaced file open until the release thread closes it
         DefaultRecorder().save_module(net, tmp_path / "m")
-    recorder._releaser(os.getpid()).submit(lambda: None).result()  # one worker, FIFO: every close before this has run
+    files._releaser(os.getpid()).submit(lambda: None).result()  # one worker, FIFO: every close before this has run
     assert len(list(Path("/proc/self/fd").iterdir())) == before
     assert [p.name for p in tmp_path.iterdir()] == ["m.mpk"] and path.stat().st_nlink == 1
     assert torch.equal(Net().load_file(path, DefaultRecorder()).embed.weight, net.embed.weight)
 
 
 def _save_twice_in_child(path: str, queue) -> None:
-    from burnlike.record import recorder
+    from burnlike.record.format import files
 
     net = nn.Linear(3, 2)
     DefaultRecorder().save_module(net, path)
     before = len(os.listdir("/proc/self/fd"))
     DefaultRecorder().save_module(net, path)  # holds the replaced file until the release thread runs
-    recorder._releaser(os.getpid()).submit(lambda: None).result()
+    files._releaser(os.getpid()).submit(lambda: None).result()
     queue.put(len(os.listdir("/proc/self/fd")) - before)
 
 

@@ -92,8 +92,8 @@ def test_inspect_and_checkpoint_weights_never_import_lightning(tmp_path):
     record = DefaultRecorder().save_module(net, tmp_path / "m")
     code = (f"import sys, torch\nfrom burnlike.cli import main\n"
             f"assert main(['inspect', {str(ckpt)!r}]) == 0 and main(['inspect', {str(record)!r}]) == 0\n"
-            f"from burnlike.record import DefaultRecorder, load_checkpoint\n"
-            f"DefaultRecorder().load_module(torch.nn.Linear(4, 5), {str(ckpt)!r})\n"
+            f"from burnlike.record import DefaultRecorder, load_checkpoint, load_weights\n"
+            f"load_weights(torch.nn.Linear(4, 5), {str(ckpt)!r}, DefaultRecorder())\n"
             f"assert load_checkpoint({str(ckpt)!r})['state_dict']['model.weight'].shape == (5, 4)\n"
             f"print('lightning imported:', 'lightning' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -17,13 +17,15 @@ from burnlike.train.checkpoint import (
     Split,
     default_checkpointing_strategy,
 )
+from burnlike.train.metric import LossMetric
 from burnlike.train.summary import LearnerSummary
 
 
 def store_with(losses: dict[int, float]) -> MetricStore:
     store = MetricStore()
+    store.register([LossMetric()])  # a run's store knows its metrics (and so Loss's direction)
     for epoch, loss in losses.items():
-        store.record("valid", epoch, {"Loss": (loss, [])})
+        store.record(Split.VALID, epoch, "Loss", loss)
     return store
 
 

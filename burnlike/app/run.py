@@ -7,23 +7,23 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig, OmegaConf
 
+if TYPE_CHECKING:  # pragma: no cover  (torch and lightning load in run(), after the config checks)
+    import lightning as L
+    from torch import nn
+    from torch.utils.data import DataLoader
+
+    from burnlike.record.format.recorder import Recorder
+    from burnlike.train.metric.base import Metric
+    from burnlike.train.metric.store import EpochEntry, MetricStore, Split
+
 log = logging.getLogger("burnlike.app")
 
-RECORDERS: dict[str, tuple[str, str | None]] = {  # learner.recorder -> (recorder, precision settings)
-    "compact": ("CompactRecorder", None),  # Burn's alias: named MessagePack, half precision
-    "default": ("DefaultRecorder", None),  # named MessagePack, full precision
-    "mpk_gz": ("NamedMpkGzFileRecorder", "HalfPrecisionSettings"),
-    "json": ("PrettyJsonFileRecorder", "FullPrecisionSettings"),
-    "json_gz": ("JsonGzFileRecorder", "FullPrecisionSettings"),
-    "bin": ("BinFileRecorder", "FullPrecisionSettings"),
-    "bin_gz": ("BinGzFileRecorder", "HalfPrecisionSettings"),
-}
 METRICS = {"Accuracy": "AccuracyMetric", "Loss": "LossMetric", "Learning Rate": "LearningRateMetric",
            "Iteration Speed": "IterationSpeedMetric"}
 VALID_METRICS = ("Accuracy", "Loss")  # the ones a validation pass can compute
@@ -48,7 +48,7 @@ def validate(cfg: DictConfig) -> None:
         ("data.batch_size", cfg.data.batch_size, lambda v: v >= 1, "an integer >= 1"),
         ("data.num_workers", cfg.data.num_workers, lambda v: v >= 0, "an integer >= 0"),
         ("optimizer.lr", cfg.optimizer.get("lr", 1.0), lambda v: v > 0, "a number > 0"),
-        ("learner.recorder", cfg.learner.recorder, lambda v: v in RECORDERS, f"one of {sorted(RECORDERS)}"),
+        ("learner.recorder", cfg.learner.recorder, lambda v: v in recorder_names(), f"one of {recorder_names()}"),
         ("learner.strategy", cfg.learner.get("strategy"), lambda v: v is None or v in STRATEGIES,
          f"null or one of {list(STRATEGIES)}"),
     ]
@@ -71,6 +71,25 @@ def validate(cfg: DictConfig) -> None:
                              f"{options} (learner.metrics decides what is logged)")
 
 
+def metric_class(name: str) -> type[Metric]:
+    """The metric class of a `learner.metrics` name (loads torch: call after `validate`)."""
+    from burnlike.train import metric
+
+    cls: type[Metric] = getattr(metric, METRICS[name])
+    return cls
+
+
+def sweep_direction(optimized_metric: str) -> str:
+    """The sweeper's direction for `optimized_metric` (resolver `burnlike.sweep_direction`): the
+    metric's own `higher_is_better`, so a search never maximizes a loss."""
+    split, _, name = optimized_metric.partition("/")
+    higher = metric_class(name).higher_is_better if name in METRICS else None
+    if higher is None:
+        raise AppConfigError(f"optimized_metric={optimized_metric!r}: not a metric with a direction "
+                             f"(expected <split>/<name> with a name among {sorted(METRICS)} that has one)")
+    return "maximize" if higher else "minimize"
+
+
 def check_devices(cfg: DictConfig) -> None:
     """What this machine can run (separate from `validate`, which any machine can check)."""
     if str(cfg.trainer.accelerator) in ("gpu", "cuda"):
@@ -81,14 +100,21 @@ def check_devices(cfg: DictConfig) -> None:
                                  "(use trainer=cpu, or trainer=ddp with accelerator=cpu)")
 
 
-def recorder_from(name: str) -> Any:
-    import burnlike.record as rec
+def recorder_names() -> list[str]:
+    """`learner.recorder`'s values: the record registry's short names (imported here: it loads torch)."""
+    from burnlike.record.format.registry import SHORT_NAMES
 
-    cls, settings = RECORDERS[name]
-    return getattr(rec, cls)() if settings is None else getattr(rec, cls)(getattr(rec, settings))
+    return sorted(SHORT_NAMES)
 
 
-def build_model(cfg: DictConfig) -> Any:
+def recorder_from(name: str) -> Recorder:
+    """The recorder a `learner.recorder` value names (`compact`, `bin_gz`, …)."""
+    from burnlike.record.format.registry import by_name
+
+    return by_name(name)
+
+
+def build_model(cfg: DictConfig) -> nn.Module:
     """`model=` option: a burnlike `@config` with `init(device)`, or any `_target_` (a model or a config).
 
     Built on the CPU: Lightning moves it to each rank's own device (building on "cuda" would put
@@ -178,7 +204,7 @@ def run(cfg: DictConfig, artifact_dir: str | Path | None = None) -> float:
     burnlike.seed(cfg.seed)
     t = cfg.trainer
 
-    def loader(dataset: MnistDataset, shuffle: bool) -> Any:
+    def loader(dataset: MnistDataset, shuffle: bool) -> DataLoader[Any]:
         builder = DataLoaderBuilder(MnistBatcher()).batch_size(cfg.data.batch_size)
         if shuffle:
             builder = builder.shuffle(cfg.data.shuffle_seed)
@@ -191,13 +217,13 @@ def run(cfg: DictConfig, artifact_dir: str | Path | None = None) -> float:
         raise AppConfigError(f"data.root={cfg.data.root!r}: {' '.join(str(e).split())}") from e
 
     from burnlike.train import LearnerBuilder, MetricEarlyStoppingStrategy, StoppingCondition
-    from burnlike.train import metric as metrics
+    from burnlike.train.metric import LossMetric
 
     _single_console_log()
 
     builder = LearnerBuilder(artifact)
     for name in cfg.learner.metrics:
-        metric_cls = getattr(metrics, METRICS[name])
+        metric_cls = metric_class(name)
         builder.metric_train_numeric(metric_cls())
         if name in VALID_METRICS:
             builder.metric_valid_numeric(metric_cls())
@@ -206,7 +232,7 @@ def run(cfg: DictConfig, artifact_dir: str | Path | None = None) -> float:
         builder.with_file_checkpointer(recorder)
     if cfg.learner.early_stopping_patience:
         builder.early_stopping(MetricEarlyStoppingStrategy(
-            metrics.LossMetric(), condition=StoppingCondition.no_improvement_since(cfg.learner.early_stopping_patience)))
+            LossMetric(), condition=StoppingCondition.no_improvement_since(cfg.learner.early_stopping_patience)))
     if cfg.learner.checkpoint is not None:
         builder.checkpoint(cfg.learner.checkpoint)
     if cfg.learner.summary:
@@ -232,9 +258,8 @@ def run(cfg: DictConfig, artifact_dir: str | Path | None = None) -> float:
         learner.resume_path()
     except (FileNotFoundError, ValueError) as e:
         raise AppConfigError(resume_error(cfg, artifact, e)) from e
-    tracker = MetricTracker(str(cfg.optimized_metric), artifact / "result.json", learner.trainer,
-                            resume_from=cfg.learner.checkpoint)
-    learner.module.listeners.append(tracker)
+    tracker = MetricTracker(str(cfg.optimized_metric), artifact / "result.json", learner.module.store, learner.trainer)
+    learner.module.store.add_listener(tracker)
     with _isolated_job():
         result = learner.fit(train_loader, valid_loader)
     if result.trainer is not None and not result.trainer.is_global_zero:
@@ -274,49 +299,42 @@ def resume_error(cfg: DictConfig, artifact: Path, error: Exception) -> str:
 
 
 class MetricTracker:
-    """Per-epoch values of `optimized_metric` as every rank sees them after the cross-rank reduction.
+    """Writes `result.json` from the run's metric store: the optimized metric's epoch values (as every
+    rank sees them after the cross-rank reduction), its direction (the metric's own) and its best.
 
     The Burn-layout `.log` files hold rank 0's own steps only, so under DDP they are not what a
-    sweeper should optimize. Rank 0 rewrites `result.json` after each epoch, so a resumed run (and a
-    killed one) still knows the epochs before its checkpoint."""
+    sweeper should optimize. Rank 0 rewrites `result.json` after each epoch, so a killed run still
+    knows its epochs; a resumed run's store starts with the checkpoint's epochs."""
 
-    def __init__(self, key: str, path: Path, trainer: Any, resume_from: int | None = None) -> None:
-        self.key, self.path, self.trainer = key, path, trainer
-        self.split, _, self.name = key.partition("/")
-        self.minimize = "Loss" in self.name
-        self.epochs: dict[int, float] = {}
-        if resume_from is not None:
-            self.epochs = {e: v for e, v in self._previous(path.parent).items() if e <= resume_from}
+    def __init__(self, key: str, path: Path, store: MetricStore, trainer: L.Trainer | None = None) -> None:
+        from burnlike.train.metric.store import Split
 
-    def _previous(self, artifact: Path) -> dict[int, float]:
-        try:
-            data = json.loads(self.path.read_text())
-            if data.get("optimized_metric") == self.key:
-                return {int(e): float(v) for e, v in data.get("epochs", {}).items()}
-        except (OSError, ValueError, AttributeError):
-            pass
-        from burnlike.train.logger import read_epochs
+        self.key, self.path, self.store, self.trainer = key, path, store, trainer
+        split, _, self.name = key.partition("/")
+        self.split = Split(split)
+        direction = store.direction(self.name)
+        if direction is None:
+            raise AppConfigError(f"optimized_metric={key!r}: the metric has no direction (higher_is_better=None), "
+                                 "so no epoch is best; optimize a metric such as valid/Accuracy or valid/Loss")
+        self.direction = direction
 
-        return read_epochs(artifact, self.split, self.name)  # a run from before result.json: rank 0's logs
-
-    def __call__(self, split: str, epoch: int, results: dict[str, tuple[float, Any]]) -> None:
-        if split == self.split and self.name in results:
-            self.epochs[epoch] = float(results[self.name][0])
+    def __call__(self, split: Split, epoch: int, entries: Mapping[str, EpochEntry]) -> None:
+        if split is self.split and self.name in entries:
             self.write()
 
+    def best_epoch(self) -> int | None:
+        return self.store.find_epoch(self.name, self.split, self.direction)
+
     def best(self) -> float:
-        values = [v for v in self.epochs.values() if v == v]  # NaN never wins
-        if not values:
-            return float("nan")
-        return min(values) if self.minimize else max(values)
+        epoch = self.best_epoch()
+        return float("nan") if epoch is None else self.store.epochs(self.split, self.name)[epoch]
 
     def write(self) -> None:
         if self.trainer is not None and not self.trainer.is_global_zero:
             return
-        best = self.best()
-        data = {"optimized_metric": self.key, "mode": "min" if self.minimize else "max", "value": best,
-                "best_epoch": next((e for e, v in self.epochs.items() if v == best), None),
-                "epochs": {str(e): v for e, v in sorted(self.epochs.items())}}
+        data = {"optimized_metric": self.key, "mode": self.direction.value, "value": self.best(),
+                "best_epoch": self.best_epoch(),
+                "epochs": {str(e): v for e, v in self.store.epochs(self.split, self.name).items()}}
         tmp = self.path.with_suffix(".json.tmp")
         tmp.write_text(json.dumps(data, indent=2) + "\n")
         os.replace(tmp, self.path)

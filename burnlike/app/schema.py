@@ -2,6 +2,8 @@
 
 The model and optimizer options *are* burnlike's `@config` classes (`ModelConfig`, `AdamConfig` …),
 so a typo or a wrong type in an override is rejected by Hydra with the key named, before training.
+These classes hold every default of the app's config; a group option's YAML (burnlike/conf/) holds
+only what that option changes (tests/test_app.py checks that none repeats or contradicts a default).
 """
 
 from __future__ import annotations
@@ -49,6 +51,9 @@ class RmsPropOptimizer(RmsPropConfig):
 @config
 class MuonOptimizer(MuonConfig):
     lr: float = 2e-2
+    # the app's models have biases and convolution kernels, which Muon does not take: Burn's AdamW
+    # updates them (optimizer.aux_adamw=null restores Burn's behaviour: refuse such models)
+    aux_adamw: AdamWConfig | None = AdamWConfig()
 
 
 @config
@@ -63,9 +68,9 @@ class LBFGSOptimizer(LBFGSConfig):
 
 @config
 class DataConfig:
-    root: str = "data"
+    root: str | None = None  # folder holding MNIST/raw/; null: $BURNLIKE_DATA, else ./data (MnistDataset's rule)
     batch_size: int = 64
-    num_workers: int = 0
+    num_workers: int = 0  # the MNIST pipeline is ~100x faster than torchvision's; workers only add IPC here
     shuffle_seed: int = 42
 
 
@@ -89,9 +94,9 @@ class LearnerConfig:
     num_epochs: int = 10
     recorder: str = "compact"  # compact | default | mpk_gz | json | json_gz | bin | bin_gz
     metrics: list[str] = ["Accuracy", "Loss"]
-    checkpointing: bool = True
+    checkpointing: bool = True  # checkpoint/model-N.<ext>, Burn's strategy: last 2 + best valid loss
     early_stopping_patience: int | None = None
-    checkpoint: int | None = None  # resume from checkpoint/model-N in the run dir
+    checkpoint: int | None = None  # resume from checkpoint/model-N in the run dir (with hydra.run.dir=<it>)
     grads_accumulation: int = 1
     summary: bool = True
     progress_bar: bool = True
@@ -107,6 +112,7 @@ class AppConfig:
     trainer: TrainerConfig = TrainerConfig()
     learner: LearnerConfig = LearnerConfig()
     seed: int = 42
+    # what train.py returns to sweepers: "<split>/<Metric>", its best epoch in the metric's own direction
     optimized_metric: str = "valid/Accuracy"
 
 
@@ -128,9 +134,14 @@ SCHEMAS: dict[str, type] = {
 def register_configs() -> None:
     """Store the schemas under `schema/...`, not in the option groups themselves, so they never show
     up as choices (`model=mnist_schema`); a group's YAML pulls its schema in with
-    `- /schema/model/mnist@_here_` (idempotent: Hydra's store overwrites)."""
+    `- /schema/model/mnist@_here_` (idempotent: Hydra's store overwrites). Also registers the
+    resolver `${burnlike.sweep_direction:${optimized_metric}}` (maximize/minimize, the metric's own)."""
     from hydra.core.config_store import ConfigStore
+    from omegaconf import OmegaConf
 
+    from burnlike.app.run import sweep_direction
+
+    OmegaConf.register_new_resolver("burnlike.sweep_direction", sweep_direction, replace=True)
     cs = ConfigStore.instance()
     for path, node in SCHEMAS.items():
         group, _, name = path.rpartition("/")

@@ -2,33 +2,46 @@
 
 Files are byte-compatible with Burn 0.19–0.21 (`BurnRecord{metadata, item, _b}`); decoding never
 unpickles and raises `RecordError` (a ValueError naming the file and key path) on any bad input.
-f16 policy (HalfPrecisionSettings, CompactRecorder): see `codec.storage_dtype`.
+f16 policy (HalfPrecisionSettings, CompactRecorder): see `tensor.precision.storage_dtype`.
 
+Three layers, each importing only those below it (`LAYERS`; tests/test_architecture.py checks):
+  1. `tensor/`     tensor bytes: TensorData codec, dtypes, precision and the f16 policy, Burn's
+                   layouts (transpose/cast), file slices and transfers into parameters
+  2. `format/`     MessagePack, JSON and bincode recorders over one module-tree walk; the registry
+  3. `checkpoint/` Lightning checkpoint dicts, weights out of either kind of file, the plugin
 The plugin names (`RecorderCheckpointIO`, `load_from_checkpoint`, `load_lightning_module`) load
 Lightning on first use, so records and `load_checkpoint` never import it.
 """
 
 from typing import TYPE_CHECKING, Any
 
-from burnlike.record.bincode import BinFileRecorder, BinGzFileRecorder
-from burnlike.record.checkpoint import load_checkpoint
-from burnlike.record.codec import Unstorable
+from burnlike.record.checkpoint.lightning_dict import load_checkpoint
+from burnlike.record.checkpoint.value import Unstorable
+from burnlike.record.checkpoint.weights import load_weights
 from burnlike.record.error import RecordError
-from burnlike.record.module_record import load_module_record, module_to_record
-from burnlike.record.precision import (
+from burnlike.record.format.bincode import BinFileRecorder, BinGzFileRecorder
+from burnlike.record.format.module_record import load_module_record, module_to_record
+from burnlike.record.format.named_mpk import (
+    CompactRecorder,
+    DefaultRecorder,
+    NamedMpkFileRecorder,
+    NamedMpkGzFileRecorder,
+)
+from burnlike.record.format.pretty_json import JsonGzFileRecorder, PrettyJsonFileRecorder
+from burnlike.record.format.recorder import Recorder
+from burnlike.record.tensor.precision import (
     DoublePrecisionSettings,
     FullPrecisionSettings,
     HalfPrecisionSettings,
     PrecisionSettings,
 )
-from burnlike.record.recorder import (
-    CompactRecorder,
-    DefaultRecorder,
-    JsonGzFileRecorder,
-    NamedMpkFileRecorder,
-    NamedMpkGzFileRecorder,
-    PrettyJsonFileRecorder,
-    Recorder,
+
+# The record layers, lowest first: a module may import its own layer's modules and lower layers'.
+# `burnlike.record` itself (this facade) sits above them all.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("burnlike.record.error", "burnlike.record.tensor"),
+    ("burnlike.record.format",),
+    ("burnlike.record.checkpoint",),
 )
 
 __all__ = [
@@ -52,6 +65,7 @@ __all__ = [
     "load_from_checkpoint",
     "load_lightning_module",
     "load_module_record",
+    "load_weights",
     "module_to_record",
 ]
 
@@ -61,14 +75,14 @@ _LAZY = {"RecorderCheckpointIO", "load_from_checkpoint", "load_lightning_module"
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        from burnlike.record import checkpoint_io
+        from burnlike.record.checkpoint import plugin
 
-        return getattr(checkpoint_io, name)
+        return getattr(plugin, name)
     raise AttributeError(f"module 'burnlike.record' has no attribute {name!r}")
 
 
 if TYPE_CHECKING:  # pragma: no cover
-    from burnlike.record.checkpoint_io import (  # noqa: F401
+    from burnlike.record.checkpoint.plugin import (  # noqa: F401
         RecorderCheckpointIO,
         load_from_checkpoint,
         load_lightning_module,

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
 
 
 class RecordError(ValueError):
     """A record file can't be read or written as asked. Names the file and the key path."""
 
-    def __init__(self, message: str, path: str | Path | None = None, key: str | None = None) -> None:
+    def __init__(self, message: str, path: str | os.PathLike[str] | None = None, key: str | None = None) -> None:
         self.path = str(path) if path is not None else None
         self.key = key
         where = ""

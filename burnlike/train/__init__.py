@@ -28,18 +28,20 @@ _EXPORTS = {
     "TrainingStrategy": "strategy",
     "LearningResult": "supervised",
     "SupervisedTraining": "supervised",
-    "Aggregate": "checkpoint",
+    "CheckpointingStrategy": "checkpoint",
     "ComposedCheckpointingStrategy": "checkpoint",
-    "Direction": "checkpoint",
     "KeepLastNCheckpoints": "checkpoint",
     "MetricCheckpointingStrategy": "checkpoint",
     "MetricEarlyStoppingStrategy": "checkpoint",
-    "Split": "checkpoint",
     "StoppingCondition": "checkpoint",
     "TrainingResult": "learner",
     "MetricInputError": "module",
     "StepModule": "module",
     "ClassificationOutput": "output",
+    "Aggregate": "metric.store",
+    "Direction": "metric.store",
+    "MetricStore": "metric.store",
+    "Split": "metric.store",
     "MultiLabelClassificationOutput": "output",
     "RegressionOutput": "output",
     "Gradients": "step",
@@ -52,6 +54,7 @@ _EXPORTS = {
 
 __all__ = [
     "Aggregate",
+    "CheckpointingStrategy",
     "ClassificationOutput",
     "CollectiveConfig",
     "ComposedCheckpointingStrategy",
@@ -73,6 +76,7 @@ __all__ = [
     "MetricCheckpointingStrategy",
     "MetricEarlyStoppingStrategy",
     "MetricInputError",
+    "MetricStore",
     "MultiDeviceOptim",
     "MultiLabelClassificationOutput",
     "ReduceOperation",
@@ -107,19 +111,18 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # pragma: no cover
     from burnlike.train.builder import LearnerBuilder
     from burnlike.train.checkpoint import (
-        Aggregate,
+        CheckpointingStrategy,
         ComposedCheckpointingStrategy,
-        Direction,
         KeepLastNCheckpoints,
         MetricCheckpointingStrategy,
         MetricEarlyStoppingStrategy,
-        Split,
         StoppingCondition,
     )
     from burnlike.train.components import Learner
     from burnlike.train.evaluator import EvaluationResult, Evaluator, EvaluatorBuilder
     from burnlike.train.interrupter import Interrupter
     from burnlike.train.learner import TrainingResult
+    from burnlike.train.metric.store import Aggregate, Direction, MetricStore, Split
     from burnlike.train.module import MetricInputError, StepModule
     from burnlike.train.output import (
         ClassificationOutput,

@@ -9,27 +9,29 @@ pass anything else straight to Lightning, so the adapter never blocks a Lightnin
 
 from __future__ import annotations
 
-import typing
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import lightning as L
 from torch import nn
 
+from burnlike.optim.optimizer import Optimizer, OptimizerConfig, TorchOptimizerFactory
 from burnlike.train.checkpoint import (
+    CheckpointingStrategy,
     FileCheckpointer,
     MetricEarlyStoppingStrategy,
-    MetricStore,
     default_checkpointing_strategy,
 )
 from burnlike.train.interrupter import Interrupter, InterrupterCallback
 from burnlike.train.learner import Learner
 from burnlike.train.metric.base import Metric
-from burnlike.train.module import StepModule, check_metrics
+from burnlike.train.module import LrOrScheduler, StepModule
 from burnlike.train.renderer import BurnProgressBar
-from burnlike.train.step import InferenceStep, TrainOutput, TrainStep, ValidStep
-from burnlike.train.strategy import Execution, as_execution, trainer_devices
+from burnlike.train.strategy import Device, Execution, as_execution, trainer_devices
+
+if TYPE_CHECKING:  # pragma: no cover  (burnlike.record is imported when a checkpointer is built)
+    from burnlike.record import Recorder
 
 
 class LearnerBuilder:
@@ -46,11 +48,11 @@ class LearnerBuilder:
         self._grads_accumulation: int | None = None
         self._summary = False
         self._early_stopping: list[MetricEarlyStoppingStrategy] = []
-        self._strategy: Any = None
-        self._recorder: Any = None
+        self._strategy: CheckpointingStrategy | None = None
+        self._recorder: Recorder | None = None
         self._checkpoint: int | None = None
         self._trainer_kwargs: dict[str, Any] = {}
-        self._callbacks: list[Any] = []
+        self._callbacks: list[L.Callback] = []
         self._application_logger = True
         self._progress_bar = True
 
@@ -84,7 +86,7 @@ class LearnerBuilder:
         return self
 
     # Loop settings -----------------------------------------------------------------------------
-    def devices(self, devices: Sequence[Any]) -> LearnerBuilder:
+    def devices(self, devices: Sequence[Device]) -> LearnerBuilder:
         """The guide's (Burn ≤ 0.18) device list; several devices let Lightning pick (DDP)."""
         trainer_devices(list(devices))  # validate now, not at fit time
         self._execution = Execution(tuple(devices))
@@ -123,11 +125,11 @@ class LearnerBuilder:
         self._early_stopping.append(strategy)
         return self
 
-    def with_checkpointing_strategy(self, strategy: Any) -> LearnerBuilder:
+    def with_checkpointing_strategy(self, strategy: CheckpointingStrategy) -> LearnerBuilder:
         self._strategy = strategy
         return self
 
-    def with_file_checkpointer(self, recorder: Any) -> LearnerBuilder:
+    def with_file_checkpointer(self, recorder: Recorder) -> LearnerBuilder:
         """Save `checkpoint/model-N.<ext>` through `RecorderCheckpointIO(recorder)`."""
         self._recorder = recorder
         return self
@@ -151,22 +153,16 @@ class LearnerBuilder:
         self._trainer_kwargs.update(kwargs)
         return self
 
-    def callback(self, *callbacks: Any) -> LearnerBuilder:
+    def callback(self, *callbacks: L.Callback) -> LearnerBuilder:
         self._callbacks.extend(callbacks)
         return self
 
     # Build -------------------------------------------------------------------------------------
-    def build(self, model: nn.Module, optim: Any, lr_or_scheduler: Any) -> Learner:
-        for split, kinds, metrics in (("train", (TrainStep,), self._train_metrics),
-                                      ("valid", (ValidStep, InferenceStep), self._valid_metrics)):
-            item_type = next((t for t in (output_type(model, k) for k in kinds) if t is not None), None)
-            if item_type is not None:
-                check_metrics(item_type, metrics, split)
+    def build(self, model: nn.Module, optim: Optimizer | OptimizerConfig | TorchOptimizerFactory,
+              lr_or_scheduler: LrOrScheduler) -> Learner:
         module = StepModule(model, optim, lr_or_scheduler, self._train_metrics, self._valid_metrics)
-        store = MetricStore()
-        module.listeners.append(store.record)
 
-        callbacks: list[Any] = []
+        callbacks: list[L.Callback] = []
         plugins: list[Any] = []
         if self._progress_bar:
             callbacks.append(BurnProgressBar())
@@ -175,7 +171,7 @@ class LearnerBuilder:
 
             plugins.append(RecorderCheckpointIO(self._recorder))
             strategy = self._strategy or default_checkpointing_strategy()
-            callbacks.append(FileCheckpointer(self.artifact_dir, self._recorder.file_extension(), strategy, store))
+            callbacks.append(FileCheckpointer(self.artifact_dir, self._recorder.file_extension(), strategy))
         callbacks += [s.to_callback() for s in self._early_stopping]
         if self._interrupter is not None:
             callbacks.append(InterrupterCallback(self._interrupter))
@@ -213,25 +209,6 @@ class LearnerBuilder:
             checkpoint_extension=self._recorder.file_extension() if self._recorder is not None else None,
             application_logger=self._application_logger,
         )
-
-
-def output_type(model: nn.Module, trait: type) -> type | None:
-    """The output item type declared by `TrainStep[B, O]`/`ValidStep[B, O]`/`InferenceStep[B, O]`, or the
-    step method's return hint (the Python form of Burn 0.20's associated `Output` type)."""
-    for klass in type(model).__mro__:
-        for base in getattr(klass, "__orig_bases__", ()):
-            if typing.get_origin(base) is trait:
-                args = typing.get_args(base)
-                if len(args) == 2 and isinstance(args[1], type):
-                    return args[1]
-    method = {TrainStep: "train_step", ValidStep: "valid_step", InferenceStep: "inference_step"}[trait]
-    try:
-        ret = typing.get_type_hints(getattr(type(model), method)).get("return")
-    except Exception:
-        return None
-    if trait is TrainStep and typing.get_origin(ret) is TrainOutput:
-        ret = typing.get_args(ret)[0]
-    return ret if isinstance(ret, type) else None
 
 
 def flat_metrics(metrics: tuple[Metric | tuple[Metric, ...], ...]) -> list[Metric]:

@@ -2,55 +2,33 @@
 
 Burn decides per epoch with a list of `Save`/`Delete(epoch)` actions; `FileCheckpointer` applies
 them through `trainer.save_checkpoint`, so the file goes through the Trainer's CheckpointIO plugin
-(Burn's recorders) and lands at `checkpoint/model-N.<ext>` (N = epoch from 1).
+(Burn's recorders) and lands at `checkpoint/model-N.<ext>` (N = epoch from 1). Both kinds of
+strategy read the epoch values from the run's metric store (`StepModule.store`).
 """
 
 from __future__ import annotations
 
 import logging
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from enum import Enum
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import lightning as L
 from lightning.pytorch.callbacks import Checkpoint, EarlyStopping
 
+from burnlike.train.metric.base import Metric
+from burnlike.train.metric.store import Aggregate, Direction, MetricStore, Split
+from burnlike.train.module import StepModule
+
+__all__ = [  # Split/Direction/Aggregate/MetricStore live in metric/store.py; kept importable here
+    "Aggregate", "CheckpointingAction", "CheckpointingStrategy", "ComposedCheckpointingStrategy",
+    "ComposedCheckpointingStrategyBuilder", "Delete", "Direction", "FileCheckpointer", "KeepLastNCheckpoints",
+    "MetricCheckpointingStrategy", "MetricEarlyStopping", "MetricEarlyStoppingStrategy", "MetricStore", "Save",
+    "Split", "StoppingCondition", "checkpoint_path", "default_checkpointing_strategy",
+]
+
 log = logging.getLogger("burnlike.train")
-
-
-class Split(str, Enum):
-    TRAIN = "train"
-    VALID = "valid"
-    TEST = "test"  # Burn 0.21's Split::Test; a tagged test split logs under test/<tag>/ (the evaluator)
-
-
-class Direction(str, Enum):
-    LOWEST = "min"
-    HIGHEST = "max"
-
-
-class Aggregate(str, Enum):
-    MEAN = "mean"
-
-
-class MetricStore:
-    """Epoch values per (split, metric name), fed by `StepModule` at each epoch end."""
-
-    def __init__(self) -> None:
-        self.values: dict[str, dict[int, float]] = {}
-
-    def record(self, split: str, epoch: int, results: dict[str, tuple[float, Any]]) -> None:
-        for name, (value, _) in results.items():
-            self.values.setdefault(f"{split}/{name}", {})[epoch] = value
-
-    def find_epoch(self, name: str, split: Split, direction: Direction) -> int | None:
-        values = self.values.get(f"{Split(split).value}/{name}")
-        if not values:
-            return None
-        pick = min if Direction(direction) is Direction.LOWEST else max
-        best = pick(values.values())
-        return min(e for e, v in values.items() if v == best)
 
 
 @dataclass(frozen=True)
@@ -66,11 +44,22 @@ class Delete:
 CheckpointingAction = Save | Delete
 
 
-class CheckpointingStrategy(Protocol):
+class CheckpointingStrategy(ABC):
+    """Burn's `CheckpointingStrategy` trait: which checkpoints to save and delete after `epoch`.
+
+    State that must survive a resume goes through `state_dict`/`load_state_dict` (none by default)."""
+
+    @abstractmethod
     def checkpointing(self, epoch: int, store: MetricStore) -> list[CheckpointingAction]: ...
 
+    def state_dict(self) -> dict[str, Any]:
+        return {}
 
-class KeepLastNCheckpoints:
+    def load_state_dict(self, state: dict[str, Any]) -> None:  # noqa: B027  (optional: stateless by default)
+        pass
+
+
+class KeepLastNCheckpoints(CheckpointingStrategy):
     """Save every epoch, delete epoch − n."""
 
     def __init__(self, num_keep: int) -> None:
@@ -85,17 +74,29 @@ class KeepLastNCheckpoints:
         return actions
 
 
-class MetricCheckpointingStrategy:
+def _watched(metric: Metric | str, direction: Direction | None) -> tuple[str, Direction | None]:
+    """Name and direction of the metric a strategy watches. `direction=None` means the metric's own
+    `higher_is_better` (for a name: the registered metric's, looked up in the store when needed)."""
+    if isinstance(metric, str):
+        return metric, None if direction is None else Direction(direction)
+    if direction is None:
+        direction = Direction.of(metric.higher_is_better)
+        if direction is None:
+            raise ValueError(f"{type(metric).__name__} ({metric.name!r}) has no direction: pass direction=")
+    return metric.name, Direction(direction)
+
+
+class MetricCheckpointingStrategy(CheckpointingStrategy):
     """Keep only the best epoch of `metric` in `split`; saves every epoch while it is not logged."""
 
-    def __init__(self, metric: Any, aggregate: Aggregate = Aggregate.MEAN, direction: Direction = Direction.LOWEST,
+    def __init__(self, metric: Metric | str, aggregate: Aggregate = Aggregate.MEAN, direction: Direction | None = None,
                  split: Split = Split.VALID) -> None:
-        self.name = metric if isinstance(metric, str) else metric.name
-        self.direction, self.split = Direction(direction), Split(split)
+        self.name, self.direction = _watched(metric, direction)
+        self.aggregate, self.split = Aggregate(aggregate), Split(split)
         self.current: int | None = None
 
     def checkpointing(self, epoch: int, store: MetricStore) -> list[CheckpointingAction]:
-        best = store.find_epoch(self.name, self.split, self.direction)
+        best = store.find_epoch(self.name, self.split, self.direction, self.aggregate)
         if best is None:
             return [Save()]
         actions: list[CheckpointingAction] = []
@@ -106,11 +107,17 @@ class MetricCheckpointingStrategy:
         self.current = best
         return actions
 
+    def state_dict(self) -> dict[str, Any]:
+        return {"current": self.current}
 
-class ComposedCheckpointingStrategy:
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.current = state.get("current")
+
+
+class ComposedCheckpointingStrategy(CheckpointingStrategy):
     """Save if any strategy saves; delete an epoch only once every strategy has deleted it."""
 
-    def __init__(self, strategies: list[Any]) -> None:
+    def __init__(self, strategies: list[CheckpointingStrategy]) -> None:
         self.strategies = strategies
         self.deleted: list[set[int]] = [set() for _ in strategies]
 
@@ -131,20 +138,29 @@ class ComposedCheckpointingStrategy:
                 else:
                     self.deleted[i].add(action.epoch)
                     candidates.add(action.epoch)
-        actions: list[CheckpointingAction] = [Save()] if save else []
+        decided: list[CheckpointingAction] = [Save()] if save else []
         for e in sorted(candidates):
             if all(e in d for d in self.deleted):
-                actions.append(Delete(e))
+                decided.append(Delete(e))
                 for d in self.deleted:
                     d.discard(e)
-        return actions
+        return decided
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"deleted": [sorted(d) for d in self.deleted], "children": [s.state_dict() for s in self.strategies]}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.deleted = [set(d) for d in state.get("deleted", [])] or self.deleted
+        for child, child_state in zip(self.strategies, state.get("children", [])):
+            if child_state:
+                child.load_state_dict(child_state)
 
 
 class ComposedCheckpointingStrategyBuilder:
     def __init__(self) -> None:
-        self._strategies: list[Any] = []
+        self._strategies: list[CheckpointingStrategy] = []
 
-    def add(self, strategy: Any) -> ComposedCheckpointingStrategyBuilder:
+    def add(self, strategy: CheckpointingStrategy) -> ComposedCheckpointingStrategyBuilder:
         self._strategies.append(strategy)
         return self
 
@@ -154,34 +170,48 @@ class ComposedCheckpointingStrategyBuilder:
 
 def default_checkpointing_strategy() -> ComposedCheckpointingStrategy:
     """Burn's default: keep the last 2 epochs plus the best valid loss."""
-    return ComposedCheckpointingStrategy([KeepLastNCheckpoints(2), MetricCheckpointingStrategy("Loss")])
+    best_loss = MetricCheckpointingStrategy("Loss", Aggregate.MEAN, Direction.LOWEST, Split.VALID)
+    return ComposedCheckpointingStrategy([KeepLastNCheckpoints(2), best_loss])
 
 
 def checkpoint_path(artifact_dir: str | Path, epoch: int, extension: str) -> Path:
     return Path(artifact_dir) / "checkpoint" / f"model-{epoch}.{extension}"
 
 
+def store_of(pl_module: L.LightningModule) -> MetricStore:
+    """The run's metric store: Burn's strategies need the module that fills it."""
+    if not isinstance(pl_module, StepModule):
+        raise TypeError(f"Burn's checkpointing and early-stopping callbacks need a burnlike StepModule, "
+                        f"got {type(pl_module).__name__}")
+    return pl_module.store
+
+
+def _fast_dev_run(trainer: L.Trainer) -> bool:
+    """Lightning's wiring check (`fast_dev_run`): no checkpoints, no early stopping."""
+    return bool(getattr(trainer, "fast_dev_run", False))  # set by a connector, not declared on Trainer
+
+
 class FileCheckpointer(Checkpoint):
     """Applies a Burn checkpointing strategy after each epoch (train + valid), like Burn's loop.
 
     A `Checkpoint` subclass, so Lightning runs it after the module's own epoch-end hook (the train
-    metrics are final by then) and keeps its state (store, strategy) inside each checkpoint.
+    values are in the store by then) and keeps the strategy's state inside each checkpoint (the
+    store's own state travels with the module's).
     """
 
-    def __init__(self, artifact_dir: str | Path, extension: str, strategy: Any, store: MetricStore) -> None:
+    def __init__(self, artifact_dir: str | Path, extension: str, strategy: CheckpointingStrategy) -> None:
         self.artifact_dir = Path(artifact_dir)
         self.extension = extension
         self.strategy = strategy
-        self.store = store
 
     def path(self, epoch: int) -> Path:
         return checkpoint_path(self.artifact_dir, epoch, self.extension)
 
     def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        if trainer.sanity_checking or getattr(trainer, "fast_dev_run", False):
+        if trainer.sanity_checking or _fast_dev_run(trainer):
             return
         epoch = trainer.current_epoch + 1
-        for action in self.strategy.checkpointing(epoch, self.store):
+        for action in self.strategy.checkpointing(epoch, store_of(pl_module)):
             if isinstance(action, Save):
                 log.info("saving checkpoint %s", self.path(epoch))
                 trainer.save_checkpoint(self.path(epoch))
@@ -190,33 +220,11 @@ class FileCheckpointer(Checkpoint):
                 trainer.strategy.remove_checkpoint(self.path(action.epoch))
 
     def state_dict(self) -> dict[str, Any]:
-        return {"store": {k: dict(v) for k, v in self.store.values.items()},
-                "strategy": _strategy_state(self.strategy)}
+        return {"strategy": self.strategy.state_dict()}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        for key, values in state_dict.get("store", {}).items():
-            self.store.values.setdefault(key, {}).update({int(e): float(v) for e, v in values.items()})
-        _load_strategy_state(self.strategy, state_dict.get("strategy"))
-
-
-def _strategy_state(strategy: Any) -> Any:
-    if isinstance(strategy, ComposedCheckpointingStrategy):
-        return {"deleted": [sorted(d) for d in strategy.deleted],
-                "children": [_strategy_state(s) for s in strategy.strategies]}
-    if isinstance(strategy, MetricCheckpointingStrategy):
-        return {"current": strategy.current}
-    return None
-
-
-def _load_strategy_state(strategy: Any, state: Any) -> None:
-    if not state:
-        return
-    if isinstance(strategy, ComposedCheckpointingStrategy):
-        strategy.deleted = [set(d) for d in state.get("deleted", [])] or strategy.deleted
-        for child, child_state in zip(strategy.strategies, state.get("children", [])):
-            _load_strategy_state(child, child_state)
-    elif isinstance(strategy, MetricCheckpointingStrategy):
-        strategy.current = state.get("current")
+        if state_dict.get("strategy"):
+            self.strategy.load_state_dict(state_dict["strategy"])
 
 
 @dataclass(frozen=True)
@@ -231,49 +239,84 @@ class StoppingCondition:
 
 
 class MetricEarlyStoppingStrategy:
-    """Stop when `metric` in `split` has not strictly improved for `n_epochs` epochs."""
+    """Burn's: stop once `metric` in `split` has not strictly improved for `n_epochs` epochs.
 
-    def __init__(self, metric: Any, aggregate: Aggregate = Aggregate.MEAN, direction: Direction = Direction.LOWEST,
+    A missing value (the split didn't run that epoch) never stops; NaN never improves."""
+
+    def __init__(self, metric: Metric | str, aggregate: Aggregate = Aggregate.MEAN, direction: Direction | None = None,
                  split: Split = Split.VALID, condition: StoppingCondition = StoppingCondition(1)) -> None:
-        self.name = metric if isinstance(metric, str) else metric.name
-        self.direction, self.split, self.condition = Direction(direction), Split(split), condition
-        self.warmup_epochs: int | None = None
         if condition.n_epochs < 1:
             raise ValueError(f"StoppingCondition n_epochs must be >= 1, got {condition.n_epochs}")
+        self.name, self.direction = _watched(metric, direction)
+        self.aggregate, self.split, self.condition = Aggregate(aggregate), Split(split), condition
+        self.best_epoch = 1  # Burn's initial state: epoch 1, no value yet
+        self.best_value: float | None = None
+        self.warmup_epochs: int | None = None
 
     def with_warmup_epochs(self, warmup: int | None) -> MetricEarlyStoppingStrategy:
-        """Never stop during the first `warmup` epochs (they still count towards no-improvement)."""
-        if warmup is not None and (not isinstance(warmup, int) or warmup < 0):
+        """Burn 0.20: never stop in the first `warmup` epochs (they still count towards no-improvement)."""
+        if warmup is not None and (not isinstance(warmup, int) or isinstance(warmup, bool) or warmup < 0):
             raise ValueError(f"with_warmup_epochs: expected None or an integer >= 0, got {warmup!r}")
         self.warmup_epochs = warmup
         return self
 
-    def to_callback(self) -> EarlyStopping:
-        # Missing metric: Burn doesn't stop, so strict=False; a strict improvement resets the count.
-        return _WarmupEarlyStopping(
-            self.warmup_epochs or 0,
-            monitor=f"{self.split.value}/{self.name}",
-            mode=self.direction.value,
-            patience=self.condition.n_epochs,
-            min_delta=0.0,
-            strict=False,
-            check_on_train_epoch_end=self.split is Split.TRAIN,
-            verbose=False,
-        )
+    def should_stop(self, epoch: int, store: MetricStore) -> bool:
+        value = store.find_metric(self.name, epoch, self.split, self.aggregate)
+        if value is None:
+            log.warning("early stopping: no %s/%s value for epoch %d", self.split.value, self.name, epoch)
+            return False
+        if store.resolve(self.name, self.direction).improves(value, self.best_value):
+            self.best_epoch, self.best_value = epoch, value
+            return False
+        if self.warmup_epochs is not None and epoch <= self.warmup_epochs:
+            return False
+        stop = epoch - self.best_epoch >= self.condition.n_epochs
+        if stop:
+            log.info("stopping: %s/%s has not improved since epoch %d (%s), now %s", self.split.value, self.name,
+                     self.best_epoch, self.best_value, value)
+        return stop
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"best_epoch": self.best_epoch, "best_value": self.best_value}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.best_epoch, self.best_value = int(state["best_epoch"]), state["best_value"]
+
+    def to_callback(self) -> MetricEarlyStopping:
+        return MetricEarlyStopping(self)
 
 
-class _WarmupEarlyStopping(EarlyStopping):
-    """Lightning's EarlyStopping that keeps counting during Burn's warm-up epochs but does not stop."""
+class MetricEarlyStopping(EarlyStopping):
+    """Runs a `MetricEarlyStoppingStrategy` on the module's metric store after each epoch.
 
-    def __init__(self, warmup_epochs: int, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.warmup_epochs = warmup_epochs
-        self._in_warmup = False
+    A Lightning `EarlyStopping` for its place in the loop (Lightning runs it after the module's
+    epoch-end hook, so the train values are stored; `trainer.early_stopping_callback` finds it) and
+    its DDP handling (any rank's stop stops all). The decision is Burn's, not Lightning's: epochs
+    since the best rather than checks, no stop on a NaN or a missing value. Lightning's own fields
+    (mode, patience, best_score) stay unused.
+    """
+
+    def __init__(self, strategy: MetricEarlyStoppingStrategy) -> None:
+        super().__init__(monitor=f"{strategy.split.value}/{strategy.name}", strict=False, check_finite=False,
+                         check_on_train_epoch_end=True)
+        self.strategy = strategy
+
+    @property
+    def state_key(self) -> str:
+        return self._generate_state_key(monitor=self.monitor, strategy="burn")
 
     def _run_early_stopping_check(self, trainer: L.Trainer) -> None:
-        self._in_warmup = trainer.current_epoch + 1 <= self.warmup_epochs
-        super()._run_early_stopping_check(trainer)
+        if _fast_dev_run(trainer):
+            return
+        stop = self.strategy.should_stop(trainer.current_epoch + 1, store_of(trainer.lightning_module))
+        stop = trainer.strategy.reduce_boolean_decision(stop, all=False)
+        trainer.should_stop = trainer.should_stop or stop
+        if stop:
+            self.stopped_epoch = trainer.current_epoch
 
-    def _evaluate_stopping_criteria(self, current: Any) -> tuple[bool, str | None]:
-        should_stop, reason = super()._evaluate_stopping_criteria(current)
-        return (False, None) if self._in_warmup else (should_stop, reason)
+    def state_dict(self) -> dict[str, Any]:
+        return {"strategy": self.strategy.state_dict(), "stopped_epoch": self.stopped_epoch}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        self.strategy.load_state_dict(state_dict["strategy"])
+        self.stopped_epoch = state_dict["stopped_epoch"]

@@ -17,7 +17,7 @@ from typing import Any
 import lightning as L
 from torch import nn
 
-from burnlike.train.builder import flat_metrics, output_type
+from burnlike.train.builder import flat_metrics
 from burnlike.train.logger import (
     FileMetricLogger,
     install_experiment_log,
@@ -25,7 +25,7 @@ from burnlike.train.logger import (
     tagged_test_split,
 )
 from burnlike.train.metric.base import Metric, MetricContext
-from burnlike.train.module import check_metrics
+from burnlike.train.module import check_metrics, output_type
 from burnlike.train.step import InferenceStep, ValidStep, inference_fn
 from burnlike.train.strategy import Execution, ExecutionStrategy, as_execution
 from burnlike.train.summary import LearnerSummary, MetricSummary

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ from torch import nn
 from burnlike.train import components
 from burnlike.train.checkpoint import checkpoint_path
 from burnlike.train.logger import FileMetricLogger, install_experiment_log, remove_experiment_log
+from burnlike.train.metric.store import EpochEntry, Split
 from burnlike.train.module import StepModule
 from burnlike.train.summary import LearnerSummary
 
@@ -52,16 +54,16 @@ class Learner(components.Learner):
         self.checkpoint_extension = checkpoint_extension
         self.application_logger = application_logger
         self._file_logger = FileMetricLogger(artifact_dir)
-        module.listeners.append(self._write_logs)
+        module.store.add_listener(self._write_logs)
 
     @property
     def model(self) -> nn.Module:
         return self.module.model
 
-    def _write_logs(self, split: str, epoch: int, results: dict[str, tuple[float, Any]]) -> None:
-        if self.trainer.is_global_zero:
-            for name, (_, history) in results.items():
-                self._file_logger.log_epoch(split, epoch, name, history)
+    def _write_logs(self, split: Split, epoch: int, entries: Mapping[str, EpochEntry]) -> None:
+        if self.trainer.is_global_zero:  # rank 0's own steps: Burn's files are per process
+            for name, entry in entries.items():
+                self._file_logger.log_epoch(split.value, epoch, name, entry.steps)
 
     def resume_path(self) -> Path | None:
         if self.checkpoint is None:
@@ -73,7 +75,7 @@ class Learner(components.Learner):
             raise FileNotFoundError(f"checkpoint({self.checkpoint}): no checkpoint file at {path}")
         return path
 
-    def fit(self, train_loader: Any, valid_loader: Any = None) -> TrainingResult:
+    def fit(self, train_loader: Iterable[Any], valid_loader: Iterable[Any] | None = None) -> TrainingResult:
         self.artifact_dir.mkdir(parents=True, exist_ok=True)
         handler = install_experiment_log(self.artifact_dir) if self.application_logger else None
         try:
@@ -87,7 +89,7 @@ class Learner(components.Learner):
                 remove_experiment_log(handler)
         summary = None
         if self.show_summary and self.trainer.is_global_zero:
-            summary = LearnerSummary.from_dir(self.artifact_dir, self.numeric["train"], self.numeric["valid"])
+            summary = LearnerSummary.from_store(self.module.store, self.numeric["train"], self.numeric["valid"])
             print(summary, flush=True)
             _plot(summary, self.artifact_dir / "metrics.png")
         model = self.module.model

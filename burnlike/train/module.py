@@ -2,37 +2,59 @@
 
 It hands the loss of `backward(loss)` to Lightning's automatic optimization, so AMP, gradient
 accumulation, clipping and DDP/FSDP keep working, and feeds Burn metrics without a host sync per
-step. Usable alone in a user's own `lightning.Trainer`.
+step. Its `store` (Burn's metric store) is the run's one record of epoch values. Usable alone in a
+user's own `lightning.Trainer`.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Sequence
+import typing
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import lightning as L
 import torch
+from lightning.pytorch.utilities.types import OptimizerLRScheduler
 from torch import nn
 
 from burnlike.autodiff import Gradients
-from burnlike.optim.lr_scheduler import LrScheduler
-from burnlike.optim.optimizer import Optimizer, OptimizerConfig, as_optimizer
+from burnlike.optim.lr_scheduler import LrScheduler, LrSchedulerConfig
+from burnlike.optim.optimizer import Optimizer, OptimizerConfig, TorchOptimizerFactory, as_optimizer
 from burnlike.train.metric.base import Metric, MetricContext
+from burnlike.train.metric.store import EpochEntry, MetricStore, Split
 from burnlike.train.output import NONE
-from burnlike.train.step import TrainOutput, inference_fn
+from burnlike.train.step import InferenceStep, TrainOutput, TrainStep, ValidStep, inference_fn
 
 log = logging.getLogger("burnlike.train")
 
-# (split, epoch, {metric name: (epoch value, [(value, count) per step])})
-EpochListener = Callable[[str, int, dict[str, tuple[float, list[tuple[float, float]]]]], None]
-
+LrOrScheduler = float | LrScheduler | LrSchedulerConfig
 
 _PLAIN_ATTRS = frozenset({"_current_fx_name", "_metered"})
+_STORE_KEY = "burnlike_metric_store"  # the store's state inside Lightning checkpoints
 
 
 class MetricInputError(TypeError):
     """A registered metric needs an input the model's output item cannot provide."""
+
+
+def output_type(model: nn.Module, trait: type) -> type | None:
+    """The output item type declared by `TrainStep[B, O]`/`ValidStep[B, O]`/`InferenceStep[B, O]`, or the
+    step method's return hint (the Python form of Burn 0.20's associated `Output` type)."""
+    for klass in type(model).__mro__:
+        for base in getattr(klass, "__orig_bases__", ()):
+            if typing.get_origin(base) is trait:
+                args = typing.get_args(base)
+                if len(args) == 2 and isinstance(args[1], type):
+                    return args[1]
+    method = {TrainStep: "train_step", ValidStep: "valid_step", InferenceStep: "inference_step"}[trait]
+    try:
+        ret = typing.get_type_hints(getattr(type(model), method)).get("return")
+    except Exception:
+        return None
+    if trait is TrainStep and typing.get_origin(ret) is TrainOutput:
+        ret = typing.get_args(ret)[0]
+    return ret if isinstance(ret, type) else None
 
 
 def check_metrics(item_type: type, metrics: Iterable[Metric], split: str) -> None:
@@ -51,13 +73,15 @@ class StepModule(L.LightningModule):
 
     `optimizer`: a burnlike optimizer/config (`AdamConfig()`), or `callable(params, lr=...)`.
     `lr_or_scheduler`: a float (constant) or a Burn LR scheduler config/instance.
+    Registering a metric the output can't feed fails here when the model declares its output type
+    (`TrainStep[B, O]` or a return hint), else at the first step.
     """
 
     def __init__(
         self,
         model: nn.Module,
-        optimizer: Optimizer | OptimizerConfig | Callable[..., torch.optim.Optimizer],
-        lr_or_scheduler: float | Any = 1e-3,
+        optimizer: Optimizer | OptimizerConfig | TorchOptimizerFactory,
+        lr_or_scheduler: LrOrScheduler = 1e-3,
         train_metrics: Sequence[Metric] = (),
         valid_metrics: Sequence[Metric] = (),
     ) -> None:
@@ -69,10 +93,16 @@ class StepModule(L.LightningModule):
         self.optim = as_optimizer(optimizer)
         self.lr_or_scheduler = lr_or_scheduler
         # Separate instances per split, as Burn registers train and valid metrics separately.
-        self.train_metrics = nn.ModuleList(_distinct(train_metrics))
-        self.valid_metrics = nn.ModuleList(_distinct(valid_metrics, exclude=self.train_metrics))
-        self.listeners: list[EpochListener] = []
+        train = _distinct(train_metrics)
+        valid = _distinct(valid_metrics, exclude=train)
+        self._metrics = {"train": train, "valid": valid}
+        self.train_metrics = nn.ModuleList(train)  # registered: they follow the module across devices
+        self.valid_metrics = nn.ModuleList(valid)
+        self.store = MetricStore()
+        self.store.register([*train, *valid])
         self._checked: set[str] = set()
+        self.check_output("train", output_type(model, TrainStep))
+        self.check_output("valid", output_type(model, ValidStep) or output_type(model, InferenceStep))
         self._finished: set[tuple[str, int]] = set()
         self._needs_lr = any(m.input == NONE for m in self.train_metrics)
         self._ctx = MetricContext()
@@ -103,9 +133,7 @@ class StepModule(L.LightningModule):
                 f"{type(out.grads).__name__}. Don't call loss.backward() yourself: the Learner runs the "
                 "backward pass so accumulation, AMP and DDP work."
             )
-        if "train" not in self._checked:
-            check_metrics(type(out.item), self.train_metrics, "train")
-            self._checked.add("train")
+        self.check_output("train", type(out.item))
         # A closure optimizer (L-BFGS) runs the step several times per batch: count the batch once.
         first_eval = self._metered != (self.current_epoch, batch_idx)
         self._metered = (self.current_epoch, batch_idx)
@@ -122,11 +150,21 @@ class StepModule(L.LightningModule):
         item = getattr(self.model, self._valid_name)(batch)
         if self.trainer.sanity_checking:
             return
-        if "valid" not in self._checked:
-            check_metrics(type(item), self.valid_metrics, "valid")
-            self._checked.add("valid")
+        self.check_output("valid", type(item))
         for m in self.valid_metrics:
             m.update(item, self._ctx)
+
+    def metrics(self, split: str) -> list[Metric]:
+        """The metrics registered for `split` ("train" or "valid")."""
+        return self._metrics[split]
+
+    def check_output(self, split: str, item_type: type | None) -> None:
+        """Check `split`'s metrics against its output type once: from the model's declared type at
+        construction, else from the first step's item (untyped models)."""
+        if item_type is None or split in self._checked:
+            return
+        check_metrics(item_type, self.metrics(split), split)
+        self._checked.add(split)
 
     # Epoch ends --------------------------------------------------------------------------------
     def on_validation_epoch_end(self) -> None:
@@ -137,24 +175,27 @@ class StepModule(L.LightningModule):
         self.finish_epoch("train")
 
     def finish_epoch(self, split: str) -> None:
-        """Aggregate (synced), log to Lightning as `split/Name`, and notify listeners, once per epoch."""
+        """Aggregate (synced) into the store, once per epoch; Lightning's log gets `split/Name` too,
+        for Lightning's own loggers and callbacks."""
         epoch = self.current_epoch + 1
         if (split, epoch) in self._finished:
             return
         self._finished.add((split, epoch))
-        metrics = self.train_metrics if split == "train" else self.valid_metrics
-        results: dict[str, tuple[float, list[tuple[float, float]]]] = {}
-        for m in metrics:
-            value, history = m.finish_epoch()
-            results[m.name] = (value, history)
-            self.log(f"{split}/{m.name}", value, on_epoch=True, sync_dist=False)
-        if results:
-            log.info("epoch %d %s: %s", epoch, split, ", ".join(f"{k}={v[0]:.4g}" for k, v in results.items()))
-        for listener in self.listeners:
-            listener(split, epoch, results)
+        entries = {m.name: EpochEntry(*m.finish_epoch()) for m in self.metrics(split)}
+        for name, entry in entries.items():
+            self.log(f"{split}/{name}", entry.value, on_epoch=True, sync_dist=False)
+        if entries:
+            log.info("epoch %d %s: %s", epoch, split, ", ".join(f"{k}={e.value:.4g}" for k, e in entries.items()))
+        self.store.end_epoch(Split(split), epoch, entries)
+
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        checkpoint[_STORE_KEY] = self.store.state_dict()
+
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        self.store.load_state_dict(checkpoint.get(_STORE_KEY, {}))
 
     # Optimization ------------------------------------------------------------------------------
-    def configure_optimizers(self) -> Any:
+    def configure_optimizers(self) -> OptimizerLRScheduler:
         params = [p for p in self.model.parameters() if p.requires_grad]
         spec = self.lr_or_scheduler
         if isinstance(spec, (int, float)):

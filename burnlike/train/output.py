@@ -30,10 +30,6 @@ class Adaptor:
 
     provides: ClassVar[frozenset[str]] = frozenset({NONE})
 
-    @classmethod
-    def can_feed(cls, kind: str) -> bool:
-        return kind in cls.provides
-
 
 @dataclass
 class ClassificationOutput(Adaptor):

@@ -11,6 +11,8 @@ from typing import Any
 import lightning as L
 from lightning.pytorch.callbacks import TQDMProgressBar
 
+from burnlike.train.module import StepModule
+
 
 class BurnProgressBar(TQDMProgressBar):
     def __init__(self, refresh_rate: int = 20) -> None:
@@ -19,10 +21,9 @@ class BurnProgressBar(TQDMProgressBar):
     def get_metrics(self, trainer: L.Trainer, pl_module: L.LightningModule) -> dict[str, Any]:
         items = super().get_metrics(trainer, pl_module)
         items.pop("v_num", None)
-        metrics = pl_module.valid_metrics if trainer.validating or trainer.sanity_checking else None
-        if metrics is None:
-            metrics = getattr(pl_module, "train_metrics", [])
-        for m in metrics or []:
+        if not isinstance(pl_module, StepModule):
+            return items
+        for m in pl_module.metrics("valid" if trainer.validating or trainer.sanity_checking else "train"):
             if m.numeric and m.updated:
                 items[m.name] = f"{m.running():.4g}{m.unit}"
         return items

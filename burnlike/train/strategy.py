@@ -27,8 +27,11 @@ from typing import Any
 
 import torch
 
+Device = str | int | torch.device  # Burn's device, as `devices([...])` takes it
+
 __all__ = [
     "CollectiveConfig",
+    "Device",
     "DistributedConfig",
     "Execution",
     "ExecutionStrategy",
@@ -89,7 +92,7 @@ class CollectiveConfig(DistributedConfig):
 class Execution:
     """Where training runs, in Lightning's terms: the one translation every spelling goes through."""
 
-    devices: tuple[Any, ...]
+    devices: tuple[Device, ...]
     strategy: Any = None  # None: Lightning's "auto"; a name ("ddp", "fsdp") or a Lightning Strategy
     num_nodes: int | None = None
 
@@ -195,7 +198,7 @@ def as_execution(value: Any) -> Execution:
     )
 
 
-def trainer_devices(devices: Sequence[Any]) -> dict[str, Any]:
+def trainer_devices(devices: Sequence[Device]) -> dict[str, Any]:
     """Burn device list → Trainer `accelerator`/`devices` (`"cpu"`, `"cuda:1"`, torch.device, ints)."""
     if not devices:
         raise ValueError("devices([...]) needs at least one device")

@@ -1,11 +1,14 @@
-"""`LearnerSummary`: Burn's end-of-training table, rebuilt from the metric log files."""
+"""`LearnerSummary`: Burn's end-of-training table, from the run's metric store (or, for tools that
+open a finished run dir, from its metric log files)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from burnlike.train.logger import read_epochs
+from burnlike.train.metric.store import MetricStore, Split
 
 
 @dataclass
@@ -26,14 +29,27 @@ class LearnerSummary:
     model: str | None = None
 
     @classmethod
+    def from_store(
+        cls, store: MetricStore, train_names: list[str], valid_names: list[str], model: str | None = None
+    ) -> LearnerSummary:
+        """The summary of a run in this process: the epoch values it stored (synced across ranks)."""
+        return cls._build(lambda split, name: store.epochs(Split(split), name), train_names, valid_names, model)
+
+    @classmethod
     def from_dir(
         cls, artifact_dir: str | Path, train_names: list[str], valid_names: list[str], model: str | None = None
     ) -> LearnerSummary:
+        """The summary of a finished run dir, from its `<split>/epoch-N/<Metric>.log` files."""
+        return cls._build(lambda split, name: read_epochs(artifact_dir, split, name), train_names, valid_names, model)
+
+    @classmethod
+    def _build(cls, epochs_of: Callable[[str, str], dict[int, float]], train_names: list[str],
+               valid_names: list[str], model: str | None) -> LearnerSummary:
         rows: list[MetricSummary] = []
         epochs_seen = 0
         for split, names in (("train", train_names), ("valid", valid_names)):
             for name in sorted(set(names)):
-                values = read_epochs(artifact_dir, split, name)
+                values = epochs_of(split, name)
                 if not values:
                     continue
                 epochs_seen = max(epochs_seen, max(values))

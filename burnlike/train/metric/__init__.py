@@ -1,6 +1,6 @@
 """Burn's metrics (names, units, `value,count` semantics) over torchmetrics."""
 
-from burnlike.train.metric.base import Metric, MetricContext, WeightedMean
+from burnlike.train.metric.base import Metric, MetricContext
 from burnlike.train.metric.classification import AccuracyMetric, LossMetric, TopKAccuracyMetric
 from burnlike.train.metric.confusion import (
     AurocMetric,
@@ -54,5 +54,4 @@ __all__ = [
     "Metric",
     "MetricContext",
     "TopKAccuracyMetric",
-    "WeightedMean",
 ]

@@ -1,19 +1,20 @@
 """The metric contract: one batch value and weight per step, aggregated by torchmetrics.
 
 A burnlike `Metric` turns an output item into `(value, count)` for the batch, kept on the device
-(no host sync per step). The epoch value is the count-weighted mean (Burn's numeric state), held
-in a `torchmetrics.Metric` so it syncs across ranks; the per-step pairs are kept to write Burn's
-`value,count` log lines once per epoch.
+(no host sync per step). The epoch value is the count-weighted mean (Burn's numeric state), folded
+into a `torchmetrics.MeanMetric` at epoch end so it syncs across ranks; the per-step pairs are kept
+to write Burn's `value,count` log lines once per epoch.
 """
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
-import torchmetrics
 from torch import Tensor, nn
+from torchmetrics import MeanMetric
 
 from burnlike.train.output import NONE
 
@@ -28,43 +29,35 @@ class MetricContext:
     iteration: int = 0
 
 
-class WeightedMean(torchmetrics.Metric):
-    """Count-weighted mean kept as two sums (Σ value·count, Σ count) that reduce across processes."""
+def weighted_mean() -> MeanMetric:
+    """Σ value·count / Σ count in float64, summed across processes on `compute()`.
 
-    full_state_update = False
-    total: Tensor
-    weight: Tensor
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.add_state("total", torch.tensor(0.0, dtype=torch.float64), dist_reduce_fx="sum")
-        self.add_state("weight", torch.tensor(0.0, dtype=torch.float64), dist_reduce_fx="sum")
-
-    def update(self, total: Number, weight: Number) -> None:  # type: ignore[override]
-        self.total += total
-        self.weight += weight
-
-    def compute(self) -> Tensor:
-        if self.weight <= 0:
-            return torch.tensor(float("nan"), dtype=torch.float64)
-        return self.total / self.weight
+    A NaN step makes the epoch NaN, as in Burn: `nan_strategy` "warn"/"ignore" would drop it and
+    "disable" drops the weights too (torchmetrics 1.9), so NaN is "replaced" by NaN."""
+    mean = MeanMetric(nan_strategy=float("nan"))
+    mean.set_dtype(torch.float64)
+    return mean
 
 
 class Metric(nn.Module):
-    """Base class: set `name`, `input` (an output kind) and implement `batch_value`.
+    """Base class: set `name`, `input` (an output kind), `higher_is_better`; implement `batch_value`.
 
     A step only computes the batch value and appends it (a few tensor ops, no sync); the epoch
-    aggregate is folded into the `WeightedMean` state at epoch end (one transfer, one collective).
+    aggregate is folded into the `MeanMetric` state at epoch end (one transfer, one collective).
+    `higher_is_better` is the metric's direction, as torchmetrics declares it: True, False, or
+    None where neither is better (learning rate, speed); the metric store keeps it for the
+    checkpointing and early-stopping strategies, the summary and the app's result.
     """
 
     name: str = "Metric"
     input: str = NONE
     unit: str = ""
     numeric: bool = True
+    higher_is_better: ClassVar[bool | None] = None
 
     def __init__(self) -> None:
         super().__init__()
-        self.mean = WeightedMean()
+        self.mean = weighted_mean()
         self._history: list[tuple[Number, Number]] = []
         self._running = (0.0, 0.0, 0)  # (Σ v·c, Σ c, entries folded) for the progress display
 
@@ -90,7 +83,9 @@ class Metric(nn.Module):
     def finish_epoch(self) -> tuple[float, list[tuple[float, float]]]:
         """Epoch value (synced across ranks) and this rank's per-step `(value, count)` pairs."""
         history = _to_host(self._history)
-        self.mean.update(sum(v * c for v, c in history), sum(c for _, c in history))
+        values = torch.tensor([v for v, _ in history], dtype=torch.float64, device=self.mean.device)
+        counts = torch.tensor([c for _, c in history], dtype=torch.float64, device=self.mean.device)
+        self.mean.update(values, weight=counts)
         value = float(self.mean.compute())
         self.reset()
         return value, history
@@ -102,8 +97,6 @@ class Metric(nn.Module):
 
     def clone(self) -> Metric:
         """A fresh instance with the same settings (one per split, as Burn registers them)."""
-        import copy
-
         new = copy.deepcopy(self)
         new.reset()
         return new

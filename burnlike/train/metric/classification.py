@@ -16,6 +16,7 @@ class AccuracyMetric(Metric):
     name = "Accuracy"
     input = ACCURACY
     unit = "%"
+    higher_is_better = True
 
     def __init__(self, pad_token: int | None = None) -> None:
         super().__init__()
@@ -40,6 +41,7 @@ class TopKAccuracyMetric(Metric):
 
     input = TOP_K
     unit = "%"
+    higher_is_better = True
 
     def __init__(self, k: int, pad_token: int | None = None) -> None:
         super().__init__()
@@ -68,6 +70,7 @@ class LossMetric(Metric):
 
     name = "Loss"
     input = LOSS
+    higher_is_better = False
 
     def batch_value(self, item: Any, ctx: MetricContext) -> tuple[Number, Number]:
         loss: torch.Tensor = item.loss

@@ -6,8 +6,9 @@ Burn's names and constructors (`PrecisionMetric.multiclass(top_k, ClassReduction
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import Enum
-from typing import Any
+from typing import Any, ClassVar, TypeVar
 
 import torch
 import torchmetrics.functional.classification as tmf
@@ -21,10 +22,15 @@ class ClassReduction(str, Enum):
     MACRO = "macro"
 
 
+_C = TypeVar("_C", bound="_ConfusionMetric")
+
+
 class _ConfusionMetric(Metric):
     input = CONFUSION
     unit = "%"
+    higher_is_better = True
     base_name = ""
+    functions: ClassVar[dict[str, Callable[..., torch.Tensor]]] = {}  # task -> torchmetrics function
 
     def __init__(self, task: str, threshold: float = 0.5, top_k: int = 1,
                  reduction: ClassReduction = ClassReduction.MACRO, beta: float | None = None) -> None:
@@ -42,19 +48,19 @@ class _ConfusionMetric(Metric):
         }[task]
 
     @classmethod
-    def binary(cls, threshold: float = 0.5) -> Any:
+    def binary(cls: type[_C], threshold: float = 0.5) -> _C:
         return cls("binary", threshold=threshold)
 
     @classmethod
-    def multiclass(cls, top_k: int = 1, reduction: ClassReduction = ClassReduction.MACRO) -> Any:
+    def multiclass(cls: type[_C], top_k: int = 1, reduction: ClassReduction = ClassReduction.MACRO) -> _C:
         return cls("multiclass", top_k=top_k, reduction=reduction)
 
     @classmethod
-    def multilabel(cls, threshold: float = 0.5, reduction: ClassReduction = ClassReduction.MACRO) -> Any:
+    def multilabel(cls: type[_C], threshold: float = 0.5, reduction: ClassReduction = ClassReduction.MACRO) -> _C:
         return cls("multilabel", threshold=threshold, reduction=reduction)
 
     def compute(self, preds: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-        raise NotImplementedError
+        return self.functions[self.task](preds, target, **self._kwargs(preds))
 
     def batch_value(self, item: Any, ctx: MetricContext) -> tuple[Number, Number]:
         preds, target = item.output, item.targets
@@ -75,24 +81,20 @@ class _ConfusionMetric(Metric):
 
 class PrecisionMetric(_ConfusionMetric):
     base_name = "Precision"
-
-    def compute(self, preds: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-        fn = {"binary": tmf.binary_precision, "multiclass": tmf.multiclass_precision,
-              "multilabel": tmf.multilabel_precision}[self.task]
-        return fn(preds, target, **self._kwargs(preds))
+    functions = {"binary": tmf.binary_precision, "multiclass": tmf.multiclass_precision,
+                 "multilabel": tmf.multilabel_precision}
 
 
 class RecallMetric(_ConfusionMetric):
     base_name = "Recall"
-
-    def compute(self, preds: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-        fn = {"binary": tmf.binary_recall, "multiclass": tmf.multiclass_recall,
-              "multilabel": tmf.multilabel_recall}[self.task]
-        return fn(preds, target, **self._kwargs(preds))
+    functions = {"binary": tmf.binary_recall, "multiclass": tmf.multiclass_recall,
+                 "multilabel": tmf.multilabel_recall}
 
 
 class FBetaScoreMetric(_ConfusionMetric):
     base_name = "FBetaScore"
+    functions = {"binary": tmf.binary_fbeta_score, "multiclass": tmf.multiclass_fbeta_score,
+                 "multilabel": tmf.multilabel_fbeta_score}
 
     @classmethod
     def binary(cls, beta: float = 1.0, threshold: float = 0.5) -> FBetaScoreMetric:  # type: ignore[override]
@@ -108,10 +110,8 @@ class FBetaScoreMetric(_ConfusionMetric):
                    reduction: ClassReduction = ClassReduction.MACRO) -> FBetaScoreMetric:
         return cls("multilabel", threshold=threshold, reduction=reduction, beta=beta)
 
-    def compute(self, preds: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-        fn = {"binary": tmf.binary_fbeta_score, "multiclass": tmf.multiclass_fbeta_score,
-              "multilabel": tmf.multilabel_fbeta_score}[self.task]
-        return fn(preds, target, beta=self.beta or 1.0, **self._kwargs(preds))
+    def _kwargs(self, preds: torch.Tensor) -> dict[str, Any]:
+        return {**super()._kwargs(preds), "beta": self.beta or 1.0}
 
 
 class AurocMetric(Metric):
@@ -120,6 +120,7 @@ class AurocMetric(Metric):
     name = "AUROC"
     input = CONFUSION
     unit = "%"
+    higher_is_better = True
 
     def batch_value(self, item: Any, ctx: MetricContext) -> tuple[Number, Number]:
         scores = item.output[..., -1] if item.output.dim() > 1 else item.output
@@ -132,6 +133,7 @@ class HammingScore(Metric):
 
     input = HAMMING
     unit = "%"
+    higher_is_better = True
 
     def __init__(self, threshold: float = 0.5, sigmoid: bool = False) -> None:
         super().__init__()

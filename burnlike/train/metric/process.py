@@ -1,8 +1,12 @@
-"""Metrics that need nothing from the output (Burn's `Input = ()`): learning rate, speed, CPU."""
+"""Metrics that need nothing from the output (Burn's `Input = ()`): learning rate, speed, CPU.
+
+None of them has a direction (`higher_is_better = None`): they describe the run, they don't score it.
+"""
 
 from __future__ import annotations
 
 import time
+from types import ModuleType
 from typing import Any
 
 from burnlike.train.metric.base import Metric, MetricContext, Number
@@ -37,44 +41,45 @@ class IterationSpeedMetric(Metric):
         elapsed = now - self._start
         return (self._iters / elapsed if elapsed > 0 else 0.0), 1
 
-    def reset(self) -> None:
+    def reset(self) -> None:  # also at each epoch's end (Metric.finish_epoch resets)
         super().reset()
         self._start, self._iters = None, 0
 
-    def finish_epoch(self) -> tuple[float, list[tuple[float, float]]]:
-        out = super().finish_epoch()
-        self._start, self._iters = None, 0
-        return out
+
+def _psutil(metric: str) -> ModuleType:
+    """psutil, an optional dependency: fail at construction, not mid-epoch, naming the extra."""
+    try:
+        import psutil
+    except ImportError as e:
+        raise ImportError(f"{metric} needs psutil: pip install 'burnlike[system]' (or pip install psutil)") from e
+    module: ModuleType = psutil
+    return module
 
 
 class CpuUse(Metric):
-    """`CPU Usage` in % of all cores since the previous step (needs psutil)."""
+    """`CPU Usage` in % of all cores since the previous step (extra `system`: psutil)."""
 
     name = "CPU Usage"
     unit = "%"
 
     def __init__(self) -> None:
         super().__init__()
-        import psutil  # optional dependency: fail at construction, not mid-epoch
-
-        self._psutil = psutil
-        psutil.cpu_percent(None)
+        self._psutil = _psutil("CpuUse")
+        self._psutil.cpu_percent(None)
 
     def batch_value(self, item: Any, ctx: MetricContext) -> tuple[Number, Number]:
         return float(self._psutil.cpu_percent(None)), 1
 
 
 class CpuMemory(Metric):
-    """`CPU Memory` used, in GB (needs psutil)."""
+    """`CPU Memory` used, in GB (extra `system`: psutil)."""
 
     name = "CPU Memory"
     unit = "GB"
 
     def __init__(self) -> None:
         super().__init__()
-        import psutil
-
-        self._psutil = psutil
+        self._psutil = _psutil("CpuMemory")
 
     def batch_value(self, item: Any, ctx: MetricContext) -> tuple[Number, Number]:
         return self._psutil.virtual_memory().used / 1e9, 1

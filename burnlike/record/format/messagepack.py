@@ -9,62 +9,18 @@ can leave big `bin` values in the file (`FileSlice`) until the model reads them 
 
 from __future__ import annotations
 
-import os
 import struct
-import warnings
 from typing import IO, Any
 
-import msgpack
-import numpy as np
-import torch
+import msgpack  # type: ignore[import-untyped]
 
 from burnlike.record.error import RecordError
-from burnlike.record.layout import Scratch, itemsize, transposed_cast
+from burnlike.record.tensor.buffers import Scratch
+from burnlike.record.tensor.file_slice import FileSlice
+from burnlike.record.tensor.layout import TensorBytes
 
 BIG = 1 << 16  # bin values at least this long are streamed, not buffered
 MAX_DEPTH = 200  # nesting limit: real records nest < 20 levels; keeps recursion far from Python's limit
-
-
-def as_bytes(t: torch.Tensor) -> memoryview:
-    """A contiguous CPU tensor's raw little-endian bytes, without a copy."""
-    if t.numel() == 0:
-        return memoryview(b"")
-    return memoryview(t.reshape(-1).view(torch.uint8).numpy())
-
-
-class TensorBytes:
-    """A tensor's record bytes, produced only when written (cast and transposed via scratch)."""
-
-    __slots__ = ("tensor", "dtype", "transpose", "nbytes")
-
-    def __init__(self, tensor: torch.Tensor, dtype: torch.dtype, transpose: bool = False) -> None:
-        self.tensor = tensor.detach()
-        self.dtype = dtype
-        self.transpose = transpose
-        self.nbytes = tensor.numel() * itemsize(dtype)
-
-    @property
-    def shape(self) -> list[int]:
-        return list(self.tensor.shape[::-1]) if self.transpose else list(self.tensor.shape)
-
-    def view(self, scratch: Scratch) -> memoryview:
-        """The bytes, valid until `scratch` is used again (zero-copy when no cast is needed)."""
-        t = self.tensor
-        if t.device.type != "cpu":
-            t = t.cpu()
-        if not self.transpose:
-            if t.dtype == self.dtype and t.is_contiguous():
-                return as_bytes(t)
-            out = scratch.get(1, self.dtype, self.shape)
-            out.copy_(t)
-            return as_bytes(out)
-        return as_bytes(transposed_cast(scratch.get(1, self.dtype, self.shape), t, scratch, 0))
-
-    def __bytes__(self) -> bytes:
-        return bytes(self.view(Scratch()))
-
-    def __len__(self) -> int:
-        return self.nbytes
 
 
 def bin_header(n: int) -> bytes:
@@ -112,58 +68,6 @@ def write_msgpack(obj: Any, f: IO[bytes], scratch: Scratch | None = None) -> Non
 
     walk(obj, 0)
     f.write(buf)
-
-
-def _fileno(f: IO[bytes]) -> int | None:
-    try:
-        return f.fileno()
-    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is an OSError
-        return None
-
-
-class FileSlice:
-    """A `bin` value left in the file: read it into place (`readinto`) or out (`read`)."""
-
-    __slots__ = ("f", "offset", "nbytes")
-
-    def __init__(self, f: IO[bytes], offset: int, nbytes: int) -> None:
-        self.f, self.offset, self.nbytes = f, offset, nbytes
-
-    def __len__(self) -> int:
-        return self.nbytes
-
-    def readinto(self, t: torch.Tensor) -> torch.Tensor:
-        """Read into `t`'s memory (a contiguous CPU tensor of exactly `nbytes`). Positional reads
-        (`os.preadv`) when the OS has them, so several threads can read one file at once."""
-        if not self.nbytes:
-            return t
-        buf = as_bytes(t)
-        fd = _fileno(self.f)
-        if fd is None or not hasattr(os, "preadv"):
-            self.f.seek(self.offset)
-            got = self.f.readinto(buf)  # type: ignore[attr-defined]
-        else:
-            got = 0
-            while got < self.nbytes:  # Linux moves at most ~2 GiB per call
-                n = os.preadv(fd, [buf[got:]], self.offset + got)
-                if not n:
-                    break
-                got += n
-        if got != self.nbytes:
-            raise RecordError("file changed while reading")
-        return t
-
-    @property
-    def parallel(self) -> bool:
-        """Whether reads of this file can run on several threads."""
-        return hasattr(os, "preadv") and _fileno(self.f) is not None
-
-    def read(self) -> bytearray:
-        out = bytearray(self.nbytes)
-        self.f.seek(self.offset)
-        if self.f.readinto(out) != self.nbytes:  # type: ignore[attr-defined]
-            raise RecordError("file changed while reading")
-        return out
 
 
 _FIXED = {0xCC: ">B", 0xCD: ">H", 0xCE: ">I", 0xCF: ">Q", 0xD0: ">b", 0xD1: ">h", 0xD2: ">i", 0xD3: ">q",
@@ -262,17 +166,10 @@ class Reader:
             k = self.value(depth + 1, key)
             if not isinstance(k, (str, int, float, bytes)) or k is None:
                 raise self.fail(f"map key of type {type(k).__name__}")
-            out[k] = self.value(depth + 1, f"{key}.{k}" if key else str(k))
+            out[k] = self.value(depth + 1, f"{key}.{k!s}" if key else str(k))
         return out
 
 
 def read_msgpack(f: IO[bytes], size: int, path: Any, lazy: bool = False) -> Any:
     """Parse one MessagePack document from `f` (all of it). `lazy` leaves big bins in the file."""
     return Reader(f, size, path, lazy).document()
-
-
-def frombuffer(raw: Any, dtype: np.dtype[Any], shape: list[int]) -> np.ndarray[Any, Any]:
-    """np.frombuffer without numpy's read-only warning noise for bytes (callers copy out)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return np.frombuffer(raw, dtype=dtype).reshape(shape)

@@ -1,0 +1,189 @@
+"""`Recorder`: what every file recorder shares — settings, metadata, extensions, atomic writes and
+safe reads of `BurnRecord{metadata, item, _b}`. A format implements `encode` and `decode`; its
+`*Gz` twin sets `gzip = True`.
+
+`save_module` replaces the file's extension like Burn's `set_extension` and writes atomically
+(temp file in the same folder, fsync, rename), so a crash mid-save never leaves a torn file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import io
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import IO, Any
+
+import torch
+from torch import nn
+
+from burnlike.record.error import RecordError
+from burnlike.record.format.files import atomic_write, gunzip, gzip_writer, open_record
+from burnlike.record.format.module_record import load_module_record, module_to_record
+from burnlike.record.tensor.precision import PrecisionSettings, SettingsLike, as_settings
+from burnlike.record.tensor.version import DEFAULT_VERSION
+
+OTHER_EXTENSIONS = ("ckpt", "safetensors", "pt", "pth")  # weight files `path_for` also replaces
+
+
+class Recorder:
+    """Base of all file recorders.
+
+    `NamedMpkFileRecorder(HalfPrecisionSettings, burn_version="0.19.0")`: the settings class or an
+    instance; the Burn version decides the layout written (readers take it from the file).
+    """
+
+    extension = ""
+    format_type = ""  # Rust type name written into metadata.format
+    gzip = False  # the format's bytes, gzipped (Burn's `*GzFileRecorder`)
+
+    def __init__(self, settings: SettingsLike = None, burn_version: str = DEFAULT_VERSION) -> None:
+        self.settings: PrecisionSettings = as_settings(settings)
+        if not isinstance(burn_version, str) or not burn_version.startswith("0."):
+            raise ValueError(f"burn_version must look like '0.21.0' or '0.19.0', got {burn_version!r}")
+        self.burn_version = burn_version
+
+    def __class_getitem__(cls, settings: SettingsLike) -> Callable[..., Recorder]:
+        """`NamedMpkFileRecorder[HalfPrecisionSettings]()` — Burn's generic spelling."""
+        return functools.partial(cls, settings)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.settings.name}, burn_version={self.burn_version!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, Recorder) and other.extension == self.extension
+                and other.settings == self.settings and other.burn_version == self.burn_version)
+
+    def __hash__(self) -> int:
+        return hash((self.extension, self.settings, self.burn_version))
+
+    def file_extension(self) -> str:
+        return self.extension
+
+    def metadata(self) -> dict[str, str]:
+        name = self.settings.name
+        return {
+            "float": self.settings.float_name,
+            "int": self.settings.int_name,
+            "format": f"burn_core::record::file::{self.format_type}<burn_core::record::settings::{name}>",
+            "version": self.burn_version,
+            "settings": name,
+        }
+
+    def path_for(self, path: str | os.PathLike[str]) -> Path:
+        """Replace any extension with this recorder's (`model.mpk.gz` → `model.bin`, `model` → `model.mpk`)."""
+        p = Path(path)
+        name = p.name
+        for known in _known_extensions():
+            if name.endswith("." + known):
+                name = name[: -len(known) - 1]
+                break
+        else:
+            name = p.stem if p.suffix else name
+        return p.with_name(f"{name}.{self.extension}")
+
+    def resolve(self, path: str | os.PathLike[str]) -> Path:
+        """The file to read: `path`, or `path` with this recorder's extension when only that exists."""
+        target = Path(path)
+        if not target.exists() and self.path_for(target).exists():
+            return self.path_for(target)
+        return target
+
+    # Whole records ------------------------------------------------------------------------------
+    def record(self, item: Any, path: str | os.PathLike[str], *, exact_path: bool = False,
+               module: nn.Module | None = None) -> Path:
+        """Write `BurnRecord{metadata, item, _b}` to `path` atomically (extension replaced unless
+        `exact_path`). `item` may hold lazy `TensorBytes`; they are streamed to the file."""
+        target = Path(path) if exact_path else self.path_for(path)
+        record = {"metadata": self.metadata(), "item": item, "_b": []}
+        atomic_write(target, lambda f: self.write(record, module, f))
+        return target
+
+    def load(self, path: str | os.PathLike[str], *, exact_path: bool = True, module: nn.Module | None = None) -> Any:
+        """Read a record and return its item; any malformed input raises RecordError."""
+        return self.read_record(path, exact_path=exact_path, module=module)[1]
+
+    def read_record(self, path: str | os.PathLike[str], *, exact_path: bool = True,
+                    module: nn.Module | None = None) -> tuple[dict[str, str], Any]:
+        """Read a record and return `(metadata, item)` with every tensor's bytes in memory."""
+        target = Path(path) if exact_path else self.path_for(path)
+        with open_record(target) as (f, size):
+            return self._parse(f, size, target, module, lazy=False)
+
+    @contextlib.contextmanager
+    def scan(self, path: str | os.PathLike[str], *, module: nn.Module | None = None
+             ) -> Iterator[tuple[dict[str, str], Any]]:
+        """`(metadata, item)` with big tensors' bytes left in the file (valid inside the `with`):
+        looks at a 200 MB record in milliseconds, without reading its weights."""
+        target = Path(path)
+        with open_record(target) as (f, size):
+            metadata_item = self._parse(f, size, target, module, lazy=True)
+            try:
+                yield metadata_item
+            except RecursionError:
+                raise RecordError("record nests too deeply", target) from None
+
+    def _parse(self, f: IO[bytes], size: int, target: Path, module: nn.Module | None,
+               lazy: bool) -> tuple[dict[str, str], Any]:
+        try:
+            record = self.read(f, size, target, module, lazy)
+        except RecursionError:
+            raise RecordError("record nests too deeply", target) from None
+        except MemoryError:
+            raise RecordError("record too large to decode", target) from None
+        if not isinstance(record, dict) or "item" not in record or "metadata" not in record:
+            raise RecordError("not a Burn record (expected a map with 'metadata' and 'item')", target)
+        metadata = record["metadata"]
+        if not isinstance(metadata, dict) or not all(isinstance(v, str) for v in metadata.values()):
+            raise RecordError("metadata must be a map of strings", target, "metadata")
+        return metadata, record["item"]
+
+    # Modules -------------------------------------------------------------------------------------
+    def save_module(self, module: nn.Module, path: str | os.PathLike[str]) -> Path:
+        """Save `module`'s record; returns the path written (extension replaced, like Burn)."""
+        item = module_to_record(module, self.settings, self.burn_version, lazy=True)
+        return self.record(item, path, module=module)
+
+    def load_module(self, module: nn.Module, path: str | os.PathLike[str],
+                    device: torch.device | str | None = None) -> None:
+        """Load a module record (any precision) into `module`, in place."""
+        target = self.resolve(path)
+        with self.scan(target, module=module) as (_, item):
+            load_module_record(module, item, target)
+        if device is not None:
+            module.to(device)
+
+    # Formats ---------------------------------------------------------------------------------------
+    def write(self, record: dict[str, Any], module: nn.Module | None, f: IO[bytes]) -> None:
+        if self.gzip:
+            with gzip_writer(f) as gz:
+                self.encode(record, module, gz)
+        else:
+            self.encode(record, module, f)
+
+    def read(self, f: IO[bytes], size: int, path: Path, module: nn.Module | None, lazy: bool) -> Any:
+        if self.gzip:
+            data = gunzip(f.read(), path)
+            return self.decode(io.BytesIO(data), len(data), path, module, lazy)
+        return self.decode(f, size, path, module, lazy)
+
+    def encode(self, record: dict[str, Any], module: nn.Module | None, f: IO[bytes]) -> None:
+        """Write the whole record to `f` (`module`: the tree it came from, for formats without names)."""
+        raise NotImplementedError
+
+    def decode(self, f: IO[bytes], size: int, path: Path, module: nn.Module | None, lazy: bool) -> Any:
+        """Read the whole record from `f` (`lazy`: big tensors' bytes may stay in the file)."""
+        raise NotImplementedError
+
+
+def _subclasses(cls: type[Recorder]) -> Iterator[type[Recorder]]:
+    for sub in cls.__subclasses__():
+        yield sub
+        yield from _subclasses(sub)
+
+
+def _known_extensions() -> list[str]:
+    """Every recorder's extension, then other weight files'."""
+    return list(dict.fromkeys(c.extension for c in _subclasses(Recorder) if c.extension)) + list(OTHER_EXTENSIONS)

@@ -1,0 +1,120 @@
+"""Burn's precision settings (the element types tensors are recorded at) and burnlike's f16/i16
+policy: which tensors keep a wider type so that nothing is silently corrupted."""
+
+from __future__ import annotations
+
+import math
+from typing import TypeAlias
+
+import torch
+
+# The Rust element types Burn names in a record's metadata (`float`, `int`)
+RUST_TYPES = {torch.float64: "f64", torch.float32: "f32", torch.float16: "half::binary16::f16",
+              torch.int64: "i64", torch.int32: "i32", torch.int16: "i16"}
+
+
+class PrecisionSettings:
+    """Float/int storage types, named as Burn names them in a record's metadata."""
+
+    name = "FullPrecisionSettings"
+    float_dtype: torch.dtype = torch.float32
+    int_dtype: torch.dtype = torch.int32
+
+    @property
+    def float_name(self) -> str:
+        return RUST_TYPES[self.float_dtype]
+
+    @property
+    def int_name(self) -> str:
+        return RUST_TYPES[self.int_dtype]
+
+    def __repr__(self) -> str:
+        return f"{self.name}()"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, PrecisionSettings) and other.name == self.name
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+
+class FullPrecisionSettings(PrecisionSettings):
+    pass
+
+
+class HalfPrecisionSettings(PrecisionSettings):
+    """f16/i16: half the size, lossy (2049→2048, 1e-8→0); see `storage_dtype` for the guards."""
+
+    name = "HalfPrecisionSettings"
+    float_dtype = torch.float16
+    int_dtype = torch.int16
+
+
+class DoublePrecisionSettings(PrecisionSettings):
+    name = "DoublePrecisionSettings"
+    float_dtype = torch.float64
+    int_dtype = torch.int64
+
+
+SettingsLike: TypeAlias = PrecisionSettings | type[PrecisionSettings] | None  # Burn's `S` type parameter
+
+
+def as_settings(settings: SettingsLike) -> PrecisionSettings:
+    """Accept the class (`HalfPrecisionSettings`) or an instance, like Burn's type parameter."""
+    if settings is None:
+        return FullPrecisionSettings()
+    if isinstance(settings, type) and issubclass(settings, PrecisionSettings):
+        return settings()
+    if isinstance(settings, PrecisionSettings):
+        return settings
+    raise TypeError(f"expected a precision settings class such as HalfPrecisionSettings, got {settings!r}")
+
+
+F16_MAX = 65504.0
+F16_TINY = 2.0**-14  # smallest normal f16; below it f16 keeps fewer than 10 significant bits
+_INT_RANGE = {torch.int16: (-(2**15), 2**15 - 1), torch.int32: (-(2**31), 2**31 - 1)}
+
+
+def storage_dtype(t: torch.Tensor, settings: PrecisionSettings | None) -> torch.dtype:
+    """The dtype `t` is recorded at under `settings`.
+
+    Policy (never silently corrupt; cheap: one min/max pass):
+    - a float tensor with a finite value beyond ±65504 (would become inf in f16) keeps f32 (f64
+      stays f64);
+    - a float tensor whose nonzero values are all below f16's normal range (|x| < 2**-14, e.g. a
+      tensor of 1e-8 values that would flush to zero or keep only a few bits) keeps f32 as well;
+    - otherwise f16 rounding applies element-wise: a tiny value next to large ones rounds to zero
+      exactly as f16 rounding of that tensor's scale would (2049→2048, 1e-8→0 beside 1.0);
+    - an int tensor outside the target int's range keeps the narrowest wider int that holds it.
+    Burn's reader accepts any of these, since each TensorData names its own dtype.
+    """
+    if settings is None or t.dtype == torch.bool:
+        return t.dtype
+    if t.is_floating_point():
+        target = settings.float_dtype
+        if target == torch.float16 and t.dtype != torch.float16 and t.numel():
+            wider = torch.float32 if t.dtype != torch.float64 else torch.float64
+            lo, hi = t.detach().aminmax()  # one pass, no |t| temporary
+            lo_f, hi_f = float(lo), float(hi)
+            peak = max(-lo_f, hi_f)
+            if not math.isfinite(peak):
+                peak = _finite_peak(t)
+            if peak > F16_MAX:
+                return wider
+            if 0.0 < peak < F16_TINY:
+                return wider
+        return target
+    target = settings.int_dtype
+    if target in _INT_RANGE and t.numel():
+        low, high = _INT_RANGE[target]
+        t_lo, t_hi = (int(v) for v in t.detach().aminmax())
+        if t_lo < low or t_hi > high:
+            for wider_int in (torch.int32, torch.int64):
+                if wider_int not in _INT_RANGE or _INT_RANGE[wider_int][0] <= t_lo and t_hi <= _INT_RANGE[wider_int][1]:
+                    return wider_int
+    return target
+
+
+def _finite_peak(t: torch.Tensor) -> float:
+    finite = t[torch.isfinite(t)]
+    return float(finite.abs().max()) if finite.numel() else 0.0
