@@ -78,7 +78,8 @@ GROUPS["model"], GROUPS["data"] = ["mlp", "mnist"], ["mnist"]
 
 def test_shipped_groups_are_the_documented_ones():
     assert shipped_options("model") == ["cnn", "mlp", "mnist", "tabular"]
-    assert shipped_options("data") == ["csv", "image_folder", "mnist"] and GROUPS["optimizer"] == ["adam", "adamw", "sgd"]
+    assert shipped_options("data") == ["csv", "image_folder", "mnist"]
+    assert GROUPS["optimizer"] == ["adagrad", "adam", "adamw", "adan", "lbfgs", "muon", "rmsprop", "sgd"]
     assert GROUPS["trainer"] == ["cpu", "ddp", "ddp_spawn", "default", "gpu"]
     assert shipped_options("hparams_search") == ["mnist_optuna"] and GROUPS["debug"][1:] == ["fast", "limit"]
 
@@ -95,9 +96,14 @@ def app_hydra():
     GlobalHydra.instance().clear()
 
 
-@pytest.mark.parametrize("combo", list(product(*GROUPS.values())), ids=lambda c: "-".join(map(str, c)))
+# Optimizers don't interact with the other groups: Burn's original three go through every combination,
+# the later ones (adagrad, rmsprop, muon, adan, lbfgs) compose and step once each in test_burn_api.py.
+COMBINED = {**GROUPS, "optimizer": ["adam", "adamw", "sgd"]}
+
+
+@pytest.mark.parametrize("combo", list(product(*COMBINED.values())), ids=lambda c: "-".join(map(str, c)))
 def test_every_shipped_combination_composes(app_hydra, combo):
-    overrides = [f"{g}={o}" for g, o in zip(GROUPS, combo) if o is not None]
+    overrides = [f"{g}={o}" for g, o in zip(COMBINED, combo) if o is not None]
     cfg = compose("config", overrides=overrides)
     from burnlike.app.run import validate
     from burnlike.config import is_config

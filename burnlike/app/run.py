@@ -28,6 +28,7 @@ METRICS = {"Accuracy": "AccuracyMetric", "Loss": "LossMetric", "Learning Rate": 
 VALID_METRICS = ("Accuracy", "Loss")  # the ones a validation pass can compute
 # Lightning's messages name its argument; the app names the override that set it
 TRAINER_KEYS = ("precision", "strategy", "devices", "num_nodes", "accelerator")
+STRATEGIES = ("single", "multi", "multi_sharded", "ddp")  # learner.strategy: Burn's ExecutionStrategy
 
 
 class AppConfigError(ValueError):
@@ -47,6 +48,8 @@ def validate(cfg: DictConfig) -> None:
         ("data.num_workers", cfg.data.num_workers, lambda v: v >= 0, "an integer >= 0"),
         ("optimizer.lr", cfg.optimizer.get("lr", 1.0), lambda v: v > 0, "a number > 0"),
         ("learner.recorder", cfg.learner.recorder, lambda v: v in recorder_names(), f"one of {recorder_names()}"),
+        ("learner.strategy", cfg.learner.get("strategy"), lambda v: v is None or v in STRATEGIES,
+         f"null or one of {list(STRATEGIES)}"),
     ]
     for key, value, ok, expected in checks:
         if not ok(value):
@@ -54,6 +57,9 @@ def validate(cfg: DictConfig) -> None:
     for name in cfg.learner.metrics:
         if name not in METRICS:
             raise AppConfigError(f"learner.metrics: unknown metric {name!r} (expected some of {sorted(METRICS)})")
+    if cfg.learner.get("strategy") is not None and str(cfg.trainer.strategy) != "auto":
+        raise AppConfigError(f"learner.strategy={cfg.learner.strategy} and trainer.strategy={cfg.trainer.strategy} "
+                             "both choose the Lightning strategy: set one (trainer.strategy=auto with learner.strategy)")
     if cfg.learner.checkpoint is not None and cfg.learner.checkpoint < 1:
         raise AppConfigError(f"learner.checkpoint={cfg.learner.checkpoint} is invalid: expected an epoch >= 1")
     split, _, name = str(cfg.optimized_metric).partition("/")
@@ -121,11 +127,37 @@ def build_model(cfg: DictConfig) -> nn.Module:
     return obj.init("cpu") if hasattr(obj, "init") and callable(obj.init) else obj
 
 
-def trainer_strategy(cfg: DictConfig) -> str:
+def execution(cfg: DictConfig) -> Any:
+    """`learner.strategy` as Burn's `ExecutionStrategy` on the trainer's accelerator and devices."""
+    from burnlike.train.strategy import DistributedConfig, ExecutionStrategy, MultiDeviceOptim
+
+    t, kind = cfg.trainer, str(cfg.learner.strategy)
+    devices = _devices(t.devices)
+    if isinstance(devices, bool) or not isinstance(devices, (int, list)) or devices in (0, -1):
+        raise AppConfigError(f"learner.strategy={kind} needs trainer.devices as a count or a list of indices, "
+                             f"got {devices!r}")
+    indices = list(range(devices)) if isinstance(devices, int) else [int(d) for d in devices]
+    accelerator = str(t.accelerator)
+    if accelerator not in ("cpu", "gpu", "cuda"):
+        raise AppConfigError(f"learner.strategy={kind} needs trainer.accelerator=cpu or gpu, got {accelerator}")
+    names = ["cpu"] * len(indices) if accelerator == "cpu" else [f"cuda:{i}" for i in indices]
+    if kind == "single":
+        if len(names) != 1:
+            raise AppConfigError(f"learner.strategy=single needs one device, got trainer.devices={devices!r}")
+        return ExecutionStrategy.single(names[0])
+    if kind == "ddp":
+        return ExecutionStrategy.ddp(names, DistributedConfig(num_nodes=int(t.num_nodes)))
+    optim = MultiDeviceOptim.OPTIM_SHARDED if kind == "multi_sharded" else MultiDeviceOptim.OPTIM_MAIN_DEVICE
+    return ExecutionStrategy.multi(names, optim)
+
+
+def trainer_strategy(cfg: DictConfig, strategy: Any = None) -> Any:
     """Under `-m`, Lightning's script launcher (`ddp`, and `auto` with several devices) would make
     ranks 1..N-1 re-launch the sweep: point them at this job, or, if this Lightning has no hook to
     patch, run an explicit `ddp` job with `ddp_spawn` instead."""
-    strategy = str(cfg.trainer.strategy)
+    strategy = str(cfg.trainer.strategy) if strategy is None else strategy
+    if not isinstance(strategy, str):
+        return strategy
     if _is_multirun():
         from burnlike.app.ddp import patch_for_multirun
 
@@ -193,10 +225,14 @@ def run(cfg: DictConfig, artifact_dir: str | Path | None = None) -> float:
         builder.summary()
     extra = {k: v for k, v in (("limit_train_batches", t.limit_train_batches),
                                ("limit_val_batches", t.limit_val_batches)) if v is not None}
+    placement = {"accelerator": t.accelerator, "devices": _devices(t.devices), "num_nodes": t.num_nodes,
+                 "strategy": trainer_strategy(cfg)}
+    if cfg.learner.get("strategy") is not None:  # Burn's ExecutionStrategy, the same translation as the API
+        placement = {"num_nodes": t.num_nodes, **execution(cfg).trainer_kwargs()}
+        placement["strategy"] = trainer_strategy(cfg, placement.get("strategy", "auto"))
     builder = (builder.num_epochs(cfg.learner.num_epochs).grads_accumulation(cfg.learner.grads_accumulation)
                .progress_bar(cfg.learner.progress_bar)
-               .trainer_kwargs(accelerator=t.accelerator, devices=_devices(t.devices), strategy=trainer_strategy(cfg),
-                               precision=t.precision, num_nodes=t.num_nodes, fast_dev_run=t.fast_dev_run,
+               .trainer_kwargs(**placement, precision=t.precision, fast_dev_run=t.fast_dev_run,
                                **extra, **OmegaConf.to_container(t.extra, resolve=True)))
     optimizer = OmegaConf.to_object(cfg.optimizer)
     model = build_model(cfg)

@@ -18,7 +18,12 @@ from burnlike.models.cnn import CnnConfig
 from burnlike.models.mlp import MlpConfig
 from burnlike.models.mnist import ModelConfig
 from burnlike.models.tabular import TabularMlpConfig
+from burnlike.optim.adagrad import AdaGradConfig
+from burnlike.optim.adan import AdanConfig
+from burnlike.optim.lbfgs import LBFGSConfig
+from burnlike.optim.muon import MuonConfig
 from burnlike.optim.optimizer import AdamConfig, AdamWConfig, SgdConfig
+from burnlike.optim.rmsprop import RmsPropConfig
 
 
 @config
@@ -37,6 +42,33 @@ class SgdOptimizer(SgdConfig):
 
 
 @config
+class AdaGradOptimizer(AdaGradConfig):
+    lr: float = 1e-2
+
+
+@config
+class RmsPropOptimizer(RmsPropConfig):
+    lr: float = 1e-3
+
+
+@config
+class MuonOptimizer(MuonConfig):
+    lr: float = 2e-2
+    # the app's models have biases and convolution kernels, which Muon does not take: Burn's AdamW
+    # updates them (optimizer.aux_adamw=null restores Burn's behaviour: refuse such models)
+    aux_adamw: AdamWConfig | None = AdamWConfig()
+
+
+@config
+class AdanOptimizer(AdanConfig):
+    lr: float = 1e-3
+
+
+@config
+class LBFGSOptimizer(LBFGSConfig):
+    lr: float = 1.0
+
+
 class TrainerConfig:
     """The `lightning.Trainer` arguments the app sets; `extra` passes anything else through."""
 
@@ -62,6 +94,8 @@ class LearnerConfig:
     grads_accumulation: int = 1
     summary: bool = True
     progress_bar: bool = True
+    # Burn's device strategy over trainer.accelerator/devices/num_nodes (null: trainer.strategy decides)
+    strategy: str | None = None  # single | multi | multi_sharded | ddp
 
 
 @config
@@ -87,6 +121,11 @@ SCHEMAS: dict[str, type] = {
     "optimizer/adam": AdamOptimizer,
     "optimizer/adamw": AdamWOptimizer,
     "optimizer/sgd": SgdOptimizer,
+    "optimizer/adagrad": AdaGradOptimizer,
+    "optimizer/rmsprop": RmsPropOptimizer,
+    "optimizer/muon": MuonOptimizer,
+    "optimizer/adan": AdanOptimizer,
+    "optimizer/lbfgs": LBFGSOptimizer,
 }
 
 

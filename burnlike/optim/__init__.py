@@ -1,6 +1,11 @@
 """Burn's optimizers (`AdamConfig().init()`), gradients and LR schedulers over `torch.optim`."""
 
+from burnlike.optim.adagrad import AdaGradConfig
+from burnlike.optim.adamw import BurnAdamW
+from burnlike.optim.adan import Adan, AdanConfig
 from burnlike.optim.grads import GradientsAccumulator, GradientsParams
+from burnlike.optim.lbfgs import LBFGS, LBFGSConfig, LineSearchFn
+from burnlike.optim.lr_composed import ComposedLrSchedulerConfig, SchedulerReduction
 from burnlike.optim.lr_scheduler import (
     ConstantLr,
     CosineAnnealingLrSchedulerConfig,
@@ -11,6 +16,7 @@ from burnlike.optim.lr_scheduler import (
     NoamLrSchedulerConfig,
     StepLrSchedulerConfig,
 )
+from burnlike.optim.muon import AdjustLrFn, Muon, MuonConfig
 from burnlike.optim.optimizer import (
     AdamConfig,
     AdamWConfig,
@@ -21,23 +27,37 @@ from burnlike.optim.optimizer import (
     SgdConfig,
     WeightDecayConfig,
 )
+from burnlike.optim.rmsprop import RmsPropConfig
 
 __all__ = [
+    "AdaGradConfig",
     "AdamConfig",
     "AdamWConfig",
+    "Adan",
+    "AdanConfig",
+    "AdjustLrFn",
+    "BurnAdamW",
+    "ComposedLrSchedulerConfig",
     "ConstantLr",
     "CosineAnnealingLrSchedulerConfig",
     "ExponentialLrSchedulerConfig",
     "GradientClippingConfig",
     "GradientsAccumulator",
     "GradientsParams",
+    "LBFGS",
+    "LBFGSConfig",
+    "LineSearchFn",
     "LinearLrSchedulerConfig",
     "LrScheduler",
     "LrSchedulerConfig",
     "MomentumConfig",
+    "Muon",
+    "MuonConfig",
     "NoamLrSchedulerConfig",
     "Optimizer",
     "OptimizerConfig",
+    "RmsPropConfig",
+    "SchedulerReduction",
     "SgdConfig",
     "StepLrSchedulerConfig",
     "WeightDecayConfig",

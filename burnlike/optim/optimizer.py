@@ -14,6 +14,7 @@ import torch
 from torch import Tensor, nn
 
 from burnlike.config import config
+from burnlike.optim.adamw import BurnAdamW
 from burnlike.optim.grads import GradientsParams
 
 
@@ -95,8 +96,9 @@ class AdamWConfig(OptimizerConfig):
     grad_clipping: GradientClippingConfig | None = None
 
     def torch_optimizer(self, params: Iterable[Any], lr: float) -> torch.optim.Optimizer:
-        if self.cautious_weight_decay:
-            raise NotImplementedError("AdamWConfig.cautious_weight_decay=True is not supported yet")
+        if self.cautious_weight_decay:  # Burn 0.19: decay only where it agrees with the update's sign
+            return BurnAdamW(params, lr, (self.beta_1, self.beta_2), self.epsilon, self.weight_decay, self.amsgrad,
+                             cautious_weight_decay=True)
         return torch.optim.AdamW(
             params,
             lr=lr,
@@ -153,17 +155,22 @@ class Optimizer:
             return self.spec.torch_optimizer(params, lr)
         return self.spec(params, lr=lr)
 
-    def step(self, lr: float, model: nn.Module, grads: GradientsParams) -> nn.Module:
-        params = [p for p in model.parameters() if p.requires_grad]
+    def _bind(self, params: list[nn.Parameter], lr: float) -> torch.optim.Optimizer:
+        """The torch optimizer over `params` (rebuilt if the model changed), at learning rate `lr`."""
         if self._torch is None or [id(p) for p in params] != [id(p) for p in self._params]:
             self._torch, self._params = self.build(params, lr), params
         for group in self._torch.param_groups:
             group["lr"] = lr
+        return self._torch
+
+    def step(self, lr: float, model: nn.Module, grads: GradientsParams) -> nn.Module:
+        params = [p for p in model.parameters() if p.requires_grad]
+        optim = self._bind(params, lr)
         for p in params:
             p.grad = grads.get(p)
         if self.grad_clipping is not None:
             self.grad_clipping.clip(params)
-        self._torch.step()
+        optim.step()
         for p in params:
             p.grad = None
         return model

@@ -1,4 +1,5 @@
-"""Burn's `burn::train`: steps, outputs, LearnerBuilder → Learner, on a lightning.Trainer.
+"""Burn's `burn::train`: steps, outputs, LearnerBuilder → Learner (and 0.20's SupervisedTraining),
+the evaluator, on a lightning.Trainer.
 
 Names are resolved lazily, so `burnlike.train.step`/`output` (used by models) import without
 Lightning; `from burnlike.train import LearnerBuilder` loads it on first use.
@@ -11,13 +12,28 @@ from typing import TYPE_CHECKING, Any
 
 _EXPORTS = {
     "LearnerBuilder": "builder",
+    "Learner": "components",
+    "EvaluationResult": "evaluator",
+    "Evaluator": "evaluator",
+    "EvaluatorBuilder": "evaluator",
+    "Interrupter": "interrupter",
+    "SequenceOutput": "output",
+    "InferenceStep": "step",
+    "CollectiveConfig": "strategy",
+    "DistributedConfig": "strategy",
+    "ExecutionStrategy": "strategy",
+    "LearningStrategy": "strategy",
+    "MultiDeviceOptim": "strategy",
+    "ReduceOperation": "strategy",
+    "TrainingStrategy": "strategy",
+    "LearningResult": "supervised",
+    "SupervisedTraining": "supervised",
     "CheckpointingStrategy": "checkpoint",
     "ComposedCheckpointingStrategy": "checkpoint",
     "KeepLastNCheckpoints": "checkpoint",
     "MetricCheckpointingStrategy": "checkpoint",
     "MetricEarlyStoppingStrategy": "checkpoint",
     "StoppingCondition": "checkpoint",
-    "Learner": "learner",
     "TrainingResult": "learner",
     "MetricInputError": "module",
     "StepModule": "module",
@@ -40,25 +56,40 @@ __all__ = [
     "Aggregate",
     "CheckpointingStrategy",
     "ClassificationOutput",
+    "CollectiveConfig",
     "ComposedCheckpointingStrategy",
     "Direction",
+    "DistributedConfig",
+    "EvaluationResult",
+    "Evaluator",
+    "EvaluatorBuilder",
+    "ExecutionStrategy",
     "Gradients",
+    "InferenceStep",
+    "Interrupter",
     "KeepLastNCheckpoints",
     "Learner",
     "LearnerBuilder",
     "LearnerSummary",
+    "LearningResult",
+    "LearningStrategy",
     "MetricCheckpointingStrategy",
     "MetricEarlyStoppingStrategy",
     "MetricInputError",
     "MetricStore",
+    "MultiDeviceOptim",
     "MultiLabelClassificationOutput",
+    "ReduceOperation",
     "RegressionOutput",
+    "SequenceOutput",
     "Split",
     "StepModule",
     "StoppingCondition",
+    "SupervisedTraining",
     "TrainOutput",
     "TrainStep",
     "TrainingResult",
+    "TrainingStrategy",
     "ValidStep",
     "backward",
 ]
@@ -87,9 +118,27 @@ if TYPE_CHECKING:  # pragma: no cover
         MetricEarlyStoppingStrategy,
         StoppingCondition,
     )
-    from burnlike.train.learner import Learner, TrainingResult
+    from burnlike.train.components import Learner
+    from burnlike.train.evaluator import EvaluationResult, Evaluator, EvaluatorBuilder
+    from burnlike.train.interrupter import Interrupter
+    from burnlike.train.learner import TrainingResult
     from burnlike.train.metric.store import Aggregate, Direction, MetricStore, Split
     from burnlike.train.module import MetricInputError, StepModule
-    from burnlike.train.output import ClassificationOutput, MultiLabelClassificationOutput, RegressionOutput
-    from burnlike.train.step import Gradients, TrainOutput, TrainStep, ValidStep, backward
+    from burnlike.train.output import (
+        ClassificationOutput,
+        MultiLabelClassificationOutput,
+        RegressionOutput,
+        SequenceOutput,
+    )
+    from burnlike.train.step import Gradients, InferenceStep, TrainOutput, TrainStep, ValidStep, backward
+    from burnlike.train.strategy import (
+        CollectiveConfig,
+        DistributedConfig,
+        ExecutionStrategy,
+        LearningStrategy,
+        MultiDeviceOptim,
+        ReduceOperation,
+        TrainingStrategy,
+    )
     from burnlike.train.summary import LearnerSummary
+    from burnlike.train.supervised import LearningResult, SupervisedTraining

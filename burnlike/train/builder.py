@@ -1,4 +1,7 @@
-"""`LearnerBuilder`: Burn 0.19's builder, translated onto a `lightning.Trainer`.
+"""`LearnerBuilder`: Burn 0.19's builder (and the guide's), translated onto a `lightning.Trainer`.
+
+`SupervisedTraining` (Burn 0.20/0.21) is this builder with its loaders, so all three spellings go
+through the one `build` below.
 
 Every Burn method maps to Trainer arguments or callbacks; `trainer_kwargs(...)` and `callback(...)`
 pass anything else straight to Lightning, so the adapter never blocks a Lightning feature.
@@ -11,7 +14,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import lightning as L
-import torch
 from torch import nn
 
 from burnlike.optim.optimizer import Optimizer, OptimizerConfig, TorchOptimizerFactory
@@ -21,15 +23,15 @@ from burnlike.train.checkpoint import (
     MetricEarlyStoppingStrategy,
     default_checkpointing_strategy,
 )
+from burnlike.train.interrupter import Interrupter, InterrupterCallback
 from burnlike.train.learner import Learner
 from burnlike.train.metric.base import Metric
 from burnlike.train.module import LrOrScheduler, StepModule
 from burnlike.train.renderer import BurnProgressBar
+from burnlike.train.strategy import Device, Execution, as_execution, trainer_devices
 
 if TYPE_CHECKING:  # pragma: no cover  (burnlike.record is imported when a checkpointer is built)
     from burnlike.record import Recorder
-
-Device = str | int | torch.device
 
 
 class LearnerBuilder:
@@ -40,7 +42,8 @@ class LearnerBuilder:
         self._train_metrics: list[Metric] = []
         self._valid_metrics: list[Metric] = []
         self._numeric: dict[str, list[str]] = {"train": [], "valid": []}
-        self._devices: list[Device] | None = None
+        self._execution: Execution | None = None
+        self._interrupter: Interrupter | None = None
         self._num_epochs = 1
         self._grads_accumulation: int | None = None
         self._summary = False
@@ -70,17 +73,41 @@ class LearnerBuilder:
         self._numeric["valid"].append(_metric(metric).name)
         return self.metric_valid(metric)
 
-    def metrics(self, *metrics: Metric) -> LearnerBuilder:
+    def metrics(self, *metrics: Metric | tuple[Metric, ...]) -> LearnerBuilder:
         """Register each metric as train and valid numeric (Burn's `.metrics((a, b))`)."""
-        for m in metrics:
+        for m in flat_metrics(metrics):
             self.metric_train_numeric(m).metric_valid_numeric(m.clone())
+        return self
+
+    def metrics_text(self, *metrics: Metric | tuple[Metric, ...]) -> LearnerBuilder:
+        """Register each metric for train and valid, logged but not in the summary (Burn 0.19)."""
+        for m in flat_metrics(metrics):
+            self.metric_train(m).metric_valid(m.clone())
         return self
 
     # Loop settings -----------------------------------------------------------------------------
     def devices(self, devices: Sequence[Device]) -> LearnerBuilder:
-        self._devices = list(devices)
-        trainer_devices(self._devices)  # validate now, not at fit time
+        """The guide's (Burn ≤ 0.18) device list; several devices let Lightning pick (DDP)."""
+        trainer_devices(list(devices))  # validate now, not at fit time
+        self._execution = Execution(tuple(devices))
         return self
+
+    def learning_strategy(self, strategy: Execution) -> LearnerBuilder:
+        """Burn 0.19: `LearningStrategy.single_device(d)`, `.multi_device_naive(ds)`, `.ddp(ds, config)`."""
+        self._execution = as_execution(strategy)
+        return self
+
+    def with_interrupter(self, interrupter: Interrupter) -> LearnerBuilder:
+        if not isinstance(interrupter, Interrupter):
+            raise TypeError(f"with_interrupter expects a burnlike.train.Interrupter, got {type(interrupter).__name__}")
+        self._interrupter = interrupter
+        return self
+
+    def interrupter(self) -> Interrupter:
+        """The interrupter of this run (created on first use): `interrupter().stop("reason")`."""
+        if self._interrupter is None:
+            self._interrupter = Interrupter()
+        return self._interrupter
 
     def num_epochs(self, num_epochs: int) -> LearnerBuilder:
         self._num_epochs = _positive("num_epochs", num_epochs)
@@ -146,6 +173,8 @@ class LearnerBuilder:
             strategy = self._strategy or default_checkpointing_strategy()
             callbacks.append(FileCheckpointer(self.artifact_dir, self._recorder.file_extension(), strategy))
         callbacks += [s.to_callback() for s in self._early_stopping]
+        if self._interrupter is not None:
+            callbacks.append(InterrupterCallback(self._interrupter))
         callbacks += self._callbacks
 
         kwargs: dict[str, Any] = {
@@ -162,8 +191,8 @@ class LearnerBuilder:
             kwargs["plugins"] = plugins
         if self._grads_accumulation:
             kwargs["accumulate_grad_batches"] = self._grads_accumulation
-        if self._devices:
-            kwargs.update(trainer_devices(self._devices))
+        if self._execution is not None:
+            kwargs.update(self._execution.trainer_kwargs())
         for key, value in self._trainer_kwargs.items():
             if key in ("callbacks", "plugins") and key in kwargs:
                 kwargs[key] = list(kwargs[key]) + list(value)
@@ -182,32 +211,9 @@ class LearnerBuilder:
         )
 
 
-def trainer_devices(devices: Sequence[Device]) -> dict[str, Any]:
-    """Burn device list → Trainer `accelerator`/`devices` (`"cpu"`, `"cuda:1"`, torch.device, ints)."""
-    if not devices:
-        raise ValueError("devices([...]) needs at least one device")
-    kinds, indices = set(), []
-    for d in devices:
-        if isinstance(d, int) and not isinstance(d, bool):
-            kinds.add("cuda")
-            indices.append(d)
-            continue
-        try:
-            dev = torch.device(d)
-        except (TypeError, RuntimeError):
-            raise ValueError(f"devices: {d!r} is not a device (expected 'cpu', 'cuda:N', 'mps', an int or torch.device)") from None
-        kinds.add(dev.type)
-        indices.append(dev.index or 0)
-    if len(kinds) > 1:
-        raise ValueError(f"devices: all devices must be of one kind, got {sorted(kinds)}")
-    kind = kinds.pop()
-    if kind == "cpu":
-        return {"accelerator": "cpu", "devices": len(devices)}
-    if kind == "cuda":
-        return {"accelerator": "gpu", "devices": indices}
-    if kind == "mps":
-        return {"accelerator": "mps", "devices": 1}
-    raise ValueError(f"devices: unsupported device type {kind!r}")
+def flat_metrics(metrics: tuple[Metric | tuple[Metric, ...], ...]) -> list[Metric]:
+    """Burn's tuple registration `.metrics((a, b))` and Python's `.metrics(a, b)` alike."""
+    return [m for entry in metrics for m in (entry if isinstance(entry, (tuple, list)) else (entry,))]
 
 
 def _metric(metric: Metric) -> Metric:

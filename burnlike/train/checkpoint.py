@@ -251,6 +251,14 @@ class MetricEarlyStoppingStrategy:
         self.aggregate, self.split, self.condition = Aggregate(aggregate), Split(split), condition
         self.best_epoch = 1  # Burn's initial state: epoch 1, no value yet
         self.best_value: float | None = None
+        self.warmup_epochs: int | None = None
+
+    def with_warmup_epochs(self, warmup: int | None) -> MetricEarlyStoppingStrategy:
+        """Burn 0.20: never stop in the first `warmup` epochs (they still count towards no-improvement)."""
+        if warmup is not None and (not isinstance(warmup, int) or isinstance(warmup, bool) or warmup < 0):
+            raise ValueError(f"with_warmup_epochs: expected None or an integer >= 0, got {warmup!r}")
+        self.warmup_epochs = warmup
+        return self
 
     def should_stop(self, epoch: int, store: MetricStore) -> bool:
         value = store.find_metric(self.name, epoch, self.split, self.aggregate)
@@ -259,6 +267,8 @@ class MetricEarlyStoppingStrategy:
             return False
         if store.resolve(self.name, self.direction).improves(value, self.best_value):
             self.best_epoch, self.best_value = epoch, value
+            return False
+        if self.warmup_epochs is not None and epoch <= self.warmup_epochs:
             return False
         stop = epoch - self.best_epoch >= self.condition.n_epochs
         if stop:

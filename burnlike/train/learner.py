@@ -11,6 +11,7 @@ from typing import Any
 import lightning as L
 from torch import nn
 
+from burnlike.train import components
 from burnlike.train.checkpoint import checkpoint_path
 from burnlike.train.logger import FileMetricLogger, install_experiment_log, remove_experiment_log
 from burnlike.train.metric.store import EpochEntry, Split
@@ -29,7 +30,9 @@ class TrainingResult:
     trainer: L.Trainer | None = field(default=None, repr=False)
 
 
-class Learner:
+class Learner(components.Learner):
+    """The learning components bound to a configured Trainer (what `LearnerBuilder.build` returns)."""
+
     def __init__(
         self,
         trainer: L.Trainer,
@@ -41,6 +44,7 @@ class Learner:
         checkpoint_extension: str | None = None,
         application_logger: bool = True,
     ) -> None:
+        super().__init__(module.model, module.optim, module.lr_or_scheduler)
         self.trainer = trainer
         self.module = module
         self.artifact_dir = artifact_dir

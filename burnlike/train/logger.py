@@ -28,6 +28,11 @@ def rust_f64(x: float) -> str:
     return text
 
 
+def tagged_test_split(tag: str | None = None) -> str:
+    """Burn 0.21's `Split::Test(tag)` folder: `test`, or `test/<tag>` (trimmed, spaces → '-', lower case)."""
+    return "test" if tag is None else f"test/{tag.strip().replace(' ', '-').lower()}"
+
+
 def metric_file_name(name: str) -> str:
     return name.replace(" ", "_") + ".log"
 
@@ -89,9 +94,10 @@ def read_epochs(artifact_dir: str | Path, split: str, name: str) -> dict[int, fl
     return dict(sorted(out.items()))
 
 
-def install_experiment_log(artifact_dir: str | Path) -> logging.Handler:
-    """Route burnlike's and Lightning's log records to `experiment.log` (Burn's app logger)."""
-    path = Path(artifact_dir) / "experiment.log"
+def install_experiment_log(artifact_dir: str | Path, file_name: str = "experiment.log") -> logging.Handler:
+    """Route burnlike's and Lightning's log records to `experiment.log` (Burn's app logger; the
+    evaluator's is `evaluation.log`)."""
+    path = Path(artifact_dir) / file_name
     path.parent.mkdir(parents=True, exist_ok=True)
     handler = logging.FileHandler(path)
     handler.setLevel(logging.INFO)

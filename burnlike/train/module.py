@@ -24,13 +24,13 @@ from burnlike.optim.optimizer import Optimizer, OptimizerConfig, TorchOptimizerF
 from burnlike.train.metric.base import Metric, MetricContext
 from burnlike.train.metric.store import EpochEntry, MetricStore, Split
 from burnlike.train.output import NONE
-from burnlike.train.step import TrainOutput, TrainStep, ValidStep
+from burnlike.train.step import InferenceStep, TrainOutput, TrainStep, ValidStep, inference_fn
 
 log = logging.getLogger("burnlike.train")
 
 LrOrScheduler = float | LrScheduler | LrSchedulerConfig
 
-_PLAIN_ATTRS = frozenset({"_current_fx_name"})
+_PLAIN_ATTRS = frozenset({"_current_fx_name", "_metered"})
 _STORE_KEY = "burnlike_metric_store"  # the store's state inside Lightning checkpoints
 
 
@@ -39,14 +39,15 @@ class MetricInputError(TypeError):
 
 
 def output_type(model: nn.Module, trait: type) -> type | None:
-    """The output item type declared by `TrainStep[B, O]`/`ValidStep[B, O]` or the step's return hint."""
+    """The output item type declared by `TrainStep[B, O]`/`ValidStep[B, O]`/`InferenceStep[B, O]`, or the
+    step method's return hint (the Python form of Burn 0.20's associated `Output` type)."""
     for klass in type(model).__mro__:
         for base in getattr(klass, "__orig_bases__", ()):
             if typing.get_origin(base) is trait:
                 args = typing.get_args(base)
                 if len(args) == 2 and isinstance(args[1], type):
                     return args[1]
-    method = "train_step" if trait is TrainStep else "valid_step"
+    method = {TrainStep: "train_step", ValidStep: "valid_step", InferenceStep: "inference_step"}[trait]
     try:
         ret = typing.get_type_hints(getattr(type(model), method)).get("return")
     except Exception:
@@ -85,11 +86,9 @@ class StepModule(L.LightningModule):
         valid_metrics: Sequence[Metric] = (),
     ) -> None:
         super().__init__()
-        for name in ("train_step", "valid_step"):
-            if not callable(getattr(model, name, None)):
-                raise TypeError(
-                    f"{type(model).__name__} must implement {name}(batch) (burnlike.train.TrainStep / ValidStep)"
-                )
+        if not callable(getattr(model, "train_step", None)):
+            raise TypeError(f"{type(model).__name__} must implement train_step(batch) (burnlike.train.TrainStep)")
+        self._valid_name = inference_fn(model).__name__  # valid_step (ValidStep) or inference_step (InferenceStep)
         self.model = model
         self.optim = as_optimizer(optimizer)
         self.lr_or_scheduler = lr_or_scheduler
@@ -103,10 +102,11 @@ class StepModule(L.LightningModule):
         self.store.register([*train, *valid])
         self._checked: set[str] = set()
         self.check_output("train", output_type(model, TrainStep))
-        self.check_output("valid", output_type(model, ValidStep))
+        self.check_output("valid", output_type(model, ValidStep) or output_type(model, InferenceStep))
         self._finished: set[tuple[str, int]] = set()
         self._needs_lr = any(m.input == NONE for m in self.train_metrics)
         self._ctx = MetricContext()
+        self._metered: tuple[int, int] | None = None  # (epoch, batch) whose train step fed the metrics
 
     def __setattr__(self, name: str, value: Any) -> None:
         # Lightning sets `_current_fx_name` around every hook call (dozens per step); skip
@@ -134,7 +134,10 @@ class StepModule(L.LightningModule):
                 "backward pass so accumulation, AMP and DDP work."
             )
         self.check_output("train", type(out.item))
-        if self.train_metrics:
+        # A closure optimizer (L-BFGS) runs the step several times per batch: count the batch once.
+        first_eval = self._metered != (self.current_epoch, batch_idx)
+        self._metered = (self.current_epoch, batch_idx)
+        if self.train_metrics and first_eval:
             ctx = self._ctx
             if self._needs_lr:
                 ctx.iteration = self.global_step
@@ -144,7 +147,7 @@ class StepModule(L.LightningModule):
         return out.grads.loss
 
     def validation_step(self, batch: Any, batch_idx: int) -> None:
-        item = self.model.valid_step(batch)
+        item = getattr(self.model, self._valid_name)(batch)
         if self.trainer.sanity_checking:
             return
         self.check_output("valid", type(item))

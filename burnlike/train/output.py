@@ -17,6 +17,11 @@ ACCURACY = "accuracy"
 TOP_K = "top_k"
 CONFUSION = "confusion"
 HAMMING = "hamming"
+PERPLEXITY = "perplexity"  # logits [..., V] and int targets [...]
+CER = "cer"  # predicted and target token ids [B, S]
+WER = "wer"
+DICE = "dice"  # int masks `output`/`targets` [B, C, ...] (Burn's DiceInput)
+IMAGE = "image"  # float images `output`/`targets` [B, C, H, W] (Burn's PsnrInput/SsimInput/MsSsimInput)
 NONE = "none"  # metrics that need nothing from the output (learning rate, speed)
 
 
@@ -54,3 +59,24 @@ class RegressionOutput(Adaptor):
     output: Tensor
     targets: Tensor
     provides: ClassVar[frozenset[str]] = frozenset({LOSS, NONE})
+
+
+@dataclass
+class SequenceOutput(Adaptor):
+    """Burn 0.21's sequence output: `loss`, `logits` [B, S, V], `predictions` [B, S] token ids or None
+    (then the argmax of the logits), `targets` [B, S]. Feeds Loss, Accuracy and Top-K (per token),
+    Perplexity, CER and WER."""
+
+    loss: Tensor
+    logits: Tensor
+    predictions: Tensor | None
+    targets: Tensor
+    provides: ClassVar[frozenset[str]] = frozenset({LOSS, ACCURACY, TOP_K, PERPLEXITY, CER, WER, NONE})
+
+    @property
+    def output(self) -> Tensor:
+        """The logits, as the token-level accuracy metrics read them."""
+        return self.logits
+
+    def predicted_tokens(self) -> Tensor:
+        return self.predictions if self.predictions is not None else self.logits.argmax(dim=-1)

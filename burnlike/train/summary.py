@@ -68,7 +68,8 @@ class LearnerSummary:
             for m in self.metrics
         ]
         # Burn's layout: Split as is, Metric as wide as the longest name, numbers in 8-wide cells.
-        widths = [5, max([6, *(len(m.name) for m in self.metrics)]), 8, 8, 8, 8]
+        widths = [max([5, *(len(m.split) for m in self.metrics)]),  # "Test (tag)" rows widen it, as in Burn
+                  max([6, *(len(m.name) for m in self.metrics)]), 8, 8, 8, 8]
 
         def row(cells: list[str]) -> str:
             return "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |"

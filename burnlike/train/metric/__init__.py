@@ -11,9 +11,35 @@ from burnlike.train.metric.confusion import (
     RecallMetric,
 )
 from burnlike.train.metric.process import CpuMemory, CpuUse, IterationSpeedMetric, LearningRateMetric
+from burnlike.train.metric.system import CpuTemperature, CudaMetric, CudaUtilization
+from burnlike.train.metric.text import CharErrorRate, PerplexityMetric, WordErrorRate
+from burnlike.train.metric.vision import (
+    DiceMetric,
+    DiceMetricConfig,
+    MsSsimMetric,
+    MsSsimMetricConfig,
+    PsnrMetric,
+    PsnrMetricConfig,
+    SsimMetric,
+    SsimMetricConfig,
+)
 
 __all__ = [
     "AccuracyMetric",
+    "CharErrorRate",
+    "CpuTemperature",
+    "CudaMetric",
+    "CudaUtilization",
+    "DiceMetric",
+    "DiceMetricConfig",
+    "MsSsimMetric",
+    "MsSsimMetricConfig",
+    "PerplexityMetric",
+    "PsnrMetric",
+    "PsnrMetricConfig",
+    "SsimMetric",
+    "SsimMetricConfig",
+    "WordErrorRate",
     "AurocMetric",
     "ClassReduction",
     "FBetaScoreMetric",

@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # pragma: no cover
 class Split(str, Enum):
     TRAIN = "train"
     VALID = "valid"
+    TEST = "test"  # Burn 0.21's Split::Test; a tagged test split logs under test/<tag>/ (the evaluator)
 
 
 class Direction(str, Enum):

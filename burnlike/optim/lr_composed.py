@@ -1,0 +1,117 @@
+"""Burn 0.21's `ComposedLrSchedulerConfig`: several schedulers stepped together, their learning
+rates reduced by product (default), sum or average at every iteration.
+
+`ComposedLrSchedulerConfig().linear(warmup).cosine(decay)` as in Burn; JSON keeps Burn's shape
+(`{"schedulers": [{"Linear": {...}}, ...], "reduction": "Prod"}`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from burnlike.config import ConfigError
+from burnlike.optim.lr_scheduler import (
+    CosineAnnealingLrSchedulerConfig,
+    ExponentialLrSchedulerConfig,
+    LinearLrSchedulerConfig,
+    LrScheduler,
+    NoamLrSchedulerConfig,
+    StepLrSchedulerConfig,
+)
+
+# Burn's enum variant names (the JSON tags), plus burnlike's step scheduler
+_VARIANTS: dict[str, type] = {
+    "Linear": LinearLrSchedulerConfig,
+    "Cosine": CosineAnnealingLrSchedulerConfig,
+    "Exponential": ExponentialLrSchedulerConfig,
+    "Noam": NoamLrSchedulerConfig,
+    "Step": StepLrSchedulerConfig,
+}
+
+
+class SchedulerReduction(str, Enum):
+    AVG = "Avg"
+    SUM = "Sum"
+    PROD = "Prod"
+
+
+@dataclass
+class ComposedLrSchedulerConfig:
+    schedulers: list[Any] = field(default_factory=list)
+    reduction: SchedulerReduction = SchedulerReduction.PROD
+
+    def _with(self, scheduler: Any) -> ComposedLrSchedulerConfig:
+        return ComposedLrSchedulerConfig([*self.schedulers, scheduler], self.reduction)
+
+    def linear(self, config: LinearLrSchedulerConfig) -> ComposedLrSchedulerConfig:
+        return self._with(config)
+
+    def cosine(self, config: CosineAnnealingLrSchedulerConfig) -> ComposedLrSchedulerConfig:
+        return self._with(config)
+
+    def exponential(self, config: ExponentialLrSchedulerConfig) -> ComposedLrSchedulerConfig:
+        return self._with(config)
+
+    def noam(self, config: NoamLrSchedulerConfig) -> ComposedLrSchedulerConfig:
+        return self._with(config)
+
+    def step(self, config: StepLrSchedulerConfig) -> ComposedLrSchedulerConfig:
+        return self._with(config)
+
+    def with_reduction(self, reduction: SchedulerReduction) -> ComposedLrSchedulerConfig:
+        return ComposedLrSchedulerConfig(list(self.schedulers), SchedulerReduction(reduction))
+
+    def init(self) -> LrScheduler:
+        parts = [s.init() for s in self.schedulers]
+        reduction = SchedulerReduction(self.reduction)
+
+        def lr(k: int) -> float:
+            values = [p.lr_at(k) for p in parts]
+            if reduction is SchedulerReduction.PROD:
+                return math.prod(values)
+            total = math.fsum(values)
+            return total / len(values) if reduction is SchedulerReduction.AVG and values else total
+
+        return LrScheduler(lr)
+
+    # Burn's JSON ------------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        tags = {cls: tag for tag, cls in _VARIANTS.items()}
+        out = []
+        for s in self.schedulers:
+            if type(s) not in tags:
+                raise ConfigError(f"ComposedLrSchedulerConfig: cannot save a {type(s).__name__} "
+                                  f"(expected one of {', '.join(c.__name__ for c in _VARIANTS.values())})")
+            out.append({tags[type(s)]: s.to_dict()})
+        return {"schedulers": out, "reduction": SchedulerReduction(self.reduction).value}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ComposedLrSchedulerConfig:
+        schedulers = []
+        for i, entry in enumerate(data.get("schedulers", [])):
+            if not isinstance(entry, dict) or len(entry) != 1 or next(iter(entry)) not in _VARIANTS:
+                raise ConfigError(f"ComposedLrSchedulerConfig: schedulers[{i}] must be one of "
+                                  f"{{{', '.join(repr(t) + ': {...}' for t in _VARIANTS)}}}, got {entry!r}")
+            (tag, body), = entry.items()
+            schedulers.append(_VARIANTS[tag].from_dict(body))
+        try:
+            reduction = SchedulerReduction(data.get("reduction", "Prod"))
+        except ValueError:
+            raise ConfigError(f"ComposedLrSchedulerConfig: reduction must be Avg, Sum or Prod, got "
+                              f"{data.get('reduction')!r}") from None
+        return cls(schedulers, reduction)
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n")
+
+    @classmethod
+    def load(cls, path: str | Path) -> ComposedLrSchedulerConfig:
+        try:
+            return cls.from_dict(json.loads(Path(path).read_text()))
+        except (OSError, json.JSONDecodeError) as e:
+            raise ConfigError(f"{path}: cannot read a ComposedLrSchedulerConfig ({e})") from None

@@ -1,0 +1,31 @@
+"""Burn's `SimpleOptimizer`: a per-tensor update rule, run as a `torch.optim.Optimizer`.
+
+For Burn's optimizers that torch lacks (or computes differently): subclasses implement `update`;
+this class runs the closure (Lightning's automatic optimization passes one) and visits every
+parameter with a gradient, so Lightning, checkpoints and LR schedulers see a normal optimizer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch import Tensor
+
+
+class RuleOptimizer(torch.optim.Optimizer):
+    def update(self, param: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    @torch.no_grad()
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:  # type: ignore[override]
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is not None:
+                    self.update(p, p.grad, self.state[p], group)
+        return loss

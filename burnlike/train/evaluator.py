@@ -1,0 +1,185 @@
+"""Burn's evaluator (0.19): `EvaluatorBuilder(dir).metrics(...).build(model).eval(name, loader)`.
+
+Each `eval` is a Lightning `trainer.test` run of the model's inference step (`valid_step` or
+`inference_step`) with the registered metrics, on the device the model is on unless told otherwise.
+The results are Burn's tagged test split (0.21 `Split::Test(tag)`): `test/<tag>/epoch-1/<Metric>.log`
+and `Test (<tag>)` rows in the summary, next to any training run logged in the same directory.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import lightning as L
+from torch import nn
+
+from burnlike.train.builder import flat_metrics
+from burnlike.train.logger import (
+    FileMetricLogger,
+    install_experiment_log,
+    remove_experiment_log,
+    tagged_test_split,
+)
+from burnlike.train.metric.base import Metric, MetricContext
+from burnlike.train.module import check_metrics, output_type
+from burnlike.train.step import InferenceStep, ValidStep, inference_fn
+from burnlike.train.strategy import Execution, ExecutionStrategy, as_execution
+from burnlike.train.summary import LearnerSummary, MetricSummary
+
+log = logging.getLogger("burnlike.train")
+
+TEST_EPOCH = 1  # Burn's evaluator logs every evaluation as the test split's first epoch
+
+
+@dataclass
+class EvaluationResult:
+    """`metrics`: each metric's value over the whole loader (synced across ranks)."""
+
+    name: str
+    metrics: dict[str, float]
+    summary: LearnerSummary | None = None
+    trainer: L.Trainer | None = field(default=None, repr=False)
+
+
+class _TestModule(L.LightningModule):
+    """Runs the model's inference step over a test loader and feeds the metrics."""
+
+    def __init__(self, model: nn.Module, metrics: Sequence[Metric]) -> None:
+        super().__init__()
+        self.model = model
+        self.test_metrics = nn.ModuleList([m.clone() for m in metrics])
+        self._step_name = inference_fn(model).__name__
+        self._checked = False
+        self._ctx = MetricContext()
+        self.results: dict[str, tuple[float, list[tuple[float, float]]]] = {}
+
+    def test_step(self, batch: Any, batch_idx: int) -> None:
+        item = getattr(self.model, self._step_name)(batch)
+        if not self._checked:
+            check_metrics(type(item), self.test_metrics, "test")
+            self._checked = True
+        for m in self.test_metrics:
+            m.update(item, self._ctx)
+
+    def on_test_epoch_end(self) -> None:
+        self.results = {m.name: m.finish_epoch() for m in self.test_metrics}
+
+
+class Evaluator:
+    def __init__(self, builder: EvaluatorBuilder, model: nn.Module) -> None:
+        self.builder = builder
+        self.model = model
+        self.results: dict[str, dict[str, float]] = {}  # tag → metric → value, for the summary
+
+    def eval(self, name: str, dataloader: Any) -> EvaluationResult:
+        """Evaluate on `dataloader`; the logs go to `test/<name as a tag>/epoch-1/`."""
+        b = self.builder
+        split = tagged_test_split(str(name))
+        module = _TestModule(self.model, b._metrics)
+        trainer = L.Trainer(**b.trainer_kwargs_for(self.model))
+        handler = install_experiment_log(b.directory, "evaluation.log") if b._application_logger else None
+        try:
+            log.info("evaluating %s on %s", type(self.model).__name__, split)
+            trainer.test(module, dataloader, verbose=False)
+        finally:
+            if handler is not None:
+                remove_experiment_log(handler)
+        values = {metric: value for metric, (value, _) in module.results.items()}
+        summary = None
+        if trainer.is_global_zero:
+            logger = FileMetricLogger(b.directory)
+            for metric, (_, history) in module.results.items():
+                logger.log_epoch(split, TEST_EPOCH, metric, history)
+            self.results[split.partition("/")[2]] = {k: v for k, v in values.items() if k in b._numeric}
+            if b._summary:
+                summary = self.summary()
+                print(summary, flush=True)
+        return EvaluationResult(str(name), values, summary, trainer)
+
+    def summary(self) -> LearnerSummary:
+        """Burn's table: a training run's rows from this directory, then one row per test metric."""
+        names = sorted(self.builder._numeric)
+        summary = LearnerSummary.from_dir(self.builder.directory, names, names)
+        for tag, values in self.results.items():
+            for metric, value in values.items():
+                summary.metrics.append(MetricSummary(f"test ({tag})", metric, value, TEST_EPOCH, value, TEST_EPOCH,
+                                                     {TEST_EPOCH: value}))
+        return summary
+
+
+class EvaluatorBuilder:
+    """`EvaluatorBuilder(directory)` → `.build(model)` → `Evaluator.eval(name, loader)`."""
+
+    def __init__(self, directory: str | Path) -> None:
+        self.directory = Path(directory)
+        self._metrics: list[Metric] = []
+        self._numeric: set[str] = set()
+        self._summary = False
+        self._application_logger = True
+        self._progress_bar = True
+        self._execution: Execution | None = None
+        self._trainer_kwargs: dict[str, Any] = {}
+
+    def metric(self, metric: Metric) -> EvaluatorBuilder:
+        if not isinstance(metric, Metric):
+            raise TypeError(f"expected a burnlike Metric (e.g. AccuracyMetric()), got {type(metric).__name__}")
+        self._metrics.append(metric)
+        return self
+
+    def metric_numeric(self, metric: Metric) -> EvaluatorBuilder:
+        self.metric(metric)
+        self._numeric.add(metric.name)
+        return self
+
+    def metrics(self, *metrics: Metric | tuple[Metric, ...]) -> EvaluatorBuilder:
+        for m in flat_metrics(metrics):
+            self.metric_numeric(m)
+        return self
+
+    def metrics_text(self, *metrics: Metric | tuple[Metric, ...]) -> EvaluatorBuilder:
+        for m in flat_metrics(metrics):
+            self.metric(m)
+        return self
+
+    def summary(self) -> EvaluatorBuilder:
+        self._summary = True
+        return self
+
+    def with_application_logger(self, enabled: bool | None) -> EvaluatorBuilder:
+        self._application_logger = bool(enabled)
+        return self
+
+    def progress_bar(self, enabled: bool = True) -> EvaluatorBuilder:
+        self._progress_bar = enabled
+        return self
+
+    def execution(self, strategy: Execution) -> EvaluatorBuilder:
+        """Where to evaluate (default: the device the model's parameters are on, as in Burn)."""
+        self._execution = as_execution(strategy)
+        return self
+
+    def trainer_kwargs(self, **kwargs: Any) -> EvaluatorBuilder:
+        self._trainer_kwargs.update(kwargs)
+        return self
+
+    def trainer_kwargs_for(self, model: nn.Module) -> dict[str, Any]:
+        execution = self._execution
+        if execution is None:
+            device = next((p.device for p in model.parameters()), None)
+            execution = ExecutionStrategy.single(device) if device is not None else Execution(())
+        kwargs: dict[str, Any] = {"default_root_dir": str(self.directory), "logger": False,
+                                  "enable_checkpointing": False, "enable_model_summary": False,
+                                  "enable_progress_bar": self._progress_bar,
+                                  **execution.trainer_kwargs()}
+        return {**kwargs, **self._trainer_kwargs}
+
+    def build(self, model: nn.Module) -> Evaluator:
+        inference_fn(model)  # a clear error now if the model has no inference step
+        item_type = output_type(model, InferenceStep) or output_type(model, ValidStep)
+        if item_type is not None:
+            check_metrics(item_type, self._metrics, "test")
+        return Evaluator(self, model)

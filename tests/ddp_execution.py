@@ -1,0 +1,34 @@
+"""Run by test_burn_api: a 2-process CPU DDP run through Burn 0.21's spelling,
+`SupervisedTraining(...).with_training_strategy(ExecutionStrategy.ddp(devices, DistributedConfig()))`."""
+
+import json
+import sys
+from pathlib import Path
+
+import torch
+from torch.utils.data import DataLoader
+
+sys.path.insert(0, str(Path(__file__).parent))
+from toy import Classifier, blobs, collate  # noqa: E402
+
+from burnlike.optim import AdamConfig  # noqa: E402
+from burnlike.train import DistributedConfig, ExecutionStrategy, Learner, SupervisedTraining  # noqa: E402
+from burnlike.train.metric import AccuracyMetric, LossMetric  # noqa: E402
+
+
+def main(artifact_dir: str) -> None:
+    torch.manual_seed(0)
+    train = DataLoader(blobs(128), batch_size=32, collate_fn=collate)
+    valid = DataLoader(blobs(64, seed=1), batch_size=16, collate_fn=collate)
+    result = (SupervisedTraining(artifact_dir, train, valid)
+              .metrics((AccuracyMetric(), LossMetric())).num_epochs(1).progress_bar(False)
+              .with_training_strategy(ExecutionStrategy.ddp(["cpu", "cpu"], DistributedConfig()))
+              .launch(Learner(Classifier(), AdamConfig(), 5e-2)))
+    trainer = result.trainer
+    out = {k: float(v) for k, v in trainer.callback_metrics.items()}
+    out["world_size"] = trainer.world_size
+    Path(artifact_dir, f"rank{trainer.global_rank}.json").write_text(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
