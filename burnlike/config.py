@@ -11,8 +11,11 @@ import dataclasses
 import json
 import types
 import typing
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar, Union
+
+from typing_extensions import dataclass_transform
 
 T = TypeVar("T")
 
@@ -39,6 +42,7 @@ def _strip_optional(tp: Any) -> Any:
     return tp
 
 
+@dataclass_transform()
 def config(cls: type[T]) -> type[T]:
     """Turn `cls` into a Burn-style config dataclass.
 
@@ -57,12 +61,14 @@ def config(cls: type[T]) -> type[T]:
         elif is_config(default) or isinstance(default, (list, dict)):
             setattr(cls, name, dataclasses.field(default_factory=_copier(default)))
     setattr(cls, _CONFIG_MARK, True)
-    for name, method in (("save", _save), ("to_dict", _to_dict), ("with_", _with)):
+    methods: dict[str, object] = {"save": _save, "to_dict": _to_dict, "with_": _with}
+    class_methods: dict[str, Callable[..., object]] = {"new": _new, "load": _load, "from_dict": _from_dict}
+    for name, method in methods.items():
         if name not in cls.__dict__:
             setattr(cls, name, method)
-    for name, method in (("new", _new), ("load", _load), ("from_dict", _from_dict)):
+    for name, factory in class_methods.items():
         if name not in cls.__dict__:
-            setattr(cls, name, classmethod(method))
+            setattr(cls, name, classmethod(factory))
     if "__getattr__" not in cls.__dict__:
         cls.__getattr__ = _getattr_with  # type: ignore[attr-defined]
     return dataclasses.dataclass(cls)
@@ -117,7 +123,8 @@ def _to_plain(value: Any) -> Any:
 
 
 def _to_dict(self: Any) -> dict[str, Any]:
-    return _to_plain(self)
+    plain: dict[str, Any] = _to_plain(self)
+    return plain
 
 
 def _save(self: Any, path: str | Path) -> None:
@@ -134,11 +141,13 @@ def _load(cls: type[T], path: str | Path) -> T:
         raise ConfigError(f"{path}: config file not found") from None
     except json.JSONDecodeError as e:
         raise ConfigError(f"{path}: not valid JSON ({e})") from None
-    return _from_plain(cls, data, where=str(path))
+    loaded: T = _from_plain(cls, data, where=str(path))
+    return loaded
 
 
 def _from_dict(cls: type[T], data: dict[str, Any]) -> T:
-    return _from_plain(cls, data, where=cls.__name__)
+    built: T = _from_plain(cls, data, where=cls.__name__)
+    return built
 
 
 def _from_plain(tp: Any, data: Any, where: str, key: str = "") -> Any:
@@ -147,7 +156,7 @@ def _from_plain(tp: Any, data: Any, where: str, key: str = "") -> Any:
         if _is_optional(tp) or tp is Any:
             return None
         raise ConfigError(f"{where}: key {key or '<root>'!r} is null but expects {_name(tp)}")
-    if dataclasses.is_dataclass(base):
+    if isinstance(base, type) and dataclasses.is_dataclass(base):
         if not isinstance(data, dict):
             raise ConfigError(f"{where}: key {key or '<root>'!r} expects an object for {base.__name__}")
         hints = typing.get_type_hints(base)

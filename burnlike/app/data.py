@@ -94,7 +94,7 @@ def _split(cfg: DictConfig, dataset: Any, what: str) -> tuple[Any, Any, Any]:
         raise _error(cfg, "data.valid_fraction",
                      f"splits the {n} {what} into {n - n_valid} to train and {n_valid} to validate; "
                      "expected a fraction in (0, 1) that leaves both non-empty (or set data.valid)")
-    shuffled = ShuffledDataset(dataset, cfg.data.shuffle_seed)
+    shuffled: ShuffledDataset[Any] = ShuffledDataset(dataset, cfg.data.shuffle_seed)
     n_train = n - n_valid
     return PartialDataset(shuffled, 0, n_train), PartialDataset(shuffled, n_train, n), shuffled.indices[:n_train]
 
@@ -217,4 +217,5 @@ def build_loaders(cfg: DictConfig) -> tuple[Any, Any]:
                               f"knows: expected one of {[o[1] for o in _OPTIONS.values()]}")
     if data_type is DataConfig:
         _check_model(cfg, {})
-    return _OPTIONS[data_type][0](cfg)
+    loaders: tuple[Any, Any] = _OPTIONS[data_type][0](cfg)
+    return loaders

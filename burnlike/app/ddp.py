@@ -51,7 +51,7 @@ def patch_for_multirun() -> bool:
         return False
     if not callable(getattr(subprocess_script, "_hydra_subprocess_cmd", None)):
         return False
-    if subprocess_script._hydra_subprocess_cmd is not job_subprocess_cmd:
-        subprocess_script._hydra_subprocess_cmd = job_subprocess_cmd
+    if getattr(subprocess_script, "_hydra_subprocess_cmd") is not job_subprocess_cmd:  # noqa: B009 - private
+        setattr(subprocess_script, "_hydra_subprocess_cmd", job_subprocess_cmd)  # noqa: B010
         log.info("multirun: DDP ranks are launched for this job only (not the whole sweep)")
     return True

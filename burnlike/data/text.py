@@ -190,7 +190,8 @@ class TextClassificationBatcher:
             tokens, mask = generate_padding_mask(self.pad, [self._encode(t) for t in texts], self.seq_length)
             labels = torch.tensor([int(item.label) for item in items], dtype=torch.int64)
             batch = TextClassificationBatch(tokens, labels, mask)
-        return batch.to(device) if device is not None else batch
+        moved: TextClassificationBatch | TextClassificationInferenceBatch = batch.to(device) if device is not None else batch
+        return moved
 
 
 def _text(item: Any) -> str:

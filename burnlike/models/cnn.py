@@ -40,7 +40,8 @@ class Cnn(Module, TrainStep[ImageBatch, ClassificationOutput], ValidStep[ImageBa
             x = self.dropout(self.pool(x))
         x = torch.flatten(self.fit(x), 1)
         x = self.dropout(self.activation(self.fc1(x)))
-        return self.fc2(x)
+        logits: Tensor = self.fc2(x)
+        return logits
 
     def forward_classification(self, images: Tensor, targets: Tensor) -> ClassificationOutput:
         output = self.forward(images)

@@ -27,7 +27,8 @@ class Mlp(Module, TrainStep[MnistBatch, ClassificationOutput], ValidStep[MnistBa
         x = torch.flatten(images, 1)
         for layer in self.layers:
             x = self.dropout(self.activation(layer(x)))
-        return self.output(x)
+        logits: Tensor = self.output(x)
+        return logits
 
     def forward_classification(self, images: Tensor, targets: Tensor) -> ClassificationOutput:
         output = self.forward(images)

@@ -36,7 +36,8 @@ class Model(
         x = self.activation(self.dropout(self.conv2(x)))
         x = torch.flatten(self.pool(x), 1)
         x = self.activation(self.dropout(self.linear1(x)))
-        return self.linear2(x)
+        logits: Tensor = self.linear2(x)
+        return logits
 
     def forward_classification(self, images: Tensor, targets: Tensor) -> ClassificationOutput:
         output = self.forward(images)

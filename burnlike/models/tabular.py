@@ -28,7 +28,8 @@ class TabularMlp(Module, TrainStep[TabularBatch, TabularOutput], ValidStep[Tabul
         self.output = nn.Linear(sizes[-1], num_outputs)
 
     def forward(self, inputs: Tensor) -> Tensor:
-        return self.output(self.hidden(inputs))
+        logits: Tensor = self.output(self.hidden(inputs))
+        return logits
 
     def forward_step(self, batch: TabularBatch) -> TabularOutput:
         output = self.forward(batch.inputs)

@@ -19,7 +19,7 @@ class GradientsParams:
     def from_grads(cls, grads: Gradients, module: nn.Module) -> GradientsParams:
         """Run the backward pass of `grads` for every trainable parameter of `module`."""
         params = [p for p in module.parameters() if p.requires_grad]
-        values = grads.compute(params)
+        values = grads.compute(list(params))
         return cls({p: g for p, g in zip(params, values) if g is not None})
 
     from_module = from_grads
@@ -28,7 +28,7 @@ class GradientsParams:
     def from_params(cls, grads: Gradients, module: nn.Module, params: list[nn.Parameter]) -> GradientsParams:
         owned = {id(p) for p in module.parameters()}
         chosen = [p for p in params if id(p) in owned]
-        values = grads.compute(chosen)
+        values = grads.compute(list(chosen))
         return cls({p: g for p, g in zip(chosen, values) if g is not None})
 
     def get(self, param: nn.Parameter) -> Tensor | None:

@@ -36,7 +36,7 @@ class LBFGSConfig(OptimizerConfig):
     line_search_fn: LineSearchFn = LineSearchFn.NONE
 
     @property
-    def grad_clipping(self) -> None:  # Burn's LBFGSConfig has no gradient clipping
+    def grad_clipping(self) -> None:  # type: ignore[override]  # read-only None: Burn's config has no clipping  # Burn's LBFGSConfig has no gradient clipping
         return None
 
     def init(self) -> LBFGS:
@@ -70,7 +70,7 @@ class LBFGS(Optimizer):
                 p.grad = grads.get(p)
             return loss.detach() if isinstance(loss, Tensor) else torch.tensor(float(loss))
 
-        loss = optim.step(torch_closure)
+        loss = optim.step(torch_closure)  # type: ignore[arg-type]  # torch returns the closure's tensor
         for p in params:
             p.grad = None
         return model, float(loss)

@@ -73,7 +73,7 @@ class ComposedLrSchedulerConfig:
         def lr(k: int) -> float:
             values = [p.lr_at(k) for p in parts]
             if reduction is SchedulerReduction.PROD:
-                return math.prod(values)
+                return float(math.prod(values))
             total = math.fsum(values)
             return total / len(values) if reduction is SchedulerReduction.AVG and values else total
 
@@ -98,7 +98,7 @@ class ComposedLrSchedulerConfig:
                 raise ConfigError(f"ComposedLrSchedulerConfig: schedulers[{i}] must be one of "
                                   f"{{{', '.join(repr(t) + ': {...}' for t in _VARIANTS)}}}, got {entry!r}")
             (tag, body), = entry.items()
-            schedulers.append(_VARIANTS[tag].from_dict(body))
+            schedulers.append(getattr(_VARIANTS[tag], "from_dict")(body))  # noqa: B009 - @config adds it
         try:
             reduction = SchedulerReduction(data.get("reduction", "Prod"))
         except ValueError:

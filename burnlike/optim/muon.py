@@ -53,7 +53,7 @@ class MuonConfig(OptimizerConfig):
     aux_adamw: AdamWConfig | None = None  # burnlike: the optimizer for non-2-D parameters
 
     @property
-    def grad_clipping(self) -> None:  # Burn's MuonConfig has no gradient clipping
+    def grad_clipping(self) -> None:  # type: ignore[override]  # read-only None: Burn's config has no clipping  # Burn's MuonConfig has no gradient clipping
         return None
 
     def torch_optimizer(self, params: Iterable[Any], lr: float) -> torch.optim.Optimizer:

@@ -19,7 +19,7 @@ class RuleOptimizer(torch.optim.Optimizer):
         raise NotImplementedError
 
     @torch.no_grad()
-    def step(self, closure: Callable[[], Any] | None = None) -> Any:  # type: ignore[override]
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
         loss = None
         if closure is not None:
             with torch.enable_grad():

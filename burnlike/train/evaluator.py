@@ -51,7 +51,8 @@ class _TestModule(L.LightningModule):
     def __init__(self, model: nn.Module, metrics: Sequence[Metric]) -> None:
         super().__init__()
         self.model = model
-        self.test_metrics = nn.ModuleList([m.clone() for m in metrics])
+        self.metric_list: list[Metric] = [m.clone() for m in metrics]
+        self.test_metrics = nn.ModuleList(self.metric_list)
         self._step_name = inference_fn(model).__name__
         self._checked = False
         self._ctx = MetricContext()
@@ -60,13 +61,13 @@ class _TestModule(L.LightningModule):
     def test_step(self, batch: Any, batch_idx: int) -> None:
         item = getattr(self.model, self._step_name)(batch)
         if not self._checked:
-            check_metrics(type(item), self.test_metrics, "test")
+            check_metrics(type(item), self.metric_list, "test")
             self._checked = True
-        for m in self.test_metrics:
+        for m in self.metric_list:
             m.update(item, self._ctx)
 
     def on_test_epoch_end(self) -> None:
-        self.results = {m.name: m.finish_epoch() for m in self.test_metrics}
+        self.results = {m.name: m.finish_epoch() for m in self.metric_list}
 
 
 class Evaluator:

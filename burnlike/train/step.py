@@ -32,8 +32,8 @@ class TrainOutput(Generic[T]):
 
 
 @runtime_checkable
-class TrainStep(Protocol[B, O]):
-    def train_step(self, batch: B) -> TrainOutput[O]: ...
+class TrainStep(Protocol[B, T]):  # T, not O: TrainOutput (a mutable dataclass) is invariant in its item
+    def train_step(self, batch: B) -> TrainOutput[T]: ...
 
 
 @runtime_checkable
@@ -53,7 +53,8 @@ def inference_fn(model: Any) -> Callable[[Any], Any]:
     for name in ("valid_step", "inference_step"):
         fn = getattr(model, name, None)
         if callable(fn):
-            return fn
+            step: Callable[[Any], Any] = fn
+            return step
     raise TypeError(
         f"{type(model).__name__} must implement valid_step(batch) (burnlike.train.ValidStep) or "
         "inference_step(batch) (burnlike.train.InferenceStep)"

@@ -69,7 +69,8 @@ class WrappedDataset(Dataset[T]):
 
     def get(self, index: int) -> T | None:
         if self._burn_style:
-            return self.inner.get(index)
+            item: T | None = self.inner.get(index)
+            return item
         index = operator.index(index)
         return self.inner[index] if 0 <= index < len(self.inner) else None
 

@@ -103,7 +103,7 @@ def _inflate_core(mode: str, width: int, height: int, idat: bytes) -> bytes:
     `Image.frombytes(..., "zip", ...).tobytes()`, with the same checks."""
     from PIL import Image
 
-    core, size = Image.core, width * height * len(mode)
+    core, size = Image.core, width * height * len(mode)  # type: ignore[attr-defined]  # Pillow's C core (private; public fallback)
     image = core.new(mode, (width, height))
     decoder = core.zip_decoder(mode, mode)
     decoder.setimage(image, (0, 0, width, height))
@@ -117,7 +117,7 @@ def _inflate_core(mode: str, width: int, height: int, idat: bytes) -> bytes:
     _, done, pixels = encoder.encode(size + 1)
     if done != 1 or len(pixels) != size:
         raise AttributeError("the raw encoder did not return the whole image")  # take the public route
-    return pixels
+    return bytes(pixels)
 
 
 _ADAM7 = ((0, 0, 8, 8), (4, 0, 8, 8), (0, 4, 4, 8), (2, 0, 4, 4), (0, 2, 2, 4), (1, 0, 2, 2), (0, 1, 1, 2))
@@ -146,7 +146,7 @@ def _pil(data: bytes, mode: str | None, size: tuple[int, int] | None) -> np.ndar
     from PIL import Image
 
     with Image.open(io.BytesIO(data)) as opened:
-        image = opened
+        image: Image.Image = opened
         image.load()
         if mode is not None:
             image = image.convert(mode)
@@ -180,7 +180,8 @@ def _torchvision(data: bytes, mode: str | None, size: tuple[int, int] | None) ->
         resized = torch.nn.functional.interpolate(image[None].float(), size=tuple(size), mode="bilinear",
                                                   antialias=True, align_corners=False)[0]
         image = resized.round_().clamp_(0, 255).to(torch.uint8)
-    return image.permute(1, 2, 0).contiguous().numpy()
+    pixels: np.ndarray = image.permute(1, 2, 0).contiguous().numpy()
+    return pixels
 
 
 def decode_image(path: str | os.PathLike[str], decoder: str = "auto", mode: str | None = None,

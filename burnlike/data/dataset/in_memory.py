@@ -68,7 +68,7 @@ class InMemDataset(Dataset[T]):
                     raise DatasetError(f"{path} line {number}: expected a JSON object for "
                                        f"{item_type.__name__}, got {type(value).__name__}")
                 items.append(reader.from_mapping(value, f" line {number}") if item_type is not None else value)
-        return cls(items)
+        return cls(items)  # type: ignore[arg-type]  # dicts when no item type is given
 
     @classmethod
     def from_csv(cls, path: str | os.PathLike[str], item_type: type[T] | None = None, *, delimiter: str = ",",
@@ -88,7 +88,7 @@ class InMemDataset(Dataset[T]):
                     raise EmptySplitError(f"{path}: empty file, expected a header row")
                 header = [name.strip() for name in header]
                 reader.check_columns(header)
-            items = []
+            items: list[Any] = []
             for row in rows:
                 if not row:
                     continue

@@ -120,8 +120,9 @@ class TextCsvDataset(InMemDataset[TextClassificationItem]):
         return len(self.classes)
 
     @classmethod
-    def from_csv(cls, path: str | os.PathLike[str], text_column: str = "text", label_column: str = "label",
-                 classes: Sequence[str] | None = None, *, delimiter: str = ",") -> TextCsvDataset:
+    def from_csv(  # type: ignore[override]  # columns by name, not an item type
+            cls, path: str | os.PathLike[str], text_column: str = "text", label_column: str = "label",
+            classes: Sequence[str] | None = None, *, delimiter: str = ",") -> TextCsvDataset:
         with open_text(path, "CSV file") as f:
             rows = csv.DictReader(f, delimiter=delimiter)
             header = [h.strip() for h in rows.fieldnames or []]

@@ -126,7 +126,7 @@ class ItemReader(Generic[T]):
         missing = [f for f in self.fields if f.required and f.column not in have]
         if missing:
             names = ", ".join(f"{f.column!r} (field {f.name})" for f in missing)
-            raise MissingColumnError(f"{self.source}: column {names} not found for {self.item_type.__name__}; "
+            raise MissingColumnError(f"{self.source}: column {names} not found for {getattr(self.item_type, '__name__', 'rows')}; "
                                      f"the columns are {list(available)}")
 
     def _value(self, f: _Field, value: Any, where: str) -> Any:

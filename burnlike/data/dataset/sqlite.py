@@ -171,7 +171,7 @@ class SqliteDatasetWriter(Generic[T]):
                 raise DatasetError(f"{self.db_file} split {split!r}: item {item!r} can't be stored as "
                                    f"MessagePack ({e})") from None
             cursor = self._conn.execute(f"insert into {_table(split)} (item) values (?)", (blob,))
-            return int(cursor.lastrowid) - 1
+            return int(cursor.lastrowid or 0) - 1
 
     def set_completed(self) -> None:
         with self._lock:

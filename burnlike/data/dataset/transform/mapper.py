@@ -26,6 +26,7 @@ class MapperDataset(Dataset[T], Generic[T]):
 
     def __init__(self, dataset: Any, mapper: Mapper[Any, T] | Callable[[Any], T]) -> None:
         self.dataset = as_dataset(dataset)
+        self._map: Callable[[Any], T]
         if isinstance(mapper, Mapper):
             self._map = mapper.map
         elif callable(mapper):

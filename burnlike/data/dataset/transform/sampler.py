@@ -109,7 +109,7 @@ class SamplerDataset(Dataset[T]):
 
         info = get_worker_info()
         if info is not None:
-            self._rng = np.random.Generator(self._rng.bit_generator.jumped(info.id + 1))
+            self._rng = np.random.Generator(self._rng.bit_generator.jumped(info.id + 1))  # type: ignore[attr-defined]  # PCG64 has it
 
     def index(self) -> int:
         """The next source index (Burn's `SamplerDataset::index`)."""
