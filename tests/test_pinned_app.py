@@ -74,7 +74,7 @@ def test_optimized_valid_loss_is_the_minimum_over_epochs(app, tmp_path):
     assert value == result["value"] == min(epochs.values())
     assert result["mode"] == "min" and epochs[result["best_epoch"]] == value
     logged = read_epochs(tmp_path, "valid", "Loss")  # what the Burn-layout logs hold
-    assert logged == pytest.approx(epochs, rel=1e-12)
+    assert logged == pytest.approx(epochs, rel=1e-6)
 
 
 def test_optimized_accuracy_is_the_maximum_over_epochs(app, tmp_path):
@@ -82,7 +82,7 @@ def test_optimized_accuracy_is_the_maximum_over_epochs(app, tmp_path):
     epochs = {int(e): v for e, v in result["epochs"].items()}
     assert list(epochs) == [1, 2] and epochs[1] != epochs[2]
     assert value == result["value"] == max(epochs.values()) and result["mode"] == "max"
-    assert epochs == pytest.approx(read_epochs(tmp_path, "valid", "Accuracy"), rel=1e-12)
+    assert epochs == pytest.approx(read_epochs(tmp_path, "valid", "Accuracy"), rel=1e-6)
     assert all(math.isclose(v * 1.28, round(v * 1.28), abs_tol=1e-9) for v in epochs.values())  # k of 128
 
 
