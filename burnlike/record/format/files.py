@@ -10,6 +10,7 @@ import contextlib
 import functools
 import gzip
 import os
+import stat
 import tempfile
 import zlib
 from collections.abc import Callable, Iterator
@@ -25,16 +26,31 @@ MIN_LIMIT = 64 * 2**20  # small files may always inflate this far
 
 
 @contextlib.contextmanager
-def open_record(path: Path) -> Iterator[tuple[IO[bytes], int]]:
-    """Open a record file for reading, as RecordError when it can't be."""
+def open_record(path: str | os.PathLike[str]) -> Iterator[tuple[IO[bytes], int]]:
+    """Open a record file for reading, as RecordError when it can't be. Only regular files: a link
+    to /dev/zero would be read until memory runs out, a FIFO would block."""
     try:
-        f = open(path, "rb")  # noqa: SIM115 - closed below
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO must not block the open
     except FileNotFoundError:
         raise RecordError("no such record file", path) from None
     except OSError as e:
         raise RecordError(f"cannot read ({e.strerror})", path) from None
-    with f:
-        yield f, os.fstat(f.fileno()).st_size
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        kind = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file (a device, FIFO or socket)"
+        raise RecordError(f"{kind}: only regular files are read as records", path)
+    with open(fd, "rb") as f:
+        yield f, info.st_size
+
+
+def read_head(path: str | os.PathLike[str], n: int) -> bytes:
+    """The first `n` bytes of a regular file (b"" for anything else), to tell its format."""
+    try:
+        with open_record(path) as (f, _):
+            return f.read(n)
+    except RecordError:
+        return b""
 
 
 def atomic_write(path: Path, write: Callable[[IO[bytes]], None] | bytes) -> None:
@@ -105,27 +121,43 @@ def gunzip(data: bytes, path: Path, limit: int | None = None) -> bytes:
     """Inflate incrementally, refusing streams that expand past `limit` (gzip bombs).
 
     The default limit is a multiple of the compressed size, so memory stays bounded by the file.
+    Members (concatenated gzip streams) are walked by offset: input goes in slices that start small
+    after each member, so zlib's copy of the unused input stays small and 100,000 empty members
+    take linear time.
     """
     if limit is None:
         limit = min(MAX_DECOMPRESSED, max(MIN_LIMIT, MAX_RATIO * len(data)))
+    view = memoryview(data)
     out = bytearray()
-    decomp = zlib.decompressobj(wbits=31)
+    start = 0  # where the current member begins
     try:
-        chunk = decomp.decompress(data, 1 << 24)
         while True:
-            out += chunk
-            if len(out) > limit:
-                raise RecordError(f"gzip stream inflates past {limit} bytes", path)
-            if decomp.eof:
-                rest = decomp.unused_data
-                if rest.strip(b"\0"):
-                    decomp = zlib.decompressobj(wbits=31)  # another gzip member
-                    chunk = decomp.decompress(rest, 1 << 24)
-                    continue
+            decomp = zlib.decompressobj(wbits=31)
+            fed, step = start, _FIRST_SLICE  # input handed to zlib ends at `fed`
+            while not decomp.eof:
+                if decomp.unconsumed_tail:  # the last call stopped at its output cap
+                    chunk = decomp.decompress(decomp.unconsumed_tail, 1 << 24)
+                else:
+                    piece = view[fed : fed + step]
+                    if not piece:
+                        raise RecordError("truncated gzip stream", path)
+                    fed += len(piece)
+                    step = min(step * 2, _MAX_SLICE)
+                    chunk = decomp.decompress(piece, 1 << 24)
+                out += chunk
+                if len(out) > limit:
+                    raise RecordError(f"gzip stream inflates past {limit:,} bytes", path)
+            start = fed - len(decomp.unused_data)
+            if start >= len(view):
                 break
-            if not decomp.unconsumed_tail and not chunk:
-                raise RecordError("truncated gzip stream", path)
-            chunk = decomp.decompress(decomp.unconsumed_tail, 1 << 24)
+            if view[start] == 0:  # zero padding after the last member is allowed, nothing else
+                if bytes(view[start:]).strip(b"\0"):
+                    raise RecordError(f"junk after the gzip data (byte {start})", path)
+                break
     except zlib.error as e:
         raise RecordError(f"not valid gzip ({e})", path) from None
     return bytes(out)
+
+
+_FIRST_SLICE = 256  # input fed to zlib right after a member starts (doubling up to _MAX_SLICE)
+_MAX_SLICE = 1 << 20
