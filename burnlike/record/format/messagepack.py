@@ -158,11 +158,11 @@ class Reader:
         return buf
 
     def array(self, n: int, depth: int, key: str) -> list[Any]:
-        self.budget.take()
+        self.budget.take(1 + self.length(n))
         return [self.value(depth + 1, f"{key}[{i}]") for i in range(self.length(n))]
 
     def map(self, n: int, depth: int, key: str) -> dict[Any, Any]:
-        self.budget.take()
+        self.budget.take(1 + 2 * self.length(n, 2))
         out: dict[Any, Any] = {}
         for _ in range(self.length(n, 2)):
             k = self.value(depth + 1, key)
