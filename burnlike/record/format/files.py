@@ -7,9 +7,12 @@ Why bounded: a record is untrusted input, and a few KiB of gzip can inflate to g
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import gzip
 import os
+import re
+import socket
 import stat
 import tempfile
 import zlib
@@ -56,8 +59,12 @@ def read_head(path: str | os.PathLike[str], n: int) -> bytes:
 def atomic_write(path: Path, write: Callable[[IO[bytes]], None] | bytes) -> None:
     """Write via a temp file in the same folder, fsync, then rename over `path`: a crash or SIGKILL
     at any moment leaves either the old file or the new one, never a torn one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _clean_once(path.parent)
+        fd, tmp = tempfile.mkstemp(prefix=temp_prefix(path), suffix=".tmp", dir=path.parent)
+    except OSError as e:
+        raise write_error(e, path) from e
     try:
         with os.fdopen(fd, "wb", buffering=1 << 20) as f:
             if isinstance(write, (bytes, bytearray)):
@@ -70,8 +77,10 @@ def atomic_write(path: Path, write: Callable[[IO[bytes]], None] | bytes) -> None
         os.replace(tmp, path)
         if old is not None:
             _release_later(old)
-    except BaseException:
+    except BaseException as e:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(e, OSError):
+            raise write_error(e, path) from e
         raise
     try:
         dir_fd = os.open(path.parent, os.O_RDONLY)
@@ -81,6 +90,75 @@ def atomic_write(path: Path, write: Callable[[IO[bytes]], None] | bytes) -> None
             os.close(dir_fd)
     except OSError:  # pragma: no cover - some filesystems can't fsync a directory
         pass
+
+
+_HOST = re.sub(r"[^A-Za-z0-9_-]", "_", socket.gethostname())[:40] or "host"
+_TEMP = re.compile(r"^\..+\.burnlike\.(?P<host>[A-Za-z0-9_-]+)\.(?P<pid>\d+)\.[A-Za-z0-9_]+\.tmp$")
+
+
+def temp_prefix(path: Path) -> str:
+    """Temp files are `.NAME.burnlike.HOST.PID.XXXX.tmp`: recognisable, and their owner can be told."""
+    return f".{path.name}.burnlike.{_HOST}.{os.getpid()}."
+
+
+def remove_stale_temps(directory: Path) -> list[Path]:
+    """Remove temp files in `directory` that a process of this host which no longer runs left
+    behind (a SIGKILL mid-save). A live writer's, or another host's (shared filesystems), stay.
+    Checkpointers call it when a run starts or resumes; `atomic_write` on its first save into a
+    directory (so `Module.save_file` does too)."""
+    removed = []
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return []
+    for entry in entries:
+        m = _TEMP.match(entry.name)
+        if m and m["host"] == _HOST and not _alive(int(m["pid"])):
+            with contextlib.suppress(OSError):
+                os.unlink(entry.path)
+                removed.append(Path(entry.path))
+    return removed
+
+
+_CLEANED: set[tuple[int, str]] = set()
+
+
+def _clean_once(directory: Path) -> None:
+    key = (os.getpid(), str(directory.resolve()))
+    if key not in _CLEANED:
+        _CLEANED.add(key)
+        remove_stale_temps(directory)
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    except (OverflowError, ValueError):  # no process can have that pid
+        return False
+    return True
+
+
+_ADVICE = {
+    errno.ENOSPC: "the disk is full: free space there or save elsewhere",
+    errno.EDQUOT: "the disk quota is used up: free space there or save elsewhere",
+    errno.EROFS: "the filesystem is read-only: save to a writable directory",
+    errno.EACCES: "no permission to write there: save to a writable directory",
+    errno.EPERM: "no permission to write there: save to a writable directory",
+}
+
+
+def write_error(e: OSError, path: Path) -> OSError:
+    """`e` restated for the destination `path` (not the temp file) with what to do about it; the
+    previous file at `path`, if any, is unchanged."""
+    advice = _ADVICE.get(e.errno or 0, "check the destination")
+    return OSError(e.errno, f"{e.strerror or e}; could not save (the previous file, if any, is unchanged): {advice}",
+                   str(path))
 
 
 def _hold(path: Path) -> int | None:
