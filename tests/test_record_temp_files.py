@@ -44,7 +44,7 @@ def test_temp_name_is_recognisable(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
     monkeypatch.setattr(files.tempfile, "mkstemp", spy)
     Net().save_file(tmp_path / "model", DefaultRecorder())
-    assert seen and seen[0].startswith(f".model.mpk.burnlike.") and f".{os.getpid()}." in seen[0]
+    assert seen and seen[0].startswith(".model.mpk.burnlike.") and f".{os.getpid()}." in seen[0]
     assert files._TEMP.match(seen[0])
 
 
