@@ -140,9 +140,10 @@ def mutate(data: bytes, rng: random.Random) -> bytes:
 FUZZ_CASES = int(os.environ.get("BURNLIKE_FUZZ_CASES", "2100"))
 
 
-def fuzz_case(files: list[tuple[Path, object, type]], i: int, rng: random.Random, tmp_path: Path) -> bool:
-    """Mutate file `i % len(files)` and load it; True when RecordError refused it. Any other
-    exception propagates (benchmarks/fuzz_records.py runs this too)."""
+def fuzz_case(files: list[tuple[Path, object, type]], i: int, rng: random.Random, tmp_path: Path
+              ) -> tuple[bool, float]:
+    """Mutate file `i % len(files)` and load it: (whether RecordError refused it, seconds the load
+    took). Any other exception propagates (benchmarks/fuzz_records.py runs this too)."""
     path, reader, model_cls = files[i % len(files)]
     data = path.read_bytes()
     if path.name.endswith(".gz") and rng.random() < 0.5:  # mutate inside the gzip layer too
@@ -151,14 +152,16 @@ def fuzz_case(files: list[tuple[Path, object, type]], i: int, rng: random.Random
         data = mutate(data, rng)
     target = tmp_path / f"fuzz-{path.name}"
     target.write_bytes(data)
+    model = model_cls()
+    start = time.perf_counter()
     try:
         if isinstance(reader, RecorderCheckpointIO):
             reader.load_checkpoint(target)
         else:
-            model_cls().load_file(target, reader)
+            model.load_file(target, reader)
     except RecordError:
-        return True
-    return False
+        return True, time.perf_counter() - start
+    return False, time.perf_counter() - start
 
 
 @pytest.mark.timeout(240)
@@ -169,9 +172,9 @@ def test_fuzz_only_record_errors(tmp_path):
     raised = 0
     slowest = 0.0
     for i in range(FUZZ_CASES):
-        start = time.perf_counter()
-        raised += fuzz_case(files, i, rng, tmp_path)  # anything but RecordError fails the test
-        slowest = max(slowest, time.perf_counter() - start)
+        refused, seconds = fuzz_case(files, i, rng, tmp_path)  # anything but RecordError fails the test
+        raised += refused
+        slowest = max(slowest, seconds)
     assert raised > FUZZ_CASES // 2  # most mutations are detected, none crash
     assert slowest < 5.0  # no input makes the decoder hang
 

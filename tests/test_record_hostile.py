@@ -21,7 +21,7 @@ from burnlike.record import (
     load_checkpoint,
 )
 from burnlike.record.error import MAX_MESSAGE
-from burnlike.record.format import registry
+from burnlike.record.format import files, registry
 from burnlike.record.format.budget import BASE, Budget
 
 META = {"float": "f32", "int": "i32", "format": "burn_core::record::file::NamedMpkFileRecorder<x>",
@@ -134,6 +134,8 @@ def test_each_loader_refuses_or_loads(hostile: dict[str, Path], case: str, loade
         assert "F" * 300 not in str(e)
         if CASES[case][1]:
             assert "refusing to decode" in str(e)  # the budget stopped it, not the end of the file
+        if case.startswith(("dev-zero", "directory")):
+            assert "only regular files" in str(e)
 
 
 @pytest.mark.parametrize("case", list(CASES))
@@ -153,6 +155,29 @@ def test_budget_from_module_is_tighter(hostile: dict[str, Path]) -> None:
     assert budget.limit < BASE + 10_000 < Budget.for_record(8 << 20).limit
     with pytest.raises(RecordError, match=f"more than {budget.limit:,} values.*Net"):
         Net().load_file(hostile["8MB-empty-arrays.mpk"])
+
+
+def test_gzip_members_cost_linear_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Work counter: input bytes handed to zlib stay a small multiple of the file, however many
+    members (copying the rest of the buffer per member made 100,000 of them quadratic)."""
+    fed = [0]
+    real = files.zlib.decompressobj
+
+    class Counting:
+        def __init__(self, **kw: int) -> None:
+            self.inner = real(**kw)
+
+        def decompress(self, data: bytes, max_length: int = 0) -> bytes:
+            fed[0] += len(data)
+            return self.inner.decompress(data, max_length)
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(self.inner, name)
+
+    monkeypatch.setattr(files.zlib, "decompressobj", Counting)
+    data = gzip.compress(b"", mtime=0) * 2000 + gzip.compress(b"x" * 100_000, mtime=0)
+    assert files.gunzip(data, Path("m.mpk.gz")) == b"x" * 100_000
+    assert fed[0] < 16 * len(data)
 
 
 def test_budget_counts_every_container() -> None:

@@ -97,3 +97,22 @@ def test_write_errors_name_the_destination_and_keep_the_old_file(tmp_path: Path,
     monkeypatch.undo()
     assert path.read_bytes() == before
     assert [p.name for p in tmp_path.iterdir()] == ["model.mpk"]  # no temp left behind
+
+
+@pytest.mark.parametrize("suffix", [".safetensors", ".ckpt", ".mpk", ".json.gz"])
+def test_convert_writes_every_format_through_temp_and_rename(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            suffix: str) -> None:
+    from burnlike.cli import main
+
+    src = randomised(Net()).save_file(tmp_path / "model", DefaultRecorder())
+    renames: list[tuple[str, str]] = []
+    real = files.os.replace
+
+    def spy(a: str, b: str) -> None:
+        renames.append((Path(a).name, str(b)))
+        real(a, b)
+
+    monkeypatch.setattr(files.os, "replace", spy)
+    dst = tmp_path / f"out{suffix}"
+    assert main(["convert", str(src), str(dst), "--model", "test_record:Net"]) == 0
+    assert [b for _, b in renames] == [str(dst)] and files._TEMP.match(renames[0][0])
