@@ -40,7 +40,7 @@ def flood(n: int) -> bytes:
 
 def param(data: object) -> dict[str, object]:
     """A module record for `Net` whose first parameter's TensorData is `data`."""
-    return {"embed": {"weight": {"id": "a", "param": data}}}
+    return {"embed": {"weight": {"id": "abcdefghij", "param": data}}}
 
 
 def checkpoint(value: object) -> dict[str, object]:
@@ -92,13 +92,14 @@ CASES: dict[str, tuple[Callable[[Path], Path], bool]] = {
     "negative-shape.mpk": (_write("e.mpk", record(param({**GOOD, "shape": [-1, -4]}))), False),
     "unknown-dtype.mpk": (_write("f.mpk", record(param({**GOOD, "dtype": "F128"}))), False),
     "10MB-dtype.mpk": (_write("h.mpk", record(param({**GOOD, "dtype": BIG_STRING}))), False),
+    "10MB-param-id.mpk": (_write("k.mpk", record({"embed": {"weight": {"id": BIG_STRING, "param": GOOD}}})), False),
     "1M-dim-shape.mpk": (_write("i.mpk", record(param({**GOOD, "shape": [1] * 1_000_000}))), True),
     "checkpoint-10MB-torch-dtype.mpk": (_write("j.mpk", record(checkpoint({"__burnlike__": "dtype",
                                                                             "name": BIG_STRING}))), False),
 }
 
 
-INSPECT_LISTS = {"checkpoint-10MB-torch-dtype.mpk"}  # a bad non-tensor value: inspect doesn't decode it
+INSPECT_LISTS = {"checkpoint-10MB-torch-dtype.mpk", "10MB-param-id.mpk"}  # a bad non-tensor value: inspect doesn't decode it
 
 
 def _recorder_load(path: Path) -> None:
@@ -136,6 +137,10 @@ def test_each_loader_refuses_or_loads(hostile: dict[str, Path], case: str, loade
             assert "refusing to decode" in str(e)  # the budget stopped it, not the end of the file
         if case.startswith(("dev-zero", "directory")):
             assert "only regular files" in str(e)
+        if "F" * 100 in str(e):
+            assert "(10,000,002 characters)" in str(e)  # quoted ~200 characters, and how long it was
+        if "10MB" in case and loader == "Module.load_file":
+            assert "(10,000,002 characters)" in str(e)  # the module's record checks reach the big string
 
 
 @pytest.mark.parametrize("case", list(CASES))
@@ -148,6 +153,7 @@ def test_inspect_one_line_exit_2(hostile: dict[str, Path], case: str, capsys: py
     assert code == 2
     assert out == ""  # checks before printing
     assert err.startswith("error: ") and err.count("\n") == 1 and len(err) < MAX_MESSAGE + 100
+    assert str(hostile[case]) in err and "TypeError" not in err and "KeyError" not in err  # a checked failure
 
 
 def test_budget_from_module_is_tighter(hostile: dict[str, Path]) -> None:
@@ -199,6 +205,19 @@ def test_inspect_model_that_does_not_import(tmp_path: Path, capsys: pytest.Captu
         assert main(["inspect", str(path), "--model", spec]) == 2
         out, err = capsys.readouterr()
         assert out == "" and err.startswith("error: --model") and err.count("\n") == 1
+
+
+def test_any_unexpected_failure_is_one_line_exit_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    import burnlike.cli
+
+    def boom(*_: object) -> list[str]:
+        raise RuntimeError("a bug\non two lines")
+
+    monkeypatch.setattr(burnlike.cli, "_record_lines", boom)
+    path = Net().save_file(tmp_path / "m", DefaultRecorder())
+    assert main(["inspect", str(path)]) == 2
+    assert capsys.readouterr().err == "error: RuntimeError: a bug on two lines\n"
 
 
 def test_weights_only_refusal_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
