@@ -45,9 +45,9 @@ from burnlike.record.format.bincode import ITEM_FORMAT, BinFileRecorder, read_me
 from burnlike.record.format.files import atomic_write, gunzip, open_record
 from burnlike.record.format.module_record import load_module_record
 from burnlike.record.format.recorder import Recorder
-from burnlike.record.tensor.precision import PrecisionSettings, storage_dtype
 from burnlike.record.tensor.dtypes import DTYPES
 from burnlike.record.tensor.file_slice import FileSlice
+from burnlike.record.tensor.precision import PrecisionSettings, storage_dtype
 from burnlike.record.tensor.tensor_data import check_data, data_to_tensor, is_tensor_data, tensor_to_data
 from burnlike.record.tensor.version import DEFAULT_VERSION
 
