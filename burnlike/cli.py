@@ -197,9 +197,9 @@ def _record_lines(path: Path, metadata: dict[str, str], item: Any, note: str | N
 def _inspect_bin_metadata(path: Path, recorder: Recorder) -> int:
     """bincode without a model: the metadata is readable; module tensors need the field order."""
     with open_record(path) as (f, _):
-        data = f.read()
+        data: bytes | bytearray = f.read()
     if path.name.endswith(".gz"):
-        data = gunzip(data, path)
+        data = gunzip(bytes(data), path)
     metadata, _ = read_metadata(data, path)
     if metadata["format"].startswith(ITEM_FORMAT):  # self-describing checkpoint: list it in full
         lines = _record_lines(path, metadata, recorder.read_record(path)[1])

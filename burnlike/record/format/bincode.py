@@ -33,7 +33,7 @@ _SOME_NIL = b"\x01\x00"
 class _Reader(Visitor[None]):
     """bincode bytes → the named module record item, following the module's fields."""
 
-    def __init__(self, data: bytes, path: Path) -> None:
+    def __init__(self, data: bytes | bytearray, path: Path) -> None:
         self.data, self.pos, self.path = memoryview(data), 0, path
         self.key = ""
         self.v19 = False
@@ -117,12 +117,12 @@ class _Reader(Visitor[None]):
         return None
 
 
-def read_metadata(data: bytes, path: Path) -> tuple[dict[str, str], _Reader]:
+def read_metadata(data: bytes | bytearray, path: Path) -> tuple[dict[str, str], _Reader]:
     r = _Reader(data, path)
     return {k: r.string() for k in METADATA_KEYS}, r
 
 
-def decode(data: bytes, path: Path, module: nn.Module | None, budget: Budget | None = None) -> dict[str, Any]:
+def decode(data: bytes | bytearray, path: Path, module: nn.Module | None, budget: Budget | None = None) -> dict[str, Any]:
     metadata, r = read_metadata(data, path)
     if metadata["format"].startswith(ITEM_FORMAT):  # a non-module item (training checkpoint)
         blob = r.take(r.varint())
