@@ -39,14 +39,16 @@ from torch import nn
 from burnlike.record.checkpoint.lightning_dict import encode_checkpoint, is_checkpoint
 from burnlike.record.checkpoint.value import TAG, decode_value
 from burnlike.record.checkpoint.weights import weights_from_checkpoint
-from burnlike.record.error import RecordError
+from burnlike.record.error import MAX_MESSAGE, QUOTE_CHARS, RecordError, quote
 from burnlike.record.format import registry
 from burnlike.record.format.bincode import ITEM_FORMAT, BinFileRecorder, read_metadata
-from burnlike.record.format.files import gunzip
+from burnlike.record.format.files import atomic_write, gunzip, open_record
 from burnlike.record.format.module_record import load_module_record
 from burnlike.record.format.recorder import Recorder
+from burnlike.record.tensor.dtypes import DTYPES
+from burnlike.record.tensor.file_slice import FileSlice
 from burnlike.record.tensor.precision import PrecisionSettings, storage_dtype
-from burnlike.record.tensor.tensor_data import data_to_tensor, is_tensor_data, tensor_to_data
+from burnlike.record.tensor.tensor_data import check_data, data_to_tensor, is_tensor_data, tensor_to_data
 from burnlike.record.tensor.version import DEFAULT_VERSION
 
 
@@ -73,24 +75,54 @@ def tensors(item: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
             yield from tensors(value, f"{prefix}.{i}" if prefix else str(i))
 
 
+class CliError(Exception):
+    """A user-facing failure: `main` prints it as one line on stderr and exits 2."""
+
+
 def load_model(spec: str) -> Any:
     """`package.module:factory` → a module instance (a class or a function taking no arguments)."""
     module_name, _, attr = spec.partition(":")
-    if not attr:
-        raise SystemExit(f"error: --model expects 'package.module:ClassOrFactory', got {spec!r}")
+    if not module_name or not attr:
+        raise CliError(f"--model expects 'package.module:ClassOrFactory', got {quote(spec)}")
     sys.path.insert(0, str(Path.cwd()))
-    obj = getattr(importlib.import_module(module_name), attr)
-    model = obj()
-    return model.init() if hasattr(model, "init") and not hasattr(model, "state_dict") else model
+    try:
+        obj = getattr(importlib.import_module(module_name), attr)
+        model = obj()
+        model = model.init() if hasattr(model, "init") and not hasattr(model, "state_dict") else model
+    except Exception as e:  # noqa: BLE001 - any failure of the user's factory is reported, not raised
+        raise CliError(f"--model {quote(spec)}: {type(e).__name__}: {quote(str(e))}") from None
+    if not isinstance(model, nn.Module):
+        raise CliError(f"--model {quote(spec)} made a {type(model).__name__}, not a torch.nn.Module")
+    return model
 
 
 def read_torch_ckpt(path: Path) -> dict[str, Any]:
     """A PyTorch/Lightning pickle checkpoint through torch's allowlisting loader only."""
     try:
-        ckpt = torch.load(path, map_location="cpu", weights_only=True)
+        with open_record(path) as (f, _):
+            ckpt = torch.load(f, map_location="cpu", weights_only=True)
+    except RecordError:
+        raise
     except Exception as e:  # noqa: BLE001 - any refusal of the safe loader is a user-facing error
-        raise SystemExit(f"error: {path}: torch's weights_only loader refused it ({type(e).__name__}: {e})") from None
+        raise CliError(f"{path}: torch's weights_only loader refused it ({type(e).__name__}: {quote(str(e))})") \
+            from None
+    state = ckpt.get("state_dict", ckpt) if isinstance(ckpt, dict) else ckpt
+    if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
+        raise CliError(f"{path}: expected a state_dict of tensors (a PyTorch/Lightning checkpoint)")
     return ckpt if isinstance(ckpt, dict) else {"state_dict": ckpt}
+
+
+def read_safetensors(path: Path) -> dict[str, torch.Tensor]:
+    """A .safetensors file's tensors, any failure as a CliError naming the file."""
+    from safetensors.torch import load
+
+    try:
+        with open_record(path) as (f, _):
+            return load(f.read())
+    except RecordError:
+        raise
+    except Exception as e:  # noqa: BLE001 - safetensors' own errors (SafetensorError, OSError…)
+        raise CliError(f"{path}: not a valid safetensors file ({type(e).__name__}: {quote(str(e))})") from None
 
 
 def strip_prefix(state: dict[str, Any], prefix: str) -> dict[str, Any]:
@@ -112,74 +144,69 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         print(f"error: {path}: no such file", file=sys.stderr)
         return 2
     if path.suffix == ".safetensors":
-        from safetensors import safe_open
-
-        with safe_open(str(path), "pt") as f:
-            rows = [(k, str(f.get_slice(k).get_dtype()), list(f.get_slice(k).get_shape())) for k in f.keys()]
-        print(f"{path}: safetensors, {len(rows)} tensors")
-        for key, dtype, shape in rows:
-            print(f"  {key:<50} {dtype:<8} {shape}")
+        weights = read_safetensors(path)
+        print(f"{path}: safetensors, {len(weights)} tensors")
+        for key, t in weights.items():
+            print(f"  {_show(key):<50} {str(t.dtype).removeprefix('torch.'):<8} {list(t.shape)}")
         return 0
     recorder = _record_reader(path)
     if recorder is None and path.suffix == ".ckpt":
         state = read_torch_ckpt(path).get("state_dict", {})
         print(f"{path}: PyTorch checkpoint (read with weights_only=True), {len(state)} state_dict entries")
         for key, t in state.items():
-            print(f"  {key:<50} {str(t.dtype).removeprefix('torch.'):<8} {list(t.shape)}")
+            print(f"  {_show(key):<50} {str(t.dtype).removeprefix('torch.'):<8} {list(t.shape)}")
         return 0
     if recorder is None:
         print(f"error: {path}: unknown extension (expected .mpk, .mpk.gz, .json, .json.gz, .bin, .bin.gz, "
               ".safetensors or .ckpt)", file=sys.stderr)
         return 2
     model = load_model(args.model) if args.model else None
-    try:
-        if model is None and isinstance(recorder, BinFileRecorder):
-            return _inspect_bin_metadata(path, recorder)
-        with recorder.scan(path, module=model) as (metadata, item):
-            _print_record(path, metadata, item)
-    except RecordError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    if model is None and isinstance(recorder, BinFileRecorder):
+        return _inspect_bin_metadata(path, recorder)
+    with recorder.scan(path, module=model) as (metadata, item):
+        lines = _record_lines(path, metadata, item)  # every tensor checked before anything is printed
+    print("\n".join(lines))
     return 0
 
 
-def _print_record(path: Path, metadata: dict[str, str], item: Any) -> None:
-    print(f"{path}")
-    for key, value in metadata.items():
-        print(f"  {key}: {value}")
+def _show(value: object) -> str:
+    """A value from the file as printed: at most ~200 characters of it."""
+    text = str(value)
+    return text if len(text) <= QUOTE_CHARS else quote(text)
+
+
+def _record_lines(path: Path, metadata: dict[str, str], item: Any, note: str | None = None) -> list[str]:
+    """What `inspect` prints for a record, each TensorData checked (dtype, shape, byte count)."""
+    lines = [f"{path}", *(f"  {_show(key)}: {_show(value)}" for key, value in metadata.items())]
+    if note:
+        lines.append(note)
+        return lines
     if is_checkpoint(item):
-        print("  kind: burnlike training checkpoint (Lightning dict); keys: "
-              + ", ".join(str(k) for k in item if not str(k).startswith("__")))
+        lines.append("  kind: burnlike training checkpoint (Lightning dict); keys: "
+                     + _show(", ".join(str(k) for k in item if not str(k).startswith("__"))))
+    rows = []
     total = 0
-    rows = list(tensors(item))
-    print(f"  {len(rows)} tensors:")
-    for key, data in rows:
-        size = len(data["bytes"])
+    for key, data in tensors(item):
+        raw, dtype, shape = check_data(data, key, path)
+        size = raw.nbytes if isinstance(raw, (memoryview, FileSlice)) else len(raw)
         total += size
-        dtype = data["dtype"] if isinstance(data["dtype"], str) else next(iter(data["dtype"]))
-        print(f"    {key:<50} {dtype:<5} {str(data['shape']):<18} {size:>12,} B")
-    print(f"  tensor bytes: {total:,}")
+        rows.append(f"    {_show(key):<50} {DTYPES[dtype]:<5} {str(shape):<18} {size:>12,} B")
+    return [*lines, f"  {len(rows)} tensors:", *rows, f"  tensor bytes: {total:,}"]
 
 
 def _inspect_bin_metadata(path: Path, recorder: Recorder) -> int:
     """bincode without a model: the metadata is readable; module tensors need the field order."""
-    data = path.read_bytes()
+    with open_record(path) as (f, _):
+        data: bytes | bytearray = f.read()
     if path.name.endswith(".gz"):
-        data = gunzip(data, path)
+        data = gunzip(bytes(data), path)
     metadata, _ = read_metadata(data, path)
     if metadata["format"].startswith(ITEM_FORMAT):  # self-describing checkpoint: list it in full
-        rows = list(tensors(recorder.read_record(path)[1]))
-        print(f"{path}")
-        for key, value in metadata.items():
-            print(f"  {key}: {value}")
-        print(f"  {len(rows)} tensors:")
-        for key, d in rows:
-            print(f"    {key:<50} {d['dtype']!s:<5} {str(d['shape']):<18} {len(d['bytes']):>12,} B")
-        return 0
-    print(f"{path}")
-    for key, value in metadata.items():
-        print(f"  {key}: {value}")
-    print("  (bincode has no field names: pass --model package.module:Class to list the tensors)")
+        lines = _record_lines(path, metadata, recorder.read_record(path)[1])
+    else:
+        lines = _record_lines(path, metadata, None,
+                              "  (bincode has no field names: pass --model package.module:Class to list the tensors)")
+    print("\n".join(lines))
     return 0
 
 
@@ -189,11 +216,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
         print(f"error: {src}: no such file", file=sys.stderr)
         return 2
     model = load_model(args.model) if args.model else None
-    try:
-        return _convert(src, dst, model, args)
-    except RecordError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    return _convert(src, dst, model, args)
 
 
 def _convert(src: Path, dst: Path, model: nn.Module | None, args: argparse.Namespace) -> int:
@@ -202,20 +225,18 @@ def _convert(src: Path, dst: Path, model: nn.Module | None, args: argparse.Names
         out = registry.by_name(args.recorder, args.precision, args.burn_version)
         dst = out.path_for(dst)
     if out is None and dst.suffix not in (".safetensors", ".ckpt"):
-        raise SystemExit(f"error: {dst}: unknown output format (use .mpk, .mpk.gz, .json, .json.gz, .bin, .bin.gz, "
+        raise CliError(f"{dst}: unknown output format (use .mpk, .mpk.gz, .json, .json.gz, .bin, .bin.gz, "
                          ".safetensors or .ckpt)")
     state: dict[str, Any] | None = None  # PyTorch-layout weights, when the input has them
     item: Any = None
     reader = _record_reader(src) if src.suffix != ".safetensors" else None
     if src.suffix == ".safetensors":
-        from safetensors.torch import load_file
-
-        state = load_file(str(src))
+        state = read_safetensors(src)
     elif reader is None and src.suffix == ".ckpt":
         ckpt = read_torch_ckpt(src)
         state = strip_prefix(ckpt.get("state_dict", ckpt), args.prefix)
     elif reader is None:
-        raise SystemExit(f"error: {src}: unknown input format")
+        raise CliError(f"{src}: unknown input format")
     else:
         _, item = reader.read_record(src, module=model)
         if is_checkpoint(item):
@@ -235,28 +256,29 @@ def _convert(src: Path, dst: Path, model: nn.Module | None, args: argparse.Names
             print(f"wrote {written}")
             return 0
         else:
-            raise SystemExit("error: converting a Burn record to a PyTorch layout needs --model "
+            raise CliError("converting a Burn record to a PyTorch layout needs --model "
                              "(Linear weights are stored transposed, norms as gamma/beta)")
     if state is not None and model is not None:
         try:
             model.load_state_dict(state)
         except RuntimeError as e:
-            raise SystemExit(f"error: {src} doesn't fit --model: {e}") from None
+            raise CliError(f"{src} doesn't fit --model: {quote(str(e))}") from None
     if model is None and (out is not None or state is None):
-        raise SystemExit("error: converting PyTorch weights into a Burn record needs --model "
+        raise CliError("converting PyTorch weights into a Burn record needs --model "
                          "(the module tree decides Linear transposes and gamma/beta names)")
     weights = model.state_dict() if model is not None else state
     assert weights is not None
     if dst.suffix == ".safetensors":
-        from safetensors.torch import save_file
+        from safetensors.torch import save
 
-        save_file({k: v.detach().contiguous() for k, v in weights.items()}, str(dst))
+        atomic_write(dst, save({k: v.detach().contiguous() for k, v in weights.items()}))
         written = dst
     elif dst.suffix == ".ckpt":
         import lightning
 
-        torch.save({"state_dict": {f"{args.prefix}{k}": v for k, v in weights.items()},
-                    "pytorch-lightning_version": lightning.__version__}, dst)
+        ckpt = {"state_dict": {f"{args.prefix}{k}": v for k, v in weights.items()},
+                "pytorch-lightning_version": lightning.__version__}
+        atomic_write(dst, lambda f: torch.save(ckpt, f))
         written = dst
     else:
         assert out is not None and model is not None  # unknown formats and missing --model exited above
@@ -316,6 +338,17 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # `burnlike inspect big.mpk | head`: the reader left; no traceback
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # as Python's docs advise
         return 1
+    except (CliError, RecordError, OSError) as e:
+        return _fail(str(e))
+    except Exception as e:  # noqa: BLE001 - never a traceback: any other failure is one line, exit 2
+        return _fail(f"{type(e).__name__}: {e}")
+
+
+def _fail(message: str) -> int:
+    """One line on stderr, exit status 2."""
+    line = " ".join(message.split())
+    print(f"error: {line if len(line) <= MAX_MESSAGE else quote(line, MAX_MESSAGE)}", file=sys.stderr)
+    return 2
 
 
 if __name__ == "__main__":

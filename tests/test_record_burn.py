@@ -21,13 +21,10 @@ from burnlike.record import (
     DoublePrecisionSettings,
     FullPrecisionSettings,
     HalfPrecisionSettings,
-    JsonGzFileRecorder,
-    NamedMpkFileRecorder,
-    NamedMpkGzFileRecorder,
-    PrettyJsonFileRecorder,
     RecorderCheckpointIO,
     RecordError,
 )
+from burnlike.record.format import registry
 
 SHARED = Path(os.environ.get("BURNLIKE_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data")
 BURN = SHARED / "burn"
@@ -97,23 +94,28 @@ def test_module_load_file_accepts_a_training_checkpoint(tmp_path):
 
 
 def valid_files(tmp_path: Path) -> list[tuple[Path, object, type]]:
+    """One distinct file per recorder × precision (and Burn 0.19 layout), and a training checkpoint
+    per recorder: every format the decoders read is fuzzed."""
     net = randomised(Net())
     out: list[tuple[Path, object, type]] = []
-    for recorder in (DefaultRecorder(), CompactRecorder(), NamedMpkGzFileRecorder(), PrettyJsonFileRecorder(),
-                     JsonGzFileRecorder(), BinFileRecorder(), BinGzFileRecorder(),
-                     NamedMpkFileRecorder(HalfPrecisionSettings, burn_version="0.19.0")):
-        out.append((net.save_file(tmp_path / f"m-{recorder.file_extension()}", recorder), recorder, Net))
+    for cls in registry.FILE_RECORDERS:
+        for precision, settings in registry.PRECISIONS.items():
+            for version in ("0.21.0", "0.19.0"):
+                recorder = cls(settings, burn_version=version)
+                path = net.save_file(tmp_path / f"m-{cls.__name__}-{precision}-{version}", recorder)
+                out.append((path, recorder, Net))
     ckpt = {"state_dict": net.state_dict(), "pytorch-lightning_version": "2", "epoch": 1,
             "optimizer_states": [{"state": {0: {"step": torch.tensor(1.0), "exp_avg": torch.randn(5, 4)}},
                                   "param_groups": [{"betas": (0.9, 0.99), "params": [0]}]}],
-            "hyper_parameters": {"lr": float("inf"), "name": "x", 3: None}}
-    for recorder in (DefaultRecorder(), CompactRecorder(), NamedMpkGzFileRecorder(), BinFileRecorder()):
-        io = RecorderCheckpointIO(recorder)
-        path = tmp_path / f"ckpt.{recorder.file_extension()}"
+            "hyper_parameters": {"lr": 1e-3, "name": "x", 3: None}}
+    for cls in registry.FILE_RECORDERS:
+        io = RecorderCheckpointIO(cls(HalfPrecisionSettings))
+        path = tmp_path / f"ckpt-{cls.__name__}.{cls.extension}"
         io.save_checkpoint(ckpt, path)
         out.append((path, io, Net))
     if BURN.is_dir():
         out.append((FILES["0.21.0"], BinFileRecorder(), BurnMnist))
+    assert len({path for path, _, _ in out}) == len(out)  # distinct files: none overwrote another
     return out
 
 
@@ -138,31 +140,41 @@ def mutate(data: bytes, rng: random.Random) -> bytes:
 FUZZ_CASES = int(os.environ.get("BURNLIKE_FUZZ_CASES", "2100"))
 
 
+def fuzz_case(files: list[tuple[Path, object, type]], i: int, rng: random.Random, tmp_path: Path
+              ) -> tuple[bool, float]:
+    """Mutate file `i % len(files)` and load it: (whether RecordError refused it, seconds the load
+    took). Any other exception propagates (benchmarks/fuzz_records.py runs this too)."""
+    path, reader, model_cls = files[i % len(files)]
+    data = path.read_bytes()
+    if path.name.endswith(".gz") and rng.random() < 0.5:  # mutate inside the gzip layer too
+        data = gzip.compress(mutate(gzip.decompress(data), rng), mtime=0)
+    else:
+        data = mutate(data, rng)
+    target = tmp_path / f"fuzz-{path.name}"
+    target.write_bytes(data)
+    model = model_cls()
+    start = time.perf_counter()
+    try:
+        if isinstance(reader, RecorderCheckpointIO):
+            reader.load_checkpoint(target)
+        else:
+            model.load_file(target, reader)
+    except RecordError:
+        return True, time.perf_counter() - start
+    return False, time.perf_counter() - start
+
+
 @pytest.mark.timeout(240)
 def test_fuzz_only_record_errors(tmp_path):
     rng = random.Random(1234)
     files = valid_files(tmp_path)
+    assert FUZZ_CASES >= len(files)  # every file fuzzed
     raised = 0
     slowest = 0.0
     for i in range(FUZZ_CASES):
-        path, reader, model_cls = files[i % len(files)]
-        data = path.read_bytes()
-        if path.name.endswith(".gz") and rng.random() < 0.5:  # mutate inside the gzip layer too
-            data = gzip.compress(mutate(gzip.decompress(data), rng), mtime=0)
-        else:
-            data = mutate(data, rng)
-        target = tmp_path / f"fuzz-{path.name}"
-        target.write_bytes(data)
-        start = time.perf_counter()
-        try:
-            if isinstance(reader, RecorderCheckpointIO):
-                reader.load_checkpoint(target)
-            else:
-                model_cls().load_file(target, reader)
-        except RecordError:
-            raised += 1
-        # anything else propagates and fails the test
-        slowest = max(slowest, time.perf_counter() - start)
+        refused, seconds = fuzz_case(files, i, rng, tmp_path)  # anything but RecordError fails the test
+        raised += refused
+        slowest = max(slowest, seconds)
     assert raised > FUZZ_CASES // 2  # most mutations are detected, none crash
     assert slowest < 5.0  # no input makes the decoder hang
 

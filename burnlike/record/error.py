@@ -1,4 +1,8 @@
-"""`RecordError`: the one exception every malformed or unreadable record raises."""
+"""`RecordError`: the one exception every malformed or unreadable record raises.
+
+Messages quote file content through `quote`, so a hostile file can't turn an error into megabytes
+of text: at most `QUOTE_CHARS` characters of it, then how long it was.
+"""
 
 from __future__ import annotations
 
@@ -7,16 +11,31 @@ from typing import TypeAlias
 
 RecordPath: TypeAlias = str | os.PathLike[str] | None  # the file an error names (None: not from a file)
 
+QUOTE_CHARS = 200  # characters of untrusted content an error message repeats
+MAX_MESSAGE = 2000  # a whole message (path, key, text) longer than this is cut, as a last resort
+
+
+def quote(value: object, limit: int = QUOTE_CHARS) -> str:
+    """`repr(value)`, cut to `limit` characters with its full length said."""
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text):,} characters)"
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text):,} characters)"
+
 
 class RecordError(ValueError):
     """A record file can't be read or written as asked. Names the file and the key path."""
 
     def __init__(self, message: str, path: RecordPath = None, key: str | None = None) -> None:
         self.path = str(path) if path is not None else None
-        self.key = key
+        self.key = _cut(key, QUOTE_CHARS) if key else key  # key paths come from the file
         where = ""
         if self.path:
             where += f"{self.path}: "
-        if key:
-            where += f"at '{key}': "
-        super().__init__(where + message)
+        if self.key:
+            where += f"at '{self.key}': "
+        super().__init__(_cut(where + message, MAX_MESSAGE))

@@ -17,6 +17,7 @@ from typing import Any
 import lightning as L
 from lightning.pytorch.callbacks import Checkpoint, EarlyStopping
 
+from burnlike.record.format.files import remove_stale_temps
 from burnlike.train.metric.base import Metric
 from burnlike.train.metric.store import Aggregate, Direction, MetricStore, Split
 from burnlike.train.module import StepModule
@@ -206,6 +207,11 @@ class FileCheckpointer(Checkpoint):
 
     def path(self, epoch: int) -> Path:
         return checkpoint_path(self.artifact_dir, epoch, self.extension)
+
+    def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
+        """A run starts or resumes: remove temp files a killed save left (their writer is gone)."""
+        if trainer.is_global_zero:
+            remove_stale_temps(self.path(0).parent)
 
     def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         if trainer.sanity_checking or _fast_dev_run(trainer):

@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from burnlike.record.error import RecordError, RecordPath
+from burnlike.record.error import RecordError, RecordPath, quote
+from burnlike.record.tensor.dtypes import TORCH_BY_NAME
 from burnlike.record.tensor.tensor_data import data_to_tensor, tensor_to_data
 
 TAG = "__burnlike__"
@@ -121,9 +122,10 @@ def decode_value(obj: Any, path: RecordPath = None, key: str = "") -> Any:
                      for p in _list(obj["items"])]
             return OrderedDict(pairs) if tag == "odict" else dict(pairs)
         if tag == "dtype":
-            dtype = getattr(torch, str(obj["name"]), None)
-            if not isinstance(dtype, torch.dtype):
-                raise RecordError(f"unknown torch dtype {obj['name']!r}", path, key)
+            name = obj["name"]
+            dtype = TORCH_BY_NAME.get(name) if isinstance(name, str) else None
+            if dtype is None:
+                raise RecordError(f"unknown torch dtype {quote(name)}", path, key)
             return dtype
         if tag == "device":
             return torch.device(str(obj["name"]))
@@ -134,8 +136,8 @@ def decode_value(obj: Any, path: RecordPath = None, key: str = "") -> Any:
     except RecordError:
         raise
     except (KeyError, TypeError, ValueError, RuntimeError) as e:
-        raise RecordError(f"malformed '{tag}' value ({e})", path, key) from None
-    raise RecordError(f"unknown tagged value {tag!r}", path, key)
+        raise RecordError(f"malformed {quote(tag)} value ({quote(str(e))})", path, key) from None
+    raise RecordError(f"unknown tagged value {quote(tag)}", path, key)
 
 
 def _list(x: Any) -> list[Any]:

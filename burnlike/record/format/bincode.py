@@ -14,6 +14,7 @@ from typing import IO, Any
 from torch import nn
 
 from burnlike.record.error import RecordError
+from burnlike.record.format.budget import Budget
 from burnlike.record.format.messagepack import read_msgpack, write_msgpack
 from burnlike.record.format.module_record import check_param_id
 from burnlike.record.format.recorder import Recorder
@@ -32,7 +33,7 @@ _SOME_NIL = b"\x01\x00"
 class _Reader(Visitor[None]):
     """bincode bytes → the named module record item, following the module's fields."""
 
-    def __init__(self, data: bytes, path: Path) -> None:
+    def __init__(self, data: bytes | bytearray, path: Path) -> None:
         self.data, self.pos, self.path = memoryview(data), 0, path
         self.key = ""
         self.v19 = False
@@ -116,18 +117,18 @@ class _Reader(Visitor[None]):
         return None
 
 
-def read_metadata(data: bytes, path: Path) -> tuple[dict[str, str], _Reader]:
+def read_metadata(data: bytes | bytearray, path: Path) -> tuple[dict[str, str], _Reader]:
     r = _Reader(data, path)
     return {k: r.string() for k in METADATA_KEYS}, r
 
 
-def decode(data: bytes, path: Path, module: nn.Module | None) -> dict[str, Any]:
+def decode(data: bytes | bytearray, path: Path, module: nn.Module | None, budget: Budget | None = None) -> dict[str, Any]:
     metadata, r = read_metadata(data, path)
     if metadata["format"].startswith(ITEM_FORMAT):  # a non-module item (training checkpoint)
         blob = r.take(r.varint())
         if r.pos != len(r.data):
             raise r.fail("extra bytes after the record")
-        return {"metadata": metadata, "item": read_msgpack(io.BytesIO(blob), len(blob), path), "_b": []}
+        return {"metadata": metadata, "item": read_msgpack(io.BytesIO(blob), len(blob), path, budget=budget), "_b": []}
     if module is None:
         raise RecordError("bincode records have no field names: load them into a module "
                           "(module.load_file(path, BinFileRecorder()))", path)
@@ -245,8 +246,9 @@ class BinFileRecorder(Recorder):
     def encode(self, record: dict[str, Any], module: nn.Module | None, f: IO[bytes]) -> None:
         encode(record, module, f)
 
-    def decode(self, f: IO[bytes], size: int, path: Path, module: nn.Module | None, lazy: bool) -> Any:
-        return decode(f.read(), path, module)
+    def decode(self, f: IO[bytes], size: int, path: Path, module: nn.Module | None, lazy: bool,
+               budget: Budget) -> Any:
+        return decode(f.read(), path, module, budget)
 
 
 class BinGzFileRecorder(BinFileRecorder):

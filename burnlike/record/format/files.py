@@ -7,9 +7,13 @@ Why bounded: a record is untrusted input, and a few KiB of gzip can inflate to g
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import gzip
 import os
+import re
+import socket
+import stat
 import tempfile
 import zlib
 from collections.abc import Callable, Iterator
@@ -25,23 +29,42 @@ MIN_LIMIT = 64 * 2**20  # small files may always inflate this far
 
 
 @contextlib.contextmanager
-def open_record(path: Path) -> Iterator[tuple[IO[bytes], int]]:
-    """Open a record file for reading, as RecordError when it can't be."""
+def open_record(path: str | os.PathLike[str]) -> Iterator[tuple[IO[bytes], int]]:
+    """Open a record file for reading, as RecordError when it can't be. Only regular files: a link
+    to /dev/zero would be read until memory runs out, a FIFO would block."""
     try:
-        f = open(path, "rb")  # noqa: SIM115 - closed below
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO must not block the open
     except FileNotFoundError:
         raise RecordError("no such record file", path) from None
     except OSError as e:
         raise RecordError(f"cannot read ({e.strerror})", path) from None
-    with f:
-        yield f, os.fstat(f.fileno()).st_size
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        kind = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file (a device, FIFO or socket)"
+        raise RecordError(f"{kind}: only regular files are read as records", path)
+    with open(fd, "rb") as f:
+        yield f, info.st_size
+
+
+def read_head(path: str | os.PathLike[str], n: int) -> bytes:
+    """The first `n` bytes of a regular file (b"" for anything else), to tell its format."""
+    try:
+        with open_record(path) as (f, _):
+            return f.read(n)
+    except RecordError:
+        return b""
 
 
 def atomic_write(path: Path, write: Callable[[IO[bytes]], None] | bytes) -> None:
     """Write via a temp file in the same folder, fsync, then rename over `path`: a crash or SIGKILL
     at any moment leaves either the old file or the new one, never a torn one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _clean_once(path.parent)
+        fd, tmp = tempfile.mkstemp(prefix=temp_prefix(path), suffix=".tmp", dir=path.parent)
+    except OSError as e:
+        raise write_error(e, path) from e
     try:
         with os.fdopen(fd, "wb", buffering=1 << 20) as f:
             if isinstance(write, (bytes, bytearray)):
@@ -54,8 +77,10 @@ def atomic_write(path: Path, write: Callable[[IO[bytes]], None] | bytes) -> None
         os.replace(tmp, path)
         if old is not None:
             _release_later(old)
-    except BaseException:
+    except BaseException as e:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(e, OSError):
+            raise write_error(e, path) from e
         raise
     try:
         dir_fd = os.open(path.parent, os.O_RDONLY)
@@ -65,6 +90,75 @@ def atomic_write(path: Path, write: Callable[[IO[bytes]], None] | bytes) -> None
             os.close(dir_fd)
     except OSError:  # pragma: no cover - some filesystems can't fsync a directory
         pass
+
+
+_HOST = re.sub(r"[^A-Za-z0-9_-]", "_", socket.gethostname())[:40] or "host"
+_TEMP = re.compile(r"^\..+\.burnlike\.(?P<host>[A-Za-z0-9_-]+)\.(?P<pid>\d+)\.[A-Za-z0-9_]+\.tmp$")
+
+
+def temp_prefix(path: Path) -> str:
+    """Temp files are `.NAME.burnlike.HOST.PID.XXXX.tmp`: recognisable, and their owner can be told."""
+    return f".{path.name}.burnlike.{_HOST}.{os.getpid()}."
+
+
+def remove_stale_temps(directory: Path) -> list[Path]:
+    """Remove temp files in `directory` that a process of this host which no longer runs left
+    behind (a SIGKILL mid-save). A live writer's, or another host's (shared filesystems), stay.
+    Checkpointers call it when a run starts or resumes; `atomic_write` on its first save into a
+    directory (so `Module.save_file` does too)."""
+    removed = []
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return []
+    for entry in entries:
+        m = _TEMP.match(entry.name)
+        if m and m["host"] == _HOST and not _alive(int(m["pid"])):
+            with contextlib.suppress(OSError):
+                os.unlink(entry.path)
+                removed.append(Path(entry.path))
+    return removed
+
+
+_CLEANED: set[tuple[int, str]] = set()
+
+
+def _clean_once(directory: Path) -> None:
+    key = (os.getpid(), str(directory.resolve()))
+    if key not in _CLEANED:
+        _CLEANED.add(key)
+        remove_stale_temps(directory)
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    except (OverflowError, ValueError):  # no process can have that pid
+        return False
+    return True
+
+
+_ADVICE = {
+    errno.ENOSPC: "the disk is full: free space there or save elsewhere",
+    errno.EDQUOT: "the disk quota is used up: free space there or save elsewhere",
+    errno.EROFS: "the filesystem is read-only: save to a writable directory",
+    errno.EACCES: "no permission to write there: save to a writable directory",
+    errno.EPERM: "no permission to write there: save to a writable directory",
+}
+
+
+def write_error(e: OSError, path: Path) -> OSError:
+    """`e` restated for the destination `path` (not the temp file) with what to do about it; the
+    previous file at `path`, if any, is unchanged."""
+    advice = _ADVICE.get(e.errno or 0, "check the destination")
+    return OSError(e.errno, f"{e.strerror or e}; could not save (the previous file, if any, is unchanged): {advice}",
+                   str(path))
 
 
 def _hold(path: Path) -> int | None:
@@ -101,31 +195,47 @@ def gzip_writer(f: IO[bytes]) -> Iterator[IO[bytes]]:
         yield gz  # type: ignore[misc]
 
 
-def gunzip(data: bytes, path: Path, limit: int | None = None) -> bytes:
+def gunzip(data: bytes, path: Path, limit: int | None = None) -> bytearray:
     """Inflate incrementally, refusing streams that expand past `limit` (gzip bombs).
 
     The default limit is a multiple of the compressed size, so memory stays bounded by the file.
+    Members (concatenated gzip streams) are walked by offset: input goes in slices that start small
+    after each member, so zlib's copy of the unused input stays small and 100,000 empty members
+    take linear time.
     """
     if limit is None:
         limit = min(MAX_DECOMPRESSED, max(MIN_LIMIT, MAX_RATIO * len(data)))
+    view = memoryview(data)
     out = bytearray()
-    decomp = zlib.decompressobj(wbits=31)
+    start = 0  # where the current member begins
     try:
-        chunk = decomp.decompress(data, 1 << 24)
         while True:
-            out += chunk
-            if len(out) > limit:
-                raise RecordError(f"gzip stream inflates past {limit} bytes", path)
-            if decomp.eof:
-                rest = decomp.unused_data
-                if rest.strip(b"\0"):
-                    decomp = zlib.decompressobj(wbits=31)  # another gzip member
-                    chunk = decomp.decompress(rest, 1 << 24)
-                    continue
+            decomp = zlib.decompressobj(wbits=31)
+            fed, step = start, _FIRST_SLICE  # input handed to zlib ends at `fed`
+            while not decomp.eof:
+                if decomp.unconsumed_tail:  # the last call stopped at its output cap
+                    chunk = decomp.decompress(decomp.unconsumed_tail, 1 << 24)
+                else:
+                    piece = view[fed : fed + step]
+                    if not piece:
+                        raise RecordError("truncated gzip stream", path)
+                    fed += len(piece)
+                    step = min(step * 2, _MAX_SLICE)
+                    chunk = decomp.decompress(piece, 1 << 24)
+                out += chunk
+                if len(out) > limit:
+                    raise RecordError(f"gzip stream inflates past {limit:,} bytes", path)
+            start = fed - len(decomp.unused_data)
+            if start >= len(view):
                 break
-            if not decomp.unconsumed_tail and not chunk:
-                raise RecordError("truncated gzip stream", path)
-            chunk = decomp.decompress(decomp.unconsumed_tail, 1 << 24)
+            if view[start] == 0:  # zero padding after the last member is allowed, nothing else
+                if bytes(view[start:]).strip(b"\0"):
+                    raise RecordError(f"junk after the gzip data (byte {start})", path)
+                break
     except zlib.error as e:
         raise RecordError(f"not valid gzip ({e})", path) from None
-    return bytes(out)
+    return out  # not copied into bytes: a record inflating to 60 MB would briefly hold 120 MB
+
+
+_FIRST_SLICE = 256  # input fed to zlib right after a member starts (doubling up to _MAX_SLICE)
+_MAX_SLICE = 1 << 20

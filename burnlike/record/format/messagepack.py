@@ -15,12 +15,12 @@ from typing import IO, Any
 import msgpack  # type: ignore[import-untyped]
 
 from burnlike.record.error import RecordError, RecordPath
+from burnlike.record.format.budget import MAX_DEPTH, Budget
 from burnlike.record.tensor.buffers import Scratch
 from burnlike.record.tensor.file_slice import FileSlice
 from burnlike.record.tensor.layout import TensorBytes
 
 BIG = 1 << 16  # bin values at least this long are streamed, not buffered
-MAX_DEPTH = 200  # nesting limit: real records nest < 20 levels; keeps recursion far from Python's limit
 
 
 def bin_header(n: int) -> bytes:
@@ -78,8 +78,8 @@ _LEN = {0xC4: 1, 0xC5: 2, 0xC6: 4, 0xD9: 1, 0xDA: 2, 0xDB: 4, 0xDC: 2, 0xDD: 4, 
 class Reader:
     """Bounded MessagePack pull parser: every declared length is checked against the bytes left."""
 
-    def __init__(self, f: IO[bytes], size: int, path: RecordPath, lazy: bool) -> None:
-        self.f, self.size, self.path, self.lazy = f, size, path, lazy
+    def __init__(self, f: IO[bytes], size: int, path: RecordPath, lazy: bool, budget: Budget) -> None:
+        self.f, self.size, self.path, self.lazy, self.budget = f, size, path, lazy, budget
         self.key = ""
 
     def fail(self, message: str) -> RecordError:
@@ -158,9 +158,11 @@ class Reader:
         return buf
 
     def array(self, n: int, depth: int, key: str) -> list[Any]:
+        self.budget.take(1 + self.length(n))
         return [self.value(depth + 1, f"{key}[{i}]") for i in range(self.length(n))]
 
     def map(self, n: int, depth: int, key: str) -> dict[Any, Any]:
+        self.budget.take(1 + 2 * self.length(n, 2))
         out: dict[Any, Any] = {}
         for _ in range(self.length(n, 2)):
             k = self.value(depth + 1, key)
@@ -170,6 +172,7 @@ class Reader:
         return out
 
 
-def read_msgpack(f: IO[bytes], size: int, path: RecordPath, lazy: bool = False) -> Any:
-    """Parse one MessagePack document from `f` (all of it). `lazy` leaves big bins in the file."""
-    return Reader(f, size, path, lazy).document()
+def read_msgpack(f: IO[bytes], size: int, path: RecordPath, lazy: bool = False, budget: Budget | None = None) -> Any:
+    """Parse one MessagePack document from `f` (all of it). `lazy` leaves big bins in the file;
+    `budget` (default: from `size`) bounds the maps and lists it may build."""
+    return Reader(f, size, path, lazy, budget or Budget.for_record(size, None, path)).document()

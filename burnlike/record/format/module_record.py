@@ -16,7 +16,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from burnlike.record.error import RecordError, RecordPath
+from burnlike.record.error import RecordError, RecordPath, quote
 from burnlike.record.format.walker import Field, ModuleArray, Visitor, walk
 from burnlike.record.tensor.precision import PrecisionSettings, SettingsLike, as_settings, storage_dtype
 from burnlike.record.tensor.tensor_data import check_data, tensor_to_data
@@ -33,7 +33,7 @@ def new_param_id() -> str:
 
 def check_param_id(value: Any, path: RecordPath, key: str) -> str:
     if not isinstance(value, str) or len(value) not in (10, 13):
-        raise RecordError(f"ParamId must be a 10- or 13-char string, got {value!r}", path, key)
+        raise RecordError(f"ParamId must be a 10- or 13-char string, got {quote(value)}", path, key)
     try:
         base64.b32hexdecode(value.upper() + "=" * ((8 - len(value) % 8) % 8))
     except (ValueError, binascii.Error):

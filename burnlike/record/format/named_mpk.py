@@ -8,6 +8,7 @@ from typing import IO, Any
 
 from torch import nn
 
+from burnlike.record.format.budget import Budget
 from burnlike.record.format.messagepack import read_msgpack, write_msgpack
 from burnlike.record.format.recorder import Recorder
 from burnlike.record.tensor.precision import FullPrecisionSettings, HalfPrecisionSettings
@@ -23,8 +24,9 @@ class NamedMpkFileRecorder(Recorder):
     def encode(self, record: dict[str, Any], module: nn.Module | None, f: IO[bytes]) -> None:
         write_msgpack(record, f)
 
-    def decode(self, f: IO[bytes], size: int, path: Path, module: nn.Module | None, lazy: bool) -> Any:
-        return read_msgpack(f, size, path, lazy)
+    def decode(self, f: IO[bytes], size: int, path: Path, module: nn.Module | None, lazy: bool,
+               budget: Budget) -> Any:
+        return read_msgpack(f, size, path, lazy, budget)
 
 
 class NamedMpkGzFileRecorder(NamedMpkFileRecorder):

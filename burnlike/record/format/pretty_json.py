@@ -10,7 +10,8 @@ from typing import IO, Any
 
 from torch import nn
 
-from burnlike.record.error import RecordError
+from burnlike.record.error import RecordError, quote
+from burnlike.record.format.budget import Budget
 from burnlike.record.format.recorder import Recorder
 from burnlike.record.tensor.layout import TensorBytes
 
@@ -37,11 +38,15 @@ class PrettyJsonFileRecorder(Recorder):
         doc = _jsonable({**record, "_b": None})
         f.write((json.dumps(doc, separators=(",", ":")) if self.gzip else json.dumps(doc, indent=2)).encode())
 
-    def decode(self, f: IO[bytes], size: int, path: Path, module: nn.Module | None, lazy: bool) -> Any:
+    def decode(self, f: IO[bytes], size: int, path: Path, module: nn.Module | None, lazy: bool,
+               budget: Budget) -> Any:
+        data = f.read()
+        budget.take(data.count(b"[") + data.count(b"{"))  # every map/list, before building any (C-speed
+        # parsing makes the other values cheap: a list of u8 per tensor is how JSON stores bytes)
         try:
-            return json.loads(f.read())
+            return json.loads(data)
         except (ValueError, RecursionError) as e:
-            raise RecordError(f"not valid JSON ({e})", path) from None
+            raise RecordError(f"not valid JSON ({quote(str(e))})", path) from None
 
 
 class JsonGzFileRecorder(PrettyJsonFileRecorder):

@@ -20,6 +20,7 @@ import torch
 from torch import nn
 
 from burnlike.record.error import RecordError
+from burnlike.record.format.budget import Budget
 from burnlike.record.format.files import atomic_write, gunzip, gzip_writer, open_record
 from burnlike.record.format.module_record import load_module_record, module_to_record
 from burnlike.record.tensor.precision import PrecisionSettings, SettingsLike, as_settings
@@ -164,17 +165,20 @@ class Recorder:
             self.encode(record, module, f)
 
     def read(self, f: IO[bytes], size: int, path: Path, module: nn.Module | None, lazy: bool) -> Any:
+        budget = Budget.for_record(size, module, path)  # from the size on disk, compressed or not
         if self.gzip:
             data = gunzip(f.read(), path)
-            return self.decode(io.BytesIO(data), len(data), path, module, lazy)
-        return self.decode(f, size, path, module, lazy)
+            return self.decode(io.BytesIO(data), len(data), path, module, lazy, budget)
+        return self.decode(f, size, path, module, lazy, budget)
 
     def encode(self, record: dict[str, Any], module: nn.Module | None, f: IO[bytes]) -> None:
         """Write the whole record to `f` (`module`: the tree it came from, for formats without names)."""
         raise NotImplementedError
 
-    def decode(self, f: IO[bytes], size: int, path: Path, module: nn.Module | None, lazy: bool) -> Any:
-        """Read the whole record from `f` (`lazy`: big tensors' bytes may stay in the file)."""
+    def decode(self, f: IO[bytes], size: int, path: Path, module: nn.Module | None, lazy: bool,
+               budget: Budget) -> Any:
+        """Read the whole record from `f` (`lazy`: big tensors' bytes may stay in the file; `budget`
+        bounds the maps and lists it may build)."""
         raise NotImplementedError
 
 

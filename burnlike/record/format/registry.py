@@ -12,6 +12,7 @@ import zlib
 from pathlib import Path
 
 from burnlike.record.format.bincode import BinFileRecorder, BinGzFileRecorder
+from burnlike.record.format.files import read_head
 from burnlike.record.format.named_mpk import NamedMpkFileRecorder, NamedMpkGzFileRecorder
 from burnlike.record.format.pretty_json import JsonGzFileRecorder, PrettyJsonFileRecorder
 from burnlike.record.format.recorder import Recorder
@@ -77,11 +78,7 @@ def sniff(path: str | os.PathLike[str]) -> Recorder:
     found = by_extension(path)
     if found is not None:
         return found
-    try:
-        with open(path, "rb") as f:
-            head = f.read(4096)
-    except OSError:
-        return NamedMpkFileRecorder()
+    head = read_head(path, 4096)
     gz = head[:2] == b"\x1f\x8b"
     if gz:
         try:
@@ -95,5 +92,4 @@ def sniff(path: str | os.PathLike[str]) -> Recorder:
 
 def is_torch_zip(path: str | os.PathLike[str]) -> bool:
     """Whether `path` is a `torch.save` zip container (read only with torch's `weights_only` loader)."""
-    with open(path, "rb") as f:
-        return f.read(2) == b"PK"
+    return read_head(path, 2) == b"PK"

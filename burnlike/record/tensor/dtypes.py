@@ -24,6 +24,19 @@ NUMPY: dict[torch.dtype, Any] = {
     torch.uint64: np.uint64, torch.uint32: np.uint32, torch.uint16: np.uint16, torch.uint8: np.uint8,
     torch.bool: np.bool_,
 }
+# Every torch dtype a checkpoint may name (`torch.float32` → "float32"), spelled out: names read
+# from a file are looked up here, never with `getattr(torch, name)` (which can import submodules
+# such as torch._inductor, or return any attribute of torch).
+TORCH_BY_NAME: dict[str, torch.dtype] = {
+    str(d).removeprefix("torch."): d for d in (
+        torch.float64, torch.float32, torch.float16, torch.bfloat16,
+        torch.complex128, torch.complex64, torch.complex32,
+        torch.int64, torch.int32, torch.int16, torch.int8,
+        torch.uint64, torch.uint32, torch.uint16, torch.uint8, torch.bool,
+        torch.float8_e4m3fn, torch.float8_e5m2, torch.float8_e4m3fnuz, torch.float8_e5m2fnuz,
+        torch.qint8, torch.quint8, torch.qint32, torch.quint4x2,
+    )
+}
 INTS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}  # same-size ints, to move raw elements
 
 

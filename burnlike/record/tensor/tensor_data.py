@@ -13,13 +13,14 @@ from typing import Any
 import numpy as np
 import torch
 
-from burnlike.record.error import RecordError, RecordPath
+from burnlike.record.error import RecordError, RecordPath, quote
 from burnlike.record.tensor.buffers import Scratch
 from burnlike.record.tensor.dtypes import BY_NAME, DTYPES, NUMPY, itemsize
 from burnlike.record.tensor.file_slice import FileSlice
 from burnlike.record.tensor.layout import TensorBytes
 from burnlike.record.tensor.version import DEFAULT_VERSION, is_0_19
 
+MAX_DIMS = 64  # torch's own limit on a tensor's dimensions
 RawBytes = bytes | bytearray | memoryview | FileSlice  # a TensorData's bytes once checked
 
 
@@ -62,12 +63,14 @@ def check_data(obj: Any, where: str = "", path: RecordPath = None) -> tuple[RawB
     if not isinstance(dtype, str) or dtype not in BY_NAME:
         if isinstance(dtype, dict) and "QFloat" in dtype:
             raise RecordError("quantized (QFloat) tensors are not supported", path, where)
-        raise RecordError(f"unknown dtype {dtype!r} (expected one of {sorted(BY_NAME)})", path, where)
-    if not isinstance(shape, list) or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
-        raise RecordError(f"shape must be a list of non-negative ints, got {shape!r}", path, where)
+        raise RecordError(f"unknown dtype {quote(dtype)} (expected one of {sorted(BY_NAME)})", path, where)
+    if not isinstance(shape, list) or len(shape) > MAX_DIMS or \
+            not all(isinstance(d, int) and not isinstance(d, bool) and 0 <= d < 2**63 for d in shape):
+        raise RecordError(f"shape must be a list of at most {MAX_DIMS} non-negative ints, got {quote(shape)}",
+                          path, where)
     tdtype = BY_NAME[dtype]
     size = itemsize(tdtype)
-    count = math.prod(shape)
+    count = math.prod(shape)  # at most 64 factors below 2**63: cheap
     if isinstance(raw, list):
         if len(raw) != count * size or not all(isinstance(b, int) and 0 <= b < 256 for b in raw):
             raise RecordError(f"bytes must be a list of {count * size} u8 for shape {shape} of {dtype}", path, where)

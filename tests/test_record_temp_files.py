@@ -1,0 +1,118 @@
+"""Temp files of atomic saves (issue 15): recognisable names, stale ones of dead writers removed
+when a run starts (or on the first save into a directory), and I/O errors naming the destination."""
+
+from __future__ import annotations
+
+import errno
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from test_record import Net, randomised
+
+from burnlike.record import DefaultRecorder
+from burnlike.record.format import files
+from burnlike.record.format.files import remove_stale_temps, temp_prefix
+from burnlike.train.checkpoint import FileCheckpointer, KeepLastNCheckpoints
+
+
+def dead_pid() -> int:
+    """The pid of a process that has exited (and been reaped)."""
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def temp_of(path: Path, pid: int) -> Path:
+    """A temp file as a writer with `pid` on this host names it."""
+    prefix = temp_prefix(path).replace(f".{os.getpid()}.", f".{pid}.")
+    tmp = path.parent / f"{prefix}abc123_x.tmp"
+    tmp.write_bytes(b"half a checkpoint")
+    return tmp
+
+
+def test_temp_name_is_recognisable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen = []
+    real = files.tempfile.mkstemp
+
+    def spy(**kw: str) -> tuple[int, str]:
+        fd, name = real(**kw)
+        seen.append(Path(name).name)
+        return fd, name
+
+    monkeypatch.setattr(files.tempfile, "mkstemp", spy)
+    Net().save_file(tmp_path / "model", DefaultRecorder())
+    assert seen and seen[0].startswith(".model.mpk.burnlike.") and f".{os.getpid()}." in seen[0]
+    assert files._TEMP.match(seen[0])
+
+
+def test_save_file_removes_a_dead_writers_temp_not_a_live_ones(tmp_path: Path) -> None:
+    stale = temp_of(tmp_path / "model.mpk", dead_pid())
+    live = temp_of(tmp_path / "model.mpk", os.getppid())  # a running process: its save may be under way
+    other = tmp_path / ".model.mpk.x1y2.tmp"  # not ours (no owner in the name): left alone
+    other.write_bytes(b"")
+    Net().save_file(tmp_path / "model", DefaultRecorder())
+    assert not stale.exists()
+    assert live.exists() and other.exists()
+    assert (tmp_path / "model.mpk").exists()
+
+
+def test_checkpointer_removes_stale_temps_when_a_run_starts(tmp_path: Path) -> None:
+    checkpointer = FileCheckpointer(tmp_path, "mpk", KeepLastNCheckpoints(2))
+    directory = checkpointer.path(1).parent
+    directory.mkdir(parents=True)
+    stale = temp_of(checkpointer.path(3), dead_pid())
+    live = temp_of(checkpointer.path(3), os.getpid())
+
+    class Trainer:  # the one attribute setup reads
+        is_global_zero = True
+
+    checkpointer.setup(Trainer(), None, "fit")  # type: ignore[arg-type]
+    assert not stale.exists() and live.exists()
+
+
+def test_another_hosts_temp_stays(tmp_path: Path) -> None:
+    tmp = tmp_path / ".model.mpk.burnlike.otherhost.1.abc.tmp"
+    tmp.write_bytes(b"")
+    assert remove_stale_temps(tmp_path) == [] and tmp.exists()
+
+
+@pytest.mark.parametrize(("code", "advice"), [(errno.ENOSPC, "disk is full"), (errno.EROFS, "read-only")])
+def test_write_errors_name_the_destination_and_keep_the_old_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                  code: int, advice: str) -> None:
+    path = randomised(Net()).save_file(tmp_path / "model", DefaultRecorder())
+    before = path.read_bytes()
+
+    def refuse(*_: object, **__: object) -> None:
+        raise OSError(code, os.strerror(code))
+
+    # disk full surfaces at write/fsync; a read-only filesystem when the temp file is created
+    monkeypatch.setattr(files.os, "fsync", refuse) if code == errno.ENOSPC else \
+        monkeypatch.setattr(files.tempfile, "mkstemp", refuse)
+    with pytest.raises(OSError) as info:
+        Net().save_file(tmp_path / "model", DefaultRecorder())
+    assert info.value.errno == code and info.value.filename == str(path) and advice in str(info.value)
+    monkeypatch.undo()
+    assert path.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["model.mpk"]  # no temp left behind
+
+
+@pytest.mark.parametrize("suffix", [".safetensors", ".ckpt", ".mpk", ".json.gz"])
+def test_convert_writes_every_format_through_temp_and_rename(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            suffix: str) -> None:
+    from burnlike.cli import main
+
+    src = randomised(Net()).save_file(tmp_path / "model", DefaultRecorder())
+    renames: list[tuple[str, str]] = []
+    real = files.os.replace
+
+    def spy(a: str, b: str) -> None:
+        renames.append((Path(a).name, str(b)))
+        real(a, b)
+
+    monkeypatch.setattr(files.os, "replace", spy)
+    dst = tmp_path / f"out{suffix}"
+    assert main(["convert", str(src), str(dst), "--model", "test_record:Net"]) == 0
+    assert [b for _, b in renames] == [str(dst)] and files._TEMP.match(renames[0][0])
