@@ -11,7 +11,8 @@ from typing import Any
 import lightning as L
 from torch import nn
 
-from burnlike.train.checkpoint import checkpoint_path
+from burnlike.record.format.location import AnyPath
+from burnlike.train.checkpoint import checkpoint_path, newest_checkpoint
 from burnlike.train.logger import FileMetricLogger, install_experiment_log, remove_experiment_log
 from burnlike.train.metric.store import EpochEntry, Split
 from burnlike.train.module import StepModule
@@ -34,10 +35,10 @@ class Learner:
         self,
         trainer: L.Trainer,
         module: StepModule,
-        artifact_dir: Path,
+        artifact_dir: AnyPath,
         numeric: dict[str, list[str]],
         summary: bool = False,
-        checkpoint: int | None = None,
+        checkpoint: int | str | None = None,
         checkpoint_extension: str | None = None,
         application_logger: bool = True,
     ) -> None:
@@ -61,19 +62,30 @@ class Learner:
             for name, entry in entries.items():
                 self._file_logger.log_epoch(split.value, epoch, name, entry.steps)
 
-    def resume_path(self) -> Path | None:
+    def resume_path(self) -> AnyPath | None:
+        """The file Lightning resumes from: `trainer-N` (Burn's per-epoch layout), else an older
+        single-file `model-N`; for "last" the newest complete checkpoint in the run dir."""
         if self.checkpoint is None:
             return None
         if self.checkpoint_extension is None:
             raise ValueError("checkpoint(epoch) needs with_file_checkpointer(recorder): there is nothing to resume from")
-        path = checkpoint_path(self.artifact_dir, self.checkpoint, self.checkpoint_extension)
-        if not path.exists():
-            raise FileNotFoundError(f"checkpoint({self.checkpoint}): no checkpoint file at {path}")
-        return path
+        if self.checkpoint == "last":
+            newest = newest_checkpoint(self.artifact_dir, self.checkpoint_extension)
+            if newest is None:
+                raise FileNotFoundError(f"checkpoint('last'): no complete checkpoint in {self.artifact_dir / 'checkpoint'}")
+            return newest
+        epoch = int(self.checkpoint)
+        for kind in ("trainer", "model"):
+            path = checkpoint_path(self.artifact_dir, epoch, self.checkpoint_extension, kind)
+            if path.exists():
+                return path
+        raise FileNotFoundError(f"checkpoint({epoch}): no checkpoint file at "
+                                f"{checkpoint_path(self.artifact_dir, epoch, self.checkpoint_extension, 'trainer')}")
 
     def fit(self, train_loader: Iterable[Any], valid_loader: Iterable[Any] | None = None) -> TrainingResult:
         self.artifact_dir.mkdir(parents=True, exist_ok=True)
-        handler = install_experiment_log(self.artifact_dir) if self.application_logger else None
+        local = isinstance(self.artifact_dir, Path)  # experiment.log is a local file (a logging handler)
+        handler = install_experiment_log(self.artifact_dir) if self.application_logger and local else None
         try:
             ckpt = self.resume_path()
             log.info("fitting %s for %s epochs%s", type(self.model).__name__, self.trainer.max_epochs,
@@ -87,7 +99,8 @@ class Learner:
         if self.show_summary and self.trainer.is_global_zero:
             summary = LearnerSummary.from_store(self.module.store, self.numeric["train"], self.numeric["valid"])
             print(summary, flush=True)
-            _plot(summary, self.artifact_dir / "metrics.png")
+            if isinstance(self.artifact_dir, Path):
+                _plot(summary, self.artifact_dir / "metrics.png")
         model = self.module.model
         model.eval()
         return TrainingResult(model, summary, self.trainer)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from lightning.fabric.plugins.io.checkpoint_io import CheckpointIO
 from typing_extensions import override
 
+from burnlike.record.checkpoint.epoch_files import join_parts
 from burnlike.record.checkpoint.lightning_dict import (
     SPAWN_TRANSPORT,
     MapLocation,
@@ -76,7 +77,7 @@ class RecorderCheckpointIO(CheckpointIO):
         target = as_path(path)
         if not target.exists():
             raise FileNotFoundError(f"Checkpoint file not found: {path}")
-        return load_checkpoint(target, self.recorder, map_location)
+        return join_parts(load_checkpoint(target, self.recorder, map_location), target)
 
     @override
     def remove_checkpoint(self, path: str | os.PathLike[str]) -> None:

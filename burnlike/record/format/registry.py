@@ -11,8 +11,8 @@ import os
 import zlib
 
 from burnlike.record.format.bincode import BinFileRecorder, BinGzFileRecorder
-from burnlike.record.format.named_mpk import NamedMpkFileRecorder, NamedMpkGzFileRecorder
 from burnlike.record.format.location import RemotePath, as_path
+from burnlike.record.format.named_mpk import NamedMpkFileRecorder, NamedMpkGzFileRecorder
 from burnlike.record.format.pretty_json import JsonGzFileRecorder, PrettyJsonFileRecorder
 from burnlike.record.format.recorder import Recorder
 from burnlike.record.tensor.precision import (
