@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 import uuid
 import warnings
 from pathlib import Path
@@ -20,6 +21,7 @@ import lightning as L
 import msgpack
 import pytest
 import torch
+from idx import write_mnist_idx
 from lightning.pytorch.plugins.io import AsyncCheckpointIO
 from toy import Classifier, loader
 
@@ -260,3 +262,74 @@ def test_an_old_single_file_checkpoint_still_resumes(tmp_path):
     learner.trainer.save_checkpoint(old)  # what FileCheckpointer wrote before: the whole Lightning dict
     assert "optimizer_states" in load_checkpoint(old)
     assert same_weights(fit(builder(tmp_path / "old", 3).checkpoint(2)), straight)
+
+
+# 5. preemption ---------------------------------------------------------------------------------------
+ROOT = HERE.parent
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    return write_mnist_idx(tmp_path_factory.mktemp("mnist"), n_train=512, n_test=64)
+
+
+def app(args: list[str], run: Path, tiny: Path) -> list[str]:
+    return [sys.executable, str(ROOT / "train.py"), "model=mnist", "learner.recorder=default", "learner.num_epochs=4",
+            "learner.progress_bar=false", f"hydra.run.dir={run}", *args]
+
+
+def env(tiny: Path) -> dict[str, str]:
+    return {**os.environ, "BURNLIKE_DATA": str(tiny), "PYTHONWARNINGS": "ignore"}
+
+
+def params(path: Path) -> dict[str, bytes]:
+    """Every parameter's bytes in a module record, by key (ParamIds differ between runs)."""
+    out: dict[str, bytes] = {}
+
+    def walk(node: object, key: str) -> None:
+        if isinstance(node, dict) and set(node) == {"id", "param"}:
+            out[key] = node["param"]["bytes"]
+        elif isinstance(node, dict):
+            for k, v in node.items():
+                walk(v, f"{key}.{k}")
+        elif isinstance(node, list):
+            for i, v in enumerate(node):
+                walk(v, f"{key}.{i}")
+
+    walk(msgpack.unpackb(path.read_bytes(), raw=False)["item"], "")
+    return out
+
+
+@pytest.mark.timeout(600)
+def test_sigterm_saves_at_the_next_step_and_last_resumes_to_the_uninterrupted_weights(tmp_path, tiny):
+    run = tmp_path / "cut"
+    proc = subprocess.Popen(app([], run, tiny), cwd=ROOT, env=env(tiny), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        epoch_one = run / "checkpoint" / "trainer-1.mpk"
+        for _ in range(60_000):  # bounded poll on the file the run writes after its first epoch
+            if epoch_one.exists() or proc.poll() is not None:
+                break
+            time.sleep(0.005)
+        assert epoch_one.exists(), "the run never finished its first epoch"
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=300)
+    finally:
+        proc.kill()
+    assert proc.returncode == 128 + signal.SIGTERM, err[-3000:]
+    lines = [line for line in err.splitlines() if "preempted by SIGTERM" in line]
+    assert len(lines) == 1 and "checkpoint('last')" in lines[0]
+    [saved] = (run / "checkpoint").glob("preempted-*.mpk")
+    checkpoint = load_checkpoint(saved)
+    assert checkpoint["global_step"] > load_checkpoint(epoch_one)["global_step"]  # saved after the signal
+    assert checkpoint["global_step"] == int(saved.stem.split("-")[1])
+    assert not (run / "checkpoint" / "trainer-4.mpk").exists() and not (run / "model.mpk").exists()
+
+    resumed = subprocess.run(app(["learner.checkpoint=last"], run, tiny), cwd=ROOT, env=env(tiny),
+                             capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert f"resuming from {saved}" in (run / "experiment.log").read_text()
+    straight = subprocess.run(app([], tmp_path / "straight", tiny), cwd=ROOT, env=env(tiny), capture_output=True,
+                              text=True, timeout=300)
+    assert straight.returncode == 0, straight.stderr[-3000:]
+    assert params(run / "model.mpk") == params(tmp_path / "straight" / "model.mpk")

@@ -17,14 +17,17 @@ from torch import nn
 from burnlike.optim.optimizer import Optimizer, OptimizerConfig, TorchOptimizerFactory
 from burnlike.record.format.location import RemotePath, as_path
 from burnlike.train.checkpoint import (
+    PREEMPTED,
     CheckpointingStrategy,
     FileCheckpointer,
     MetricEarlyStoppingStrategy,
+    checkpoint_path,
     default_checkpointing_strategy,
 )
 from burnlike.train.learner import Learner
 from burnlike.train.metric.base import Metric
 from burnlike.train.module import LrOrScheduler, StepModule
+from burnlike.train.preemption import Preemption
 from burnlike.train.renderer import BurnProgressBar
 
 if TYPE_CHECKING:  # pragma: no cover  (burnlike.record is imported when a checkpointer is built)
@@ -152,6 +155,8 @@ class LearnerBuilder:
             plugins.append(RecorderCheckpointIO(self._recorder))
             strategy = self._strategy or default_checkpointing_strategy()
             callbacks.append(FileCheckpointer(self.artifact_dir, self._recorder, strategy))
+            extension = self._recorder.file_extension()
+            callbacks.append(Preemption(lambda step: checkpoint_path(self.artifact_dir, step, extension, PREEMPTED)))
         callbacks += [s.to_callback() for s in self._early_stopping]
         callbacks += self._callbacks
 

@@ -11,11 +11,14 @@ from typing import Any
 import lightning as L
 from torch import nn
 
+from burnlike.record.checkpoint.lightning_dict import is_checkpoint
+from burnlike.record.format import registry
 from burnlike.record.format.location import AnyPath
 from burnlike.train.checkpoint import checkpoint_path, newest_checkpoint
 from burnlike.train.logger import FileMetricLogger, install_experiment_log, remove_experiment_log
 from burnlike.train.metric.store import EpochEntry, Split
 from burnlike.train.module import StepModule
+from burnlike.train.preemption import BATCHES_DONE, SkipFirst
 from burnlike.train.summary import LearnerSummary
 
 log = logging.getLogger("burnlike.train")
@@ -90,6 +93,12 @@ class Learner:
             ckpt = self.resume_path()
             log.info("fitting %s for %s epochs%s", type(self.model).__name__, self.trainer.max_epochs,
                      f", resuming from {ckpt}" if ckpt else "")
+            if ckpt is not None and self.trainer.world_size == 1:
+                epochs, skip = resume_point(ckpt)
+                replay_shuffles(train_loader, epochs)
+                if skip:  # a mid-epoch (preemption) checkpoint: continue after the batches it trained
+                    log.info("skipping the %d batches of the epoch the checkpoint already trained", skip)
+                    train_loader = SkipFirst(train_loader, skip)
             self.trainer.fit(self.module, train_loader, valid_loader, ckpt_path=str(ckpt) if ckpt else None)
             log.info("training finished at epoch %d", self.trainer.current_epoch)
         finally:
@@ -104,6 +113,31 @@ class Learner:
         model = self.module.model
         model.eval()
         return TrainingResult(model, summary, self.trainer)
+
+
+def resume_point(path: AnyPath) -> tuple[int, int]:
+    """(whole epochs done, batches of the next epoch done) at a checkpoint: an epoch's end saves
+    `epoch` = its 0-based index; a mid-epoch one also `BATCHES_DONE`."""
+    with registry.sniff(path).scan(path) as (_, item):
+        if not is_checkpoint(item):
+            return 0, 0
+        epoch, done = item.get("epoch"), item.get(BATCHES_DONE)
+    epoch = epoch if isinstance(epoch, int) else 0
+    if isinstance(done, int) and done > 0:
+        return epoch, done
+    return epoch + 1, 0
+
+
+def replay_shuffles(loader: Iterable[Any], epochs: int) -> None:
+    """Draw the shuffles of the epochs a checkpoint already trained from a seeded sampler's own
+    generator (`DataLoaderBuilder.shuffle(seed)`), so a resumed run sees the orders the
+    uninterrupted one would. Loaders without a seeded sampler are left alone."""
+    sampler = getattr(loader, "sampler", None)
+    if sampler is None or getattr(sampler, "generator", None) is None:
+        return
+    for _ in range(epochs):
+        for _ in sampler:
+            pass
 
 
 def _plot(summary: LearnerSummary, path: Path) -> None:
