@@ -274,7 +274,7 @@ def tiny(tmp_path_factory):
 
 
 def app(args: list[str], run: Path, tiny: Path) -> list[str]:
-    return [sys.executable, str(ROOT / "train.py"), "model=mnist", "learner.recorder=default", "learner.num_epochs=4",
+    return [sys.executable, str(ROOT / "train.py"), "model=mlp", "learner.recorder=default", "learner.num_epochs=4",
             "learner.progress_bar=false", f"hydra.run.dir={run}", *args]
 
 

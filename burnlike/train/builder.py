@@ -27,7 +27,7 @@ from burnlike.train.checkpoint import (
 from burnlike.train.learner import Learner
 from burnlike.train.metric.base import Metric
 from burnlike.train.module import LrOrScheduler, StepModule
-from burnlike.train.preemption import Preemption
+from burnlike.train.preemption import Preemption, RandomState
 from burnlike.train.renderer import BurnProgressBar
 
 if TYPE_CHECKING:  # pragma: no cover  (burnlike.record is imported when a checkpointer is built)
@@ -157,6 +157,7 @@ class LearnerBuilder:
             callbacks.append(FileCheckpointer(self.artifact_dir, self._recorder, strategy))
             extension = self._recorder.file_extension()
             callbacks.append(Preemption(lambda step: checkpoint_path(self.artifact_dir, step, extension, PREEMPTED)))
+            callbacks.append(RandomState())
         callbacks += [s.to_callback() for s in self._early_stopping]
         callbacks += self._callbacks
 

@@ -14,6 +14,7 @@ or a seeded sampler) continues exactly where the run stopped.
 from __future__ import annotations
 
 import logging
+import random
 import signal
 import sys
 import threading
@@ -22,6 +23,7 @@ from types import FrameType
 from typing import Any
 
 import lightning as L
+import torch
 
 from burnlike.record.format.location import AnyPath
 
@@ -87,6 +89,37 @@ class Preemption(L.Callback):
             if previous is not None and signal.getsignal(signum) == self._notice:
                 signal.signal(signum, previous)
         self._previous.clear()
+
+
+class RandomState(L.Callback):
+    """Keeps the random generators' states (torch, CUDA, Python, NumPy) in every checkpoint and
+    restores them on resume: dropout after a resume draws what it would have drawn (Lightning
+    saves none of them)."""
+
+    def state_dict(self) -> dict[str, Any]:
+        state: dict[str, Any] = {"torch": torch.get_rng_state(), "python": random.getstate()}
+        if torch.cuda.is_available() and torch.cuda.is_initialized():
+            state["cuda"] = torch.cuda.get_rng_state_all()
+        try:
+            import numpy as np
+
+            state["numpy"] = np.random.get_state()
+        except ImportError:  # pragma: no cover - numpy comes with torch's usual installs
+            pass
+        return state
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        if "torch" in state_dict:
+            torch.set_rng_state(state_dict["torch"])
+        if "python" in state_dict:
+            version, internal, gauss = state_dict["python"]
+            random.setstate((version, tuple(internal), gauss))
+        if "cuda" in state_dict and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(list(state_dict["cuda"]))
+        if "numpy" in state_dict:
+            import numpy as np
+
+            np.random.set_state(tuple(state_dict["numpy"]))
 
 
 class SkipFirst:
