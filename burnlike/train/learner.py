@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -135,8 +136,8 @@ def replay_shuffles(loader: Iterable[Any], epochs: int) -> None:
     sampler = getattr(loader, "sampler", None)
     if sampler is None or getattr(sampler, "generator", None) is None:
         return
-    for _ in range(epochs):
-        for _ in sampler:
+    for _ in range(epochs):  # exactly len(sampler) items, as an epoch takes (more would draw again)
+        for _ in itertools.islice(iter(sampler), len(sampler)):
             pass
 
 

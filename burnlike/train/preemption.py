@@ -94,9 +94,17 @@ class Preemption(L.Callback):
 class RandomState(L.Callback):
     """Keeps the random generators' states (torch, CUDA, Python, NumPy) in every checkpoint and
     restores them on resume: dropout after a resume draws what it would have drawn (Lightning
-    saves none of them)."""
+    saves none of them). After an epoch's end they are restored at once (the next epoch's loader
+    draws from them, as in the uninterrupted run); after a mid-epoch save, just before the next
+    step, past the draws Lightning's restart makes (a fresh loader iterator)."""
 
-    def state_dict(self) -> dict[str, Any]:
+    KEY = "burn_rng_state"
+
+    def __init__(self) -> None:
+        self._pending: dict[str, Any] | None = None
+
+    def on_save_checkpoint(self, trainer: L.Trainer, pl_module: L.LightningModule,
+                           checkpoint: dict[str, Any]) -> None:
         state: dict[str, Any] = {"torch": torch.get_rng_state(), "python": random.getstate()}
         if torch.cuda.is_available() and torch.cuda.is_initialized():
             state["cuda"] = torch.cuda.get_rng_state_all()
@@ -106,20 +114,37 @@ class RandomState(L.Callback):
             state["numpy"] = np.random.get_state()
         except ImportError:  # pragma: no cover - numpy comes with torch's usual installs
             pass
-        return state
+        checkpoint[self.KEY] = state
 
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        if "torch" in state_dict:
-            torch.set_rng_state(state_dict["torch"])
-        if "python" in state_dict:
-            version, internal, gauss = state_dict["python"]
-            random.setstate((version, tuple(internal), gauss))
-        if "cuda" in state_dict and torch.cuda.is_available():
-            torch.cuda.set_rng_state_all(list(state_dict["cuda"]))
-        if "numpy" in state_dict:
-            import numpy as np
+    def on_load_checkpoint(self, trainer: L.Trainer, pl_module: L.LightningModule,
+                           checkpoint: dict[str, Any]) -> None:
+        state = checkpoint.get(self.KEY)
+        if not isinstance(state, dict):
+            return
+        if checkpoint.get(BATCHES_DONE):
+            self._pending = state
+        else:
+            restore_random_state(state)
 
-            np.random.set_state(tuple(state_dict["numpy"]))
+    def on_train_batch_start(self, trainer: L.Trainer, pl_module: L.LightningModule, batch: Any,
+                             batch_idx: int) -> None:
+        if self._pending is not None:
+            restore_random_state(self._pending)
+            self._pending = None
+
+
+def restore_random_state(state: dict[str, Any]) -> None:
+    if "torch" in state:
+        torch.set_rng_state(state["torch"])
+    if "python" in state:
+        version, internal, gauss = state["python"]
+        random.setstate((version, tuple(internal), gauss))
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(list(state["cuda"]))
+    if "numpy" in state:
+        import numpy as np
+
+        np.random.set_state(tuple(state["numpy"]))
 
 
 class SkipFirst:
