@@ -55,24 +55,23 @@ def encode_checkpoint(checkpoint: dict[str, Any], recorder: Recorder, full: bool
     return encode_value(checkpoint, _dtype_rule(recorder, full), "", unstorable)
 
 
-def snapshot_checkpoint(checkpoint: dict[str, Any], recorder: Recorder, full: bool = False) -> dict[str, Any]:
+def snapshot_checkpoint(checkpoint: dict[str, Any]) -> dict[str, Any]:
     """A copy of `checkpoint` whose tensors no longer share memory with the live model: what an
-    async save writes, so a checkpoint never mixes two steps (Lightning issue #20953). Weights are
-    copied straight to their storage dtype (half the bytes for CompactRecorder)."""
-    tensor_dtype = _dtype_rule(recorder, full)
-
-    def walk(obj: Any, key: str) -> Any:
+    async save writes, so a checkpoint never mixes two steps (Lightning issue #20953). A plain copy
+    at each tensor's own dtype (one memcpy): the precision policy's range checks and casts run later,
+    on the writer thread."""
+    def walk(obj: Any) -> Any:
         if isinstance(obj, torch.Tensor):
-            return obj.detach().to(device="cpu", dtype=tensor_dtype(key, obj), copy=True)
+            return obj.detach().to(device="cpu", copy=True)
         if isinstance(obj, dict):
-            return type(obj)((k, walk(v, f"{key}.{k}" if key else str(k))) for k, v in obj.items())
+            return type(obj)((k, walk(v)) for k, v in obj.items())
         if isinstance(obj, list):
-            return [walk(v, f"{key}.{i}") for i, v in enumerate(obj)]
+            return [walk(v) for v in obj]
         if isinstance(obj, tuple) and not hasattr(obj, "_fields"):
-            return tuple(walk(v, f"{key}.{i}") for i, v in enumerate(obj))
+            return tuple(walk(v) for v in obj)
         return obj
 
-    snapshot: dict[str, Any] = walk(checkpoint, "")
+    snapshot: dict[str, Any] = walk(checkpoint)
     return snapshot
 
 

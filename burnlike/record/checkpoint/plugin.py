@@ -38,8 +38,8 @@ class RecorderCheckpointIO(CheckpointIO):
     """`Trainer(plugins=[RecorderCheckpointIO(CompactRecorder())])`.
 
     Paths may be fsspec URLs (`s3://`, `gs://`, `memory://`); `storage_options` go to fsspec.
-    `async_save=True`: each save snapshots the tensors before it returns (so a checkpoint never
-    mixes two steps), then encodes and writes on one writer thread; a write's error is raised at
+    `async_save=True`: each save copies the tensors before it returns (so a checkpoint never
+    mixes two steps), then casts, encodes and writes on one writer thread; a write's error is raised at
     the next save, load or at `teardown`, which waits for pending writes (Lightning calls it at the
     end of fit). Loads and removals wait for pending writes first.
     """
@@ -59,7 +59,7 @@ class RecorderCheckpointIO(CheckpointIO):
         if not self.async_save:
             self._write(checkpoint, target, full)
             return
-        snapshot = snapshot_checkpoint(checkpoint, self.recorder, full)
+        snapshot = snapshot_checkpoint(checkpoint)
         if self._writer is None:
             self._writer = ThreadPoolExecutor(1, thread_name_prefix="burnlike-checkpoint")
         self._pending.append(self._writer.submit(self._write, snapshot, target, full))
