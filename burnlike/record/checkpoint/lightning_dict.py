@@ -55,14 +55,28 @@ def encode_checkpoint(checkpoint: dict[str, Any], recorder: Recorder, full: bool
     return encode_value(checkpoint, _dtype_rule(recorder, full), "", unstorable)
 
 
-def snapshot_checkpoint(checkpoint: dict[str, Any]) -> dict[str, Any]:
+def snapshot_checkpoint(checkpoint: dict[str, Any], buffers: list[torch.Tensor] | None = None
+                        ) -> tuple[dict[str, Any], list[torch.Tensor]]:
     """A copy of `checkpoint` whose tensors no longer share memory with the live model: what an
-    async save writes, so a checkpoint never mixes two steps (Lightning issue #20953). A plain copy
-    at each tensor's own dtype (one memcpy): the precision policy's range checks and casts run later,
-    on the writer thread."""
+    async save writes, so a checkpoint never mixes two steps (Lightning issue #20953). One memcpy
+    per tensor at its own dtype (the precision policy's checks and casts run later, on the writer
+    thread), into `buffers` (a finished save's copies, in order) where shapes match: reused pages
+    cost no page faults, which otherwise dominate the copy. Returns the copy and its buffers."""
+    pool = iter(buffers or [])
+    used: list[torch.Tensor] = []
+
+    def copy(t: torch.Tensor) -> torch.Tensor:
+        src = t.detach()
+        buf = next(pool, None)
+        if buf is None or buf.shape != src.shape or buf.dtype != src.dtype:
+            buf = torch.empty(src.shape, dtype=src.dtype, device="cpu")
+        buf.copy_(src)
+        used.append(buf)
+        return buf
+
     def walk(obj: Any) -> Any:
         if isinstance(obj, torch.Tensor):
-            return obj.detach().to(device="cpu", copy=True)
+            return copy(obj)
         if isinstance(obj, dict):
             return type(obj)((k, walk(v)) for k, v in obj.items())
         if isinstance(obj, list):
@@ -72,7 +86,7 @@ def snapshot_checkpoint(checkpoint: dict[str, Any]) -> dict[str, Any]:
         return obj
 
     snapshot: dict[str, Any] = walk(checkpoint)
-    return snapshot
+    return snapshot, used
 
 
 def load_checkpoint(path: str | os.PathLike[str] | RemotePath, recorder: Recorder | None = None,

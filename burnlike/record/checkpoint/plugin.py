@@ -11,6 +11,7 @@ import os
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+import torch
 from lightning.fabric.plugins.io.checkpoint_io import CheckpointIO
 from typing_extensions import override
 
@@ -49,6 +50,7 @@ class RecorderCheckpointIO(CheckpointIO):
         self.async_save = async_save
         self._writer: ThreadPoolExecutor | None = None
         self._pending: list[Future[None]] = []
+        self._buffers: list[torch.Tensor] = []  # the last snapshot's copies, reused once its write is done
 
     @override
     def save_checkpoint(self, checkpoint: dict[str, Any], path: str | os.PathLike[str],
@@ -59,7 +61,8 @@ class RecorderCheckpointIO(CheckpointIO):
         if not self.async_save:
             self._write(checkpoint, target, full)
             return
-        snapshot = snapshot_checkpoint(checkpoint)
+        idle = not self._pending  # no write in flight reads the last snapshot's buffers
+        snapshot, self._buffers = snapshot_checkpoint(checkpoint, self._buffers if idle else None)
         if self._writer is None:
             self._writer = ThreadPoolExecutor(1, thread_name_prefix="burnlike-checkpoint")
         self._pending.append(self._writer.submit(self._write, snapshot, target, full))
@@ -93,6 +96,7 @@ class RecorderCheckpointIO(CheckpointIO):
             if self._writer is not None:
                 self._writer.shutdown(wait=True)
                 self._writer = None
+            self._buffers = []
 
     def wait(self) -> None:
         """Block until every pending async write is on storage; raise the first one's error."""
