@@ -276,7 +276,7 @@ class FileCheckpointer(Checkpoint):
         log.info("saving checkpoint %s", self.path(epoch))
         self._saving = epoch
         try:
-            trainer.save_checkpoint(self.path(epoch, "trainer"))
+            trainer.save_checkpoint(str(self.path(epoch, "trainer")))
         finally:
             self._saving = None
 
@@ -292,7 +292,7 @@ class FileCheckpointer(Checkpoint):
             path = self.path(epoch, kind)
             if path.exists():
                 log.info("removing checkpoint %s", path)
-                trainer.strategy.remove_checkpoint(path)
+                trainer.strategy.remove_checkpoint(str(path))
 
     def state_dict(self) -> dict[str, Any]:
         return {"strategy": self.strategy.state_dict()}

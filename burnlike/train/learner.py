@@ -88,8 +88,9 @@ class Learner:
 
     def fit(self, train_loader: Iterable[Any], valid_loader: Iterable[Any] | None = None) -> TrainingResult:
         self.artifact_dir.mkdir(parents=True, exist_ok=True)
-        local = isinstance(self.artifact_dir, Path)  # experiment.log is a local file (a logging handler)
-        handler = install_experiment_log(self.artifact_dir) if self.application_logger and local else None
+        # experiment.log is a local file (a logging handler): written for local artifact dirs only
+        handler = install_experiment_log(self.artifact_dir) \
+            if self.application_logger and isinstance(self.artifact_dir, Path) else None
         try:
             ckpt = self.resume_path()
             log.info("fitting %s for %s epochs%s", type(self.model).__name__, self.trainer.max_epochs,

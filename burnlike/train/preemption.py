@@ -66,7 +66,7 @@ class Preemption(L.Callback):
         path = self.path(trainer.global_step)
         self._batches_done = batch_idx + 1
         try:
-            trainer.save_checkpoint(path)
+            trainer.save_checkpoint(str(path))
         finally:
             self._batches_done = None
         name = signal.Signals(self.received).name if self.received is not None else "a signal on another rank"
@@ -106,7 +106,7 @@ class RandomState(L.Callback):
     def on_save_checkpoint(self, trainer: L.Trainer, pl_module: L.LightningModule,
                            checkpoint: dict[str, Any]) -> None:
         state: dict[str, Any] = {"torch": torch.get_rng_state(), "python": random.getstate()}
-        if torch.cuda.is_available() and torch.cuda.is_initialized():
+        if torch.cuda.is_available() and torch.cuda.is_initialized():  # type: ignore[no-untyped-call]
             state["cuda"] = torch.cuda.get_rng_state_all()
         try:
             import numpy as np

@@ -101,9 +101,9 @@ def load_checkpoint(path: str | os.PathLike[str] | RemotePath, recorder: Recorde
     try:
         value = decode_value(item, str(target))
     except RecursionError:
-        raise RecordError("checkpoint nests too deeply", target) from None
+        raise RecordError("checkpoint nests too deeply", str(target)) from None
     if not isinstance(value, dict) or "state_dict" not in value:
-        raise RecordError("not a training checkpoint (no 'state_dict')", target)
+        raise RecordError("not a training checkpoint (no 'state_dict')", str(target))
     checkpoint: dict[str, Any] = value if map_location is None else _map_location(value, map_location)
     return checkpoint
 
@@ -120,9 +120,9 @@ def load_torch_checkpoint(target: AnyPath, recorder: Recorder | None = None,
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise RecordError(f"a torch.save/pickle file that torch's weights_only loader refuses ({first}); it is "
                           "never unpickled here. If you trust it, keep only its tensors and convert them once: "
-                          f"burnlike convert {target} model.{name} --model pkg.module:Net", target) from None
+                          f"burnlike convert {target} model.{name} --model pkg.module:Net", str(target)) from None
     if not isinstance(value, dict) or "state_dict" not in value:
-        raise RecordError("a torch.save file that is not a training checkpoint (no 'state_dict')", target)
+        raise RecordError("a torch.save file that is not a training checkpoint (no 'state_dict')", str(target))
     warnings.warn(f"{target}: a torch.save checkpoint, read with torch.load(weights_only=True); the next save "
                   "uses the recorder's format", stacklevel=3)
     return value

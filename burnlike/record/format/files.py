@@ -32,9 +32,9 @@ def open_record(path: AnyPath) -> Iterator[tuple[IO[bytes], int]]:
         try:
             data = path.read_bytes()
         except FileNotFoundError:
-            raise RecordError("no such record file", path) from None
+            raise RecordError("no such record file", str(path)) from None
         except OSError as e:
-            raise RecordError(f"cannot read ({e})", path) from None
+            raise RecordError(f"cannot read ({e})", str(path)) from None
         yield io.BytesIO(data), len(data)
         return
     try:

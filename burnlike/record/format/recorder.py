@@ -14,7 +14,7 @@ import io
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import torch
 from torch import nn
@@ -111,7 +111,7 @@ class Recorder:
         """Read a record and return `(metadata, item)` with every tensor's bytes in memory."""
         target = as_path(path) if exact_path else self.path_for(path)
         with open_record(target) as (f, size):
-            return self._parse(f, size, target, module, lazy=False)
+            return self._parse(f, size, _named(target), module, lazy=False)
 
     @contextlib.contextmanager
     def scan(self, path: str | os.PathLike[str] | RemotePath, *, module: nn.Module | None = None
@@ -120,11 +120,11 @@ class Recorder:
         looks at a 200 MB record in milliseconds, without reading its weights."""
         target = as_path(path)
         with open_record(target) as (f, size):
-            metadata_item = self._parse(f, size, target, module, lazy=True)
+            metadata_item = self._parse(f, size, _named(target), module, lazy=True)
             try:
                 yield metadata_item
             except RecursionError:
-                raise RecordError("record nests too deeply", target) from None
+                raise RecordError("record nests too deeply", str(target)) from None
 
     def _parse(self, f: IO[bytes], size: int, target: Path, module: nn.Module | None,
                lazy: bool) -> tuple[dict[str, str], Any]:
@@ -177,6 +177,11 @@ class Recorder:
     def decode(self, f: IO[bytes], size: int, path: Path, module: nn.Module | None, lazy: bool) -> Any:
         """Read the whole record from `f` (`lazy`: big tensors' bytes may stay in the file)."""
         raise NotImplementedError
+
+
+def _named(target: AnyPath) -> Path:
+    """The path the decoders name in their errors (only ever formatted with `str`)."""
+    return target if isinstance(target, Path) else cast(Path, target)
 
 
 def _subclasses(cls: type[Recorder]) -> Iterator[type[Recorder]]:
