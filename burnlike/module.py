@@ -15,6 +15,7 @@ import torch
 from torch import nn
 
 if TYPE_CHECKING:
+    from burnlike.record.format.location import AnyPath
     from burnlike.record.format.recorder import Recorder
     from burnlike.record.tensor.precision import SettingsLike
 
@@ -50,9 +51,10 @@ class Module(nn.Module):
         return self.to(device)
 
     # Records -----------------------------------------------------------------------------------
-    def save_file(self, path: str | Path, recorder: Recorder | None = None) -> Path:
+    def save_file(self, path: str | Path, recorder: Recorder | None = None) -> AnyPath:
         """Save the weights with `recorder` (default `DefaultRecorder`); the extension is replaced
-        by the recorder's, like Burn's `FileRecorder`. Returns the path written."""
+        by the recorder's, like Burn's `FileRecorder`. Returns the path written (`path` may be an
+        fsspec URL such as `s3://bucket/model`: a `RemotePath` then)."""
         from burnlike.record import DefaultRecorder
 
         return (recorder or DefaultRecorder()).save_module(self, path)

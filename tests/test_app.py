@@ -407,7 +407,8 @@ def test_ddp_two_processes(tmp_path, tiny):
                    tmp_path, tiny, timeout=380)
     assert proc.returncode == 0, proc.stderr[-3000:]
     run = tmp_path / "run"
-    assert sorted(p.name for p in (run / "checkpoint").iterdir()) == ["model-1.mpk"]  # one set, rank 0's
+    assert sorted(p.name for p in (run / "checkpoint").iterdir()) == \
+        ["model-1.mpk", "optim-1.mpk", "scheduler-1.mpk", "trainer-1.mpk"]  # one set, rank 0's
     assert not list(run.glob("**/*.tmp")) and proc.stdout.count("Learner Summary") == 1
     # each rank validated half of the 128 samples (1 batch of 64); rank 0 writes its own lines
     assert len((run / "valid" / "epoch-1" / "Loss.log").read_text().splitlines()) == 1

@@ -402,27 +402,24 @@ def test_bin_recorder_stores_training_checkpoints(tmp_path):
 
 @pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="needs /proc")
 def test_overwriting_a_record_releases_the_old_file(tmp_path):
-    from burnlike.record.format import files
+    import threading
 
     net = randomised(Net())
     path = DefaultRecorder().save_module(net, tmp_path / "m")
     before = len(list(Path("/proc/self/fd").iterdir()))
-    for _ in range(5):  # each save holds the replaced file open until the release thread closes it
+    for _ in range(5):  # nothing (fd, thread) outlives a save
         DefaultRecorder().save_module(net, tmp_path / "m")
-    files._releaser(os.getpid()).submit(lambda: None).result()  # one worker, FIFO: every close before this has run
     assert len(list(Path("/proc/self/fd").iterdir())) == before
+    assert not [t for t in threading.enumerate() if t.name.startswith("burnlike")]
     assert [p.name for p in tmp_path.iterdir()] == ["m.mpk"] and path.stat().st_nlink == 1
     assert torch.equal(Net().load_file(path, DefaultRecorder()).embed.weight, net.embed.weight)
 
 
 def _save_twice_in_child(path: str, queue) -> None:
-    from burnlike.record.format import files
-
     net = nn.Linear(3, 2)
     DefaultRecorder().save_module(net, path)
     before = len(os.listdir("/proc/self/fd"))
-    DefaultRecorder().save_module(net, path)  # holds the replaced file until the release thread runs
-    files._releaser(os.getpid()).submit(lambda: None).result()
+    DefaultRecorder().save_module(net, path)
     queue.put(len(os.listdir("/proc/self/fd")) - before)
 
 
@@ -431,13 +428,13 @@ def test_a_forked_child_releases_replaced_files_too(tmp_path):
     import multiprocessing as mp
 
     DefaultRecorder().save_module(nn.Linear(3, 2), tmp_path / "parent")
-    DefaultRecorder().save_module(nn.Linear(3, 2), tmp_path / "parent")  # the parent's release thread exists
+    DefaultRecorder().save_module(nn.Linear(3, 2), tmp_path / "parent")
     ctx = mp.get_context("fork")
     queue = ctx.Queue()
     child = ctx.Process(target=_save_twice_in_child, args=(str(tmp_path / "child"), queue))
     child.start()
     try:
-        assert queue.get(timeout=60) == 0  # with the parent's executor copied, the close never runs
+        assert queue.get(timeout=60) == 0
     finally:
         child.join(timeout=10)
         child.kill()

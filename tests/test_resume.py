@@ -27,8 +27,7 @@ def test_sigkill_mid_epoch_then_resume_matches_an_uninterrupted_run(tmp_path):
     assert proc.stdout.readline().strip() == "blocked"  # inside epoch 3, after model-2 was saved
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    assert sorted(p.name for p in (killed / "checkpoint").iterdir() if not p.name.startswith(".")) == \
-        ["model-1.mpk", "model-2.mpk"]
+    assert sorted(p.name for p in (killed / "checkpoint").glob("trainer-*")) == ["trainer-1.mpk", "trainer-2.mpk"]
     resumed = run(killed, "resume=2")
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert (killed / "checkpoint" / "model-4.mpk").exists()

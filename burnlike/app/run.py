@@ -60,8 +60,8 @@ def validate(cfg: DictConfig) -> None:
     if cfg.learner.get("strategy") is not None and str(cfg.trainer.strategy) != "auto":
         raise AppConfigError(f"learner.strategy={cfg.learner.strategy} and trainer.strategy={cfg.trainer.strategy} "
                              "both choose the Lightning strategy: set one (trainer.strategy=auto with learner.strategy)")
-    if cfg.learner.checkpoint is not None and cfg.learner.checkpoint < 1:
-        raise AppConfigError(f"learner.checkpoint={cfg.learner.checkpoint} is invalid: expected an epoch >= 1")
+    if cfg.learner.checkpoint is not None and not _resume_point(cfg.learner.checkpoint):
+        raise AppConfigError(f"learner.checkpoint={cfg.learner.checkpoint} is invalid: expected an epoch >= 1 or 'last'")
     split, _, name = str(cfg.optimized_metric).partition("/")
     logged = {"train": list(cfg.learner.metrics), "valid": [m for m in cfg.learner.metrics if m in VALID_METRICS]}
     if name not in logged.get(split, []):
@@ -220,7 +220,7 @@ def run(cfg: DictConfig, artifact_dir: str | Path | None = None) -> float:
         builder.early_stopping(MetricEarlyStoppingStrategy(
             LossMetric(), condition=StoppingCondition.no_improvement_since(cfg.learner.early_stopping_patience)))
     if cfg.learner.checkpoint is not None:
-        builder.checkpoint(cfg.learner.checkpoint)
+        builder.checkpoint(_resume_point(cfg.learner.checkpoint) or "last")
     if cfg.learner.summary:
         builder.summary()
     extra = {k: v for k, v in (("limit_train_batches", t.limit_train_batches),
@@ -275,10 +275,18 @@ def trainer_error(cfg: DictConfig, error: Exception) -> str:
     return f"{' / '.join(keys)}: Lightning's Trainer rejected {settings}: {text}"
 
 
+def _resume_point(value: object) -> int | str | None:
+    """`learner.checkpoint`: an epoch (>= 1) or "last"; None when it is neither."""
+    text = str(value).strip()
+    if text == "last":
+        return text
+    return int(text) if text.isdigit() and int(text) >= 1 else None
+
+
 def resume_error(cfg: DictConfig, artifact: Path, error: Exception) -> str:
     if not cfg.learner.checkpointing:
         return f"learner.checkpoint={cfg.learner.checkpoint} needs learner.checkpointing=true (nothing to resume from)"
-    found = sorted((artifact / "checkpoint").glob("model-*")) if (artifact / "checkpoint").is_dir() else []
+    found = sorted((artifact / "checkpoint").glob("trainer-*")) if (artifact / "checkpoint").is_dir() else []
     names = ", ".join(p.name for p in found) or "none"
     return (f"learner.checkpoint={cfg.learner.checkpoint}: {error}. Checkpoints in {artifact}: {names}. "
             "Resume inside the run's own dir: hydra.run.dir=<that run dir>")

@@ -90,7 +90,7 @@ class LearnerConfig:
     metrics: list[str] = ["Accuracy", "Loss"]
     checkpointing: bool = True  # checkpoint/model-N.<ext>, Burn's strategy: last 2 + best valid loss
     early_stopping_patience: int | None = None
-    checkpoint: int | None = None  # resume from checkpoint/model-N in the run dir (with hydra.run.dir=<it>)
+    checkpoint: str | None = None  # resume from epoch N's checkpoint, or "last" (newest complete, mid-epoch too), in the run dir (hydra.run.dir=<it>)
     grads_accumulation: int = 1
     summary: bool = True
     progress_bar: bool = True

@@ -17,16 +17,20 @@ import lightning as L
 from torch import nn
 
 from burnlike.optim.optimizer import Optimizer, OptimizerConfig, TorchOptimizerFactory
+from burnlike.record.format.location import RemotePath, as_path
 from burnlike.train.checkpoint import (
+    PREEMPTED,
     CheckpointingStrategy,
     FileCheckpointer,
     MetricEarlyStoppingStrategy,
+    checkpoint_path,
     default_checkpointing_strategy,
 )
 from burnlike.train.interrupter import Interrupter, InterrupterCallback
 from burnlike.train.learner import Learner
 from burnlike.train.metric.base import Metric
 from burnlike.train.module import LrOrScheduler, StepModule
+from burnlike.train.preemption import Preemption, RandomState
 from burnlike.train.renderer import BurnProgressBar
 from burnlike.train.strategy import Device, Execution, as_execution, trainer_devices
 
@@ -37,8 +41,8 @@ if TYPE_CHECKING:  # pragma: no cover  (burnlike.record is imported when a check
 class LearnerBuilder:
     """`LearnerBuilder(artifact_dir)...build(model, optim, lr)` → `Learner` (Burn 0.19)."""
 
-    def __init__(self, artifact_dir: str | Path) -> None:
-        self.artifact_dir = Path(artifact_dir)
+    def __init__(self, artifact_dir: str | Path | RemotePath) -> None:
+        self.artifact_dir = as_path(artifact_dir)  # an fsspec URL (s3://, gs://, memory://) works too
         self._train_metrics: list[Metric] = []
         self._valid_metrics: list[Metric] = []
         self._numeric: dict[str, list[str]] = {"train": [], "valid": []}
@@ -50,7 +54,7 @@ class LearnerBuilder:
         self._early_stopping: list[MetricEarlyStoppingStrategy] = []
         self._strategy: CheckpointingStrategy | None = None
         self._recorder: Recorder | None = None
-        self._checkpoint: int | None = None
+        self._checkpoint: int | str | None = None
         self._trainer_kwargs: dict[str, Any] = {}
         self._callbacks: list[L.Callback] = []
         self._application_logger = True
@@ -134,9 +138,15 @@ class LearnerBuilder:
         self._recorder = recorder
         return self
 
-    def checkpoint(self, epoch: int) -> LearnerBuilder:
-        """Resume from the checkpoint of `epoch` (training continues at epoch + 1)."""
-        self._checkpoint = _positive("checkpoint", epoch)
+    def checkpoint(self, epoch: int | str) -> LearnerBuilder:
+        """Resume from the checkpoint of `epoch` (training continues at epoch + 1), or `"last"`:
+        the newest complete checkpoint in the run dir, a preemption's mid-epoch one included."""
+        if epoch == "last":
+            self._checkpoint = "last"
+        elif isinstance(epoch, str):
+            raise ValueError(f"checkpoint: expected an epoch number or 'last', got {epoch!r}")
+        else:
+            self._checkpoint = _positive("checkpoint", epoch)
         return self
 
     def with_application_logger(self, enabled: bool | None) -> LearnerBuilder:
@@ -171,7 +181,10 @@ class LearnerBuilder:
 
             plugins.append(RecorderCheckpointIO(self._recorder))
             strategy = self._strategy or default_checkpointing_strategy()
-            callbacks.append(FileCheckpointer(self.artifact_dir, self._recorder.file_extension(), strategy))
+            callbacks.append(FileCheckpointer(self.artifact_dir, self._recorder, strategy))
+            extension = self._recorder.file_extension()
+            callbacks.append(Preemption(lambda step: checkpoint_path(self.artifact_dir, step, extension, PREEMPTED)))
+            callbacks.append(RandomState())
         callbacks += [s.to_callback() for s in self._early_stopping]
         if self._interrupter is not None:
             callbacks.append(InterrupterCallback(self._interrupter))

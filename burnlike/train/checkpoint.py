@@ -1,23 +1,31 @@
 """Burn's checkpointing and early-stopping strategies, run as Lightning callbacks.
 
 Burn decides per epoch with a list of `Save`/`Delete(epoch)` actions; `FileCheckpointer` applies
-them through `trainer.save_checkpoint`, so the file goes through the Trainer's CheckpointIO plugin
-(Burn's recorders) and lands at `checkpoint/model-N.<ext>` (N = epoch from 1). Both kinds of
-strategy read the epoch values from the run's metric store (`StepModule.store`).
+them in Burn's per-epoch layout (`burnlike.record.checkpoint.epoch_files`): `checkpoint/model-N.<ext>`
+a plain module record, `optim-N`, `scheduler-N`, and `trainer-N` (the rest of Lightning's checkpoint,
+written through the Trainer's CheckpointIO plugin, last). N = epoch from 1. Both kinds of strategy
+read the epoch values from the run's metric store (`StepModule.store`).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import lightning as L
 from lightning.pytorch.callbacks import Checkpoint, EarlyStopping
+from torch import nn
 
+from burnlike.record.checkpoint.epoch_files import KINDS, epoch_file, save_parts
+from burnlike.record.checkpoint.lightning_dict import is_checkpoint
+from burnlike.record.error import RecordError
+from burnlike.record.format import registry
 from burnlike.record.format.files import remove_stale_temps
+from burnlike.record.format.location import AnyPath, RemotePath, as_path
+from burnlike.record.format.recorder import Recorder
 from burnlike.train.metric.base import Metric
 from burnlike.train.metric.store import Aggregate, Direction, MetricStore, Split
 from burnlike.train.module import StepModule
@@ -175,8 +183,40 @@ def default_checkpointing_strategy() -> ComposedCheckpointingStrategy:
     return ComposedCheckpointingStrategy([KeepLastNCheckpoints(2), best_loss])
 
 
-def checkpoint_path(artifact_dir: str | Path, epoch: int, extension: str) -> Path:
-    return Path(artifact_dir) / "checkpoint" / f"model-{epoch}.{extension}"
+def checkpoint_path(artifact_dir: str | os.PathLike[str] | RemotePath, epoch: int, extension: str,
+                    kind: str = "model") -> AnyPath:
+    """`<artifact_dir>/checkpoint/<kind>-<epoch>.<extension>` (kind: model, optim, scheduler, trainer)."""
+    return epoch_file(as_path(artifact_dir) / "checkpoint", kind, epoch, extension)
+
+
+PREEMPTED = "preempted"  # `checkpoint/preempted-<global step>.<ext>`: a whole checkpoint saved on a signal
+
+
+def newest_checkpoint(artifact_dir: str | os.PathLike[str] | RemotePath, extension: str) -> AnyPath | None:
+    """The complete checkpoint with the highest global step in `<artifact_dir>/checkpoint`:
+    `trainer-N` (per-epoch layout), `preempted-S` (mid-epoch, on a signal) or an older single-file
+    `model-N`. A `model-N` module record without its `trainer-N` is an incomplete epoch: skipped."""
+    folder = as_path(artifact_dir) / "checkpoint"
+    if not folder.is_dir():
+        return None
+    found: list[tuple[int, bool, str, AnyPath]] = []
+    for path in folder.iterdir():
+        kind = path.name.partition("-")[0]
+        if path.name.endswith("." + extension) and kind in ("trainer", "model", PREEMPTED):
+            step = _global_step(path)
+            if step is not None:
+                found.append((step, kind != PREEMPTED, path.name, path))
+    return max(found, key=lambda f: f[:3])[3] if found else None
+
+
+def _global_step(path: AnyPath) -> int | None:
+    """A training checkpoint's `global_step`, None for anything else (a module record, a bad file)."""
+    try:
+        with registry.sniff(path).scan(path) as (_, item):
+            step = item.get("global_step") if is_checkpoint(item) else None
+    except (RecordError, OSError):
+        return None
+    return step if isinstance(step, int) else None
 
 
 def store_of(pl_module: L.LightningModule) -> MetricStore:
@@ -185,6 +225,12 @@ def store_of(pl_module: L.LightningModule) -> MetricStore:
         raise TypeError(f"Burn's checkpointing and early-stopping callbacks need a burnlike StepModule, "
                         f"got {type(pl_module).__name__}")
     return pl_module.store
+
+
+def store_model(pl_module: L.LightningModule) -> nn.Module:
+    """The Burn model inside the run's StepModule (what model-N records)."""
+    store_of(pl_module)
+    return cast(StepModule, pl_module).model
 
 
 def _fast_dev_run(trainer: L.Trainer) -> bool:
@@ -200,13 +246,21 @@ class FileCheckpointer(Checkpoint):
     store's own state travels with the module's).
     """
 
-    def __init__(self, artifact_dir: str | Path, extension: str, strategy: CheckpointingStrategy) -> None:
-        self.artifact_dir = Path(artifact_dir)
-        self.extension = extension
+    def __init__(self, artifact_dir: str | os.PathLike[str] | RemotePath, recorder: Recorder | str,
+                 strategy: CheckpointingStrategy) -> None:
+        self.artifact_dir = as_path(artifact_dir)
+        if isinstance(recorder, str):  # an extension, as before recorders were passed
+            found = registry.by_extension(f"model.{recorder}")
+            if found is None:
+                raise ValueError(f"FileCheckpointer: no recorder writes .{recorder} files")
+            recorder = found
+        self.recorder = recorder
+        self.extension = recorder.file_extension()
         self.strategy = strategy
+        self._saving: int | None = None  # the epoch whose files the current save splits out
 
-    def path(self, epoch: int) -> Path:
-        return checkpoint_path(self.artifact_dir, epoch, self.extension)
+    def path(self, epoch: int, kind: str = "model") -> AnyPath:
+        return checkpoint_path(self.artifact_dir, epoch, self.extension, kind)
 
     def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
         """A run starts or resumes: remove temp files a killed save left (their writer is gone)."""
@@ -219,11 +273,32 @@ class FileCheckpointer(Checkpoint):
         epoch = trainer.current_epoch + 1
         for action in self.strategy.checkpointing(epoch, store_of(pl_module)):
             if isinstance(action, Save):
-                log.info("saving checkpoint %s", self.path(epoch))
-                trainer.save_checkpoint(self.path(epoch))
-            elif self.path(action.epoch).exists() and trainer.is_global_zero:
-                log.info("removing checkpoint %s", self.path(action.epoch))
-                trainer.strategy.remove_checkpoint(self.path(action.epoch))
+                self.save(trainer, epoch)
+            elif trainer.is_global_zero:
+                self.delete(trainer, action.epoch)
+
+    def save(self, trainer: L.Trainer, epoch: int) -> None:
+        """model/optim/scheduler-N from `on_save_checkpoint`, then trainer-N through the plugin."""
+        log.info("saving checkpoint %s", self.path(epoch))
+        self._saving = epoch
+        try:
+            trainer.save_checkpoint(str(self.path(epoch, "trainer")))
+        finally:
+            self._saving = None
+
+    def on_save_checkpoint(self, trainer: L.Trainer, pl_module: L.LightningModule,
+                           checkpoint: dict[str, Any]) -> None:
+        if self._saving is not None:
+            save_parts(checkpoint, store_model(pl_module), self.path(self._saving).parent, self._saving,
+                       self.recorder, write=trainer.is_global_zero)
+
+    def delete(self, trainer: L.Trainer, epoch: int) -> None:
+        """Every file of `epoch` (trainer-N first: an epoch without it is incomplete, never resumed)."""
+        for kind in reversed(KINDS):
+            path = self.path(epoch, kind)
+            if path.exists():
+                log.info("removing checkpoint %s", path)
+                trainer.strategy.remove_checkpoint(str(path))
 
     def state_dict(self) -> dict[str, Any]:
         return {"strategy": self.strategy.state_dict()}

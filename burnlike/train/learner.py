@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -11,11 +12,15 @@ from typing import Any
 import lightning as L
 from torch import nn
 
+from burnlike.record.checkpoint.lightning_dict import is_checkpoint
+from burnlike.record.format import registry
+from burnlike.record.format.location import AnyPath
 from burnlike.train import components
-from burnlike.train.checkpoint import checkpoint_path
+from burnlike.train.checkpoint import checkpoint_path, newest_checkpoint
 from burnlike.train.logger import FileMetricLogger, install_experiment_log, remove_experiment_log
 from burnlike.train.metric.store import EpochEntry, Split
 from burnlike.train.module import StepModule
+from burnlike.train.preemption import BATCHES_DONE, SkipFirst
 from burnlike.train.summary import LearnerSummary
 
 log = logging.getLogger("burnlike.train")
@@ -37,10 +42,10 @@ class Learner(components.Learner):
         self,
         trainer: L.Trainer,
         module: StepModule,
-        artifact_dir: Path,
+        artifact_dir: AnyPath,
         numeric: dict[str, list[str]],
         summary: bool = False,
-        checkpoint: int | None = None,
+        checkpoint: int | str | None = None,
         checkpoint_extension: str | None = None,
         application_logger: bool = True,
     ) -> None:
@@ -65,23 +70,41 @@ class Learner(components.Learner):
             for name, entry in entries.items():
                 self._file_logger.log_epoch(split.value, epoch, name, entry.steps)
 
-    def resume_path(self) -> Path | None:
+    def resume_path(self) -> AnyPath | None:
+        """The file Lightning resumes from: `trainer-N` (Burn's per-epoch layout), else an older
+        single-file `model-N`; for "last" the newest complete checkpoint in the run dir."""
         if self.checkpoint is None:
             return None
         if self.checkpoint_extension is None:
             raise ValueError("checkpoint(epoch) needs with_file_checkpointer(recorder): there is nothing to resume from")
-        path = checkpoint_path(self.artifact_dir, self.checkpoint, self.checkpoint_extension)
-        if not path.exists():
-            raise FileNotFoundError(f"checkpoint({self.checkpoint}): no checkpoint file at {path}")
-        return path
+        if self.checkpoint == "last":
+            newest = newest_checkpoint(self.artifact_dir, self.checkpoint_extension)
+            if newest is None:
+                raise FileNotFoundError(f"checkpoint('last'): no complete checkpoint in {self.artifact_dir / 'checkpoint'}")
+            return newest
+        epoch = int(self.checkpoint)
+        for kind in ("trainer", "model"):
+            path = checkpoint_path(self.artifact_dir, epoch, self.checkpoint_extension, kind)
+            if path.exists():
+                return path
+        raise FileNotFoundError(f"checkpoint({epoch}): no checkpoint file at "
+                                f"{checkpoint_path(self.artifact_dir, epoch, self.checkpoint_extension, 'trainer')}")
 
     def fit(self, train_loader: Iterable[Any], valid_loader: Iterable[Any] | None = None) -> TrainingResult:
         self.artifact_dir.mkdir(parents=True, exist_ok=True)
-        handler = install_experiment_log(self.artifact_dir) if self.application_logger else None
+        # experiment.log is a local file (a logging handler): written for local artifact dirs only
+        handler = install_experiment_log(self.artifact_dir) \
+            if self.application_logger and isinstance(self.artifact_dir, Path) else None
         try:
             ckpt = self.resume_path()
             log.info("fitting %s for %s epochs%s", type(self.model).__name__, self.trainer.max_epochs,
                      f", resuming from {ckpt}" if ckpt else "")
+            if ckpt is not None and self.trainer.world_size == 1:
+                epochs, skip = resume_point(ckpt)
+                replay_shuffles(train_loader, epochs)
+                if skip:  # a mid-epoch (preemption) checkpoint: continue after the batches it trained
+                    log.info("skipping the %d batches of the epoch the checkpoint already trained", skip)
+                    train_loader = SkipFirst(train_loader, skip)
             self.trainer.fit(self.module, train_loader, valid_loader, ckpt_path=str(ckpt) if ckpt else None)
             log.info("training finished at epoch %d", self.trainer.current_epoch)
         finally:
@@ -91,10 +114,36 @@ class Learner(components.Learner):
         if self.show_summary and self.trainer.is_global_zero:
             summary = LearnerSummary.from_store(self.module.store, self.numeric["train"], self.numeric["valid"])
             print(summary, flush=True)
-            _plot(summary, self.artifact_dir / "metrics.png")
+            if isinstance(self.artifact_dir, Path):
+                _plot(summary, self.artifact_dir / "metrics.png")
         model = self.module.model
         model.eval()
         return TrainingResult(model, summary, self.trainer)
+
+
+def resume_point(path: AnyPath) -> tuple[int, int]:
+    """(whole epochs done, batches of the next epoch done) at a checkpoint: an epoch's end saves
+    `epoch` = its 0-based index; a mid-epoch one also `BATCHES_DONE`."""
+    with registry.sniff(path).scan(path) as (_, item):
+        if not is_checkpoint(item):
+            return 0, 0
+        epoch, done = item.get("epoch"), item.get(BATCHES_DONE)
+    epoch = epoch if isinstance(epoch, int) else 0
+    if isinstance(done, int) and done > 0:
+        return epoch, done
+    return epoch + 1, 0
+
+
+def replay_shuffles(loader: Iterable[Any], epochs: int) -> None:
+    """Draw the shuffles of the epochs a checkpoint already trained from a seeded sampler's own
+    generator (`DataLoaderBuilder.shuffle(seed)`), so a resumed run sees the orders the
+    uninterrupted one would. Loaders without a seeded sampler are left alone."""
+    sampler = getattr(loader, "sampler", None)
+    if sampler is None or getattr(sampler, "generator", None) is None:
+        return
+    for _ in range(epochs):  # exactly len(sampler) items, as an epoch takes (more would draw again)
+        for _ in itertools.islice(iter(sampler), len(sampler)):
+            pass
 
 
 def _plot(summary: LearnerSummary, path: Path) -> None:

@@ -11,6 +11,8 @@ import math
 from decimal import Decimal
 from pathlib import Path
 
+from burnlike.record.format.location import AnyPath, RemotePath, as_path
+
 LOG_FORMAT = "%(asctime)s.%(msecs)03dZ  %(levelname)s %(name)s: %(message)s"
 
 
@@ -37,17 +39,17 @@ def metric_file_name(name: str) -> str:
     return name.replace(" ", "_") + ".log"
 
 
-def metric_log_path(artifact_dir: str | Path, split: str, epoch: int, name: str) -> Path:
-    return Path(artifact_dir) / split / f"epoch-{epoch}" / metric_file_name(name)
+def metric_log_path(artifact_dir: str | Path | RemotePath, split: str, epoch: int, name: str) -> AnyPath:
+    return as_path(artifact_dir) / split / f"epoch-{epoch}" / metric_file_name(name)
 
 
 class FileMetricLogger:
     """Writes each epoch's per-iteration values of each metric (Burn's `FileMetricLogger`)."""
 
-    def __init__(self, artifact_dir: str | Path) -> None:
-        self.artifact_dir = Path(artifact_dir)
+    def __init__(self, artifact_dir: str | Path | RemotePath) -> None:
+        self.artifact_dir = as_path(artifact_dir)  # local, or any fsspec URL (one put per log file)
 
-    def log_epoch(self, split: str, epoch: int, name: str, history: list[tuple[float, float]]) -> Path:
+    def log_epoch(self, split: str, epoch: int, name: str, history: list[tuple[float, float]]) -> AnyPath:
         path = metric_log_path(self.artifact_dir, split, epoch, name)
         path.parent.mkdir(parents=True, exist_ok=True)
         lines = [f"{rust_f64(v)},{rust_f64(c)}\n" for v, c in history]
@@ -55,11 +57,11 @@ class FileMetricLogger:
         return path
 
 
-def read_metric_log(path: str | Path) -> float | None:
+def read_metric_log(path: str | Path | RemotePath) -> float | None:
     """Epoch value of one log: its `value,final` line if present, else Σ(v·count)/Σcount."""
     total = weight = 0.0
     try:
-        text = Path(path).read_text()
+        text = as_path(path).read_text()
     except FileNotFoundError:
         return None
     for lineno, line in enumerate(text.splitlines(), 1):
@@ -77,10 +79,10 @@ def read_metric_log(path: str | Path) -> float | None:
     return total / weight if weight else None
 
 
-def read_epochs(artifact_dir: str | Path, split: str, name: str) -> dict[int, float]:
+def read_epochs(artifact_dir: str | Path | RemotePath, split: str, name: str) -> dict[int, float]:
     """Every logged epoch's value of metric `name` in `split`, keyed by epoch number."""
     out: dict[int, float] = {}
-    root = Path(artifact_dir) / split
+    root = as_path(artifact_dir) / split
     if not root.is_dir():
         return out
     for folder in root.glob("epoch-*"):

@@ -21,6 +21,8 @@ from torch import nn
 from burnlike.autodiff import Gradients
 from burnlike.optim.lr_scheduler import LrScheduler, LrSchedulerConfig
 from burnlike.optim.optimizer import Optimizer, OptimizerConfig, TorchOptimizerFactory, as_optimizer
+from burnlike.record.checkpoint.epoch_files import MODEL_FILE
+from burnlike.record.checkpoint.weights import load_weights
 from burnlike.train.metric.base import Metric, MetricContext
 from burnlike.train.metric.store import EpochEntry, MetricStore, Split
 from burnlike.train.output import NONE
@@ -193,6 +195,10 @@ class StepModule(L.LightningModule):
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         self.store.load_state_dict(checkpoint.get(_STORE_KEY, {}))
+        model_file = checkpoint.pop(MODEL_FILE, None)
+        if model_file is not None:  # Burn's per-epoch layout: the weights are a module record
+            load_weights(self.model, model_file)
+            checkpoint["state_dict"] = self.state_dict()
 
     # Optimization ------------------------------------------------------------------------------
     def configure_optimizers(self) -> OptimizerLRScheduler:

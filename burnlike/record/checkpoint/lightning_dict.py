@@ -7,10 +7,11 @@ tensors, scalars, and the ddp_spawn weight transport (`.temp.ckpt`) keep their o
 
 from __future__ import annotations
 
+import io
 import os
+import pickle
 import warnings
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, TypeAlias
 
 import torch
@@ -18,6 +19,7 @@ import torch
 from burnlike.record.checkpoint.value import decode_value, encode_value
 from burnlike.record.error import RecordError
 from burnlike.record.format import registry
+from burnlike.record.format.location import AnyPath, RemotePath, as_path
 from burnlike.record.format.recorder import Recorder
 from burnlike.record.tensor.precision import storage_dtype
 
@@ -32,36 +34,98 @@ def is_checkpoint(item: Any) -> bool:
     return isinstance(item, dict) and "state_dict" in item and "pytorch-lightning_version" in item
 
 
-def encode_checkpoint(checkpoint: dict[str, Any], recorder: Recorder, full: bool = False) -> Any:
+def _dtype_rule(recorder: Recorder, full: bool) -> Callable[[str, torch.Tensor], torch.dtype]:
+    """Each tensor's dtype on disk: only model weights (`state_dict.*` floats) take the recorder's
+    precision."""
     settings = None if full else recorder.settings
 
     def tensor_dtype(key: str, t: torch.Tensor) -> torch.dtype:
-        # Only model weights are stored at the recorder's precision.
         if settings is not None and key.startswith("state_dict.") and t.is_floating_point():
             return storage_dtype(t, settings)
         return t.dtype
 
+    return tensor_dtype
+
+
+def encode_checkpoint(checkpoint: dict[str, Any], recorder: Recorder, full: bool = False) -> Any:
     def unstorable(key: str, kind: str) -> None:
         warnings.warn(f"checkpoint key '{key}' holds a {kind}, which can't be stored without pickle; "
                       "it is saved as a marker and reads back as burnlike.record.Unstorable", stacklevel=4)
 
-    return encode_value(checkpoint, tensor_dtype, "", unstorable)
+    return encode_value(checkpoint, _dtype_rule(recorder, full), "", unstorable)
 
 
-def load_checkpoint(path: str | os.PathLike[str], recorder: Recorder | None = None,
+def snapshot_checkpoint(checkpoint: dict[str, Any], buffers: list[torch.Tensor] | None = None
+                        ) -> tuple[dict[str, Any], list[torch.Tensor]]:
+    """A copy of `checkpoint` whose tensors no longer share memory with the live model: what an
+    async save writes, so a checkpoint never mixes two steps (Lightning issue #20953). One memcpy
+    per tensor at its own dtype (the precision policy's checks and casts run later, on the writer
+    thread), into `buffers` (a finished save's copies, in order) where shapes match: reused pages
+    cost no page faults, which otherwise dominate the copy. Returns the copy and its buffers."""
+    pool = iter(buffers or [])
+    used: list[torch.Tensor] = []
+
+    def copy(t: torch.Tensor) -> torch.Tensor:
+        src = t.detach()
+        buf = next(pool, None)
+        if buf is None or buf.shape != src.shape or buf.dtype != src.dtype:
+            buf = torch.empty(src.shape, dtype=src.dtype, device="cpu")
+        buf.copy_(src)
+        used.append(buf)
+        return buf
+
+    def walk(obj: Any) -> Any:
+        if isinstance(obj, torch.Tensor):
+            return copy(obj)
+        if isinstance(obj, dict):
+            return type(obj)((k, walk(v)) for k, v in obj.items())
+        if isinstance(obj, list):
+            return [walk(v) for v in obj]
+        if isinstance(obj, tuple) and not hasattr(obj, "_fields"):
+            return tuple(walk(v) for v in obj)
+        return obj
+
+    snapshot: dict[str, Any] = walk(checkpoint)
+    return snapshot, used
+
+
+def load_checkpoint(path: str | os.PathLike[str] | RemotePath, recorder: Recorder | None = None,
                     map_location: MapLocation = None) -> dict[str, Any]:
-    """Read a checkpoint written by `RecorderCheckpointIO` (any recorder's format, found by the registry)."""
-    target = Path(path)
+    """Read a checkpoint written by `RecorderCheckpointIO` (any recorder's format, found by the
+    registry), or one `torch.save` wrote (read with torch's `weights_only` loader only)."""
+    target = as_path(path)
+    if registry.torch_format(target) is not None:
+        return load_torch_checkpoint(target, recorder, map_location)
     recorder = recorder or registry.sniff(target)
     item = recorder.load(target)
     try:
-        value = decode_value(item, target)
+        value = decode_value(item, str(target))
     except RecursionError:
-        raise RecordError("checkpoint nests too deeply", target) from None
+        raise RecordError("checkpoint nests too deeply", str(target)) from None
     if not isinstance(value, dict) or "state_dict" not in value:
-        raise RecordError("not a training checkpoint (no 'state_dict')", target)
+        raise RecordError("not a training checkpoint (no 'state_dict')", str(target))
     checkpoint: dict[str, Any] = value if map_location is None else _map_location(value, map_location)
     return checkpoint
+
+
+def load_torch_checkpoint(target: AnyPath, recorder: Recorder | None = None,
+                          map_location: MapLocation = None) -> dict[str, Any]:
+    """A `torch.save` checkpoint through `torch.load(weights_only=True)`: tensors and plain
+    containers only, never arbitrary unpickling. What the allowlist refuses is a RecordError."""
+    data = target.read_bytes()
+    name = recorder.extension if recorder is not None else "mpk"
+    try:
+        value = torch.load(io.BytesIO(data), map_location=map_location or "cpu", weights_only=True)  # type: ignore[arg-type]
+    except (pickle.UnpicklingError, RuntimeError, EOFError, AttributeError, ValueError, TypeError) as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise RecordError(f"a torch.save/pickle file that torch's weights_only loader refuses ({first}); it is "
+                          "never unpickled here. If you trust it, keep only its tensors and convert them once: "
+                          f"burnlike convert {target} model.{name} --model pkg.module:Net", str(target)) from None
+    if not isinstance(value, dict) or "state_dict" not in value:
+        raise RecordError("a torch.save file that is not a training checkpoint (no 'state_dict')", str(target))
+    warnings.warn(f"{target}: a torch.save checkpoint, read with torch.load(weights_only=True); the next save "
+                  "uses the recorder's format", stacklevel=3)
+    return value
 
 
 def _map_location(value: Any, map_location: MapLocation) -> Any:

@@ -8,19 +8,24 @@ transport (`.temp.ckpt`) keep their own dtype. Loading never unpickles anything.
 from __future__ import annotations
 
 import os
-from pathlib import Path
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+import torch
 from lightning.fabric.plugins.io.checkpoint_io import CheckpointIO
+from typing_extensions import override
 
+from burnlike.record.checkpoint.epoch_files import join_parts
 from burnlike.record.checkpoint.lightning_dict import (
     SPAWN_TRANSPORT,
     MapLocation,
     encode_checkpoint,
     load_checkpoint,
+    snapshot_checkpoint,
 )
 from burnlike.record.checkpoint.value import Unstorable
 from burnlike.record.error import RecordError
+from burnlike.record.format.location import AnyPath, StorageOptions, as_path
 from burnlike.record.format.named_mpk import CompactRecorder
 from burnlike.record.format.recorder import Recorder
 
@@ -31,30 +36,83 @@ if TYPE_CHECKING:
 
 
 class RecorderCheckpointIO(CheckpointIO):
-    """`Trainer(plugins=[RecorderCheckpointIO(CompactRecorder())])`."""
+    """`Trainer(plugins=[RecorderCheckpointIO(CompactRecorder())])`.
 
-    def __init__(self, recorder: Recorder | None = None) -> None:
+    Paths may be fsspec URLs (`s3://`, `gs://`, `memory://`); `storage_options` go to fsspec.
+    `async_save=True`: each save copies the tensors before it returns (so a checkpoint never
+    mixes two steps), then casts, encodes and writes on one writer thread; a write's error is raised at
+    the next save, load or at `teardown`, which waits for pending writes (Lightning calls it at the
+    end of fit). Loads and removals wait for pending writes first.
+    """
+
+    def __init__(self, recorder: Recorder | None = None, async_save: bool = False) -> None:
         self.recorder = recorder or CompactRecorder()
+        self.async_save = async_save
+        self._writer: ThreadPoolExecutor | None = None
+        self._pending: list[Future[None]] = []
+        self._buffers: list[torch.Tensor] = []  # the last snapshot's copies, reused once its write is done
 
+    @override
     def save_checkpoint(self, checkpoint: dict[str, Any], path: str | os.PathLike[str],
                         storage_options: Any | None = None) -> None:
-        if storage_options is not None:
-            raise TypeError("RecorderCheckpointIO.save_checkpoint: storage_options is not supported")
-        target = Path(path)
-        item = encode_checkpoint(checkpoint, self.recorder, full=target.name.endswith(SPAWN_TRANSPORT))
-        self.recorder.record(item, target, exact_path=True)
+        self._raise_failed()
+        target = as_path(path, cast(StorageOptions, storage_options))
+        full = target.name.endswith(SPAWN_TRANSPORT)
+        if not self.async_save:
+            self._write(checkpoint, target, full)
+            return
+        idle = not self._pending  # no write in flight reads the last snapshot's buffers
+        snapshot, self._buffers = snapshot_checkpoint(checkpoint, self._buffers if idle else None)
+        if self._writer is None:
+            self._writer = ThreadPoolExecutor(1, thread_name_prefix="burnlike-checkpoint")
+        self._pending.append(self._writer.submit(self._write, snapshot, target, full))
 
+    def _write(self, checkpoint: dict[str, Any], target: AnyPath, full: bool) -> None:
+        self.recorder.record(encode_checkpoint(checkpoint, self.recorder, full=full), target, exact_path=True)
+
+    @override
     def load_checkpoint(self, path: str | os.PathLike[str], map_location: MapLocation = None,
                         weights_only: bool | None = None) -> dict[str, Any]:
-        """Read a checkpoint (any recorder's format; `weights_only` is accepted and moot: nothing
-        is ever unpickled). Lightning restores it; tensors are on CPU unless `map_location`."""
-        target = Path(path)
+        """Read a checkpoint (any recorder's format, or a torch.save file through torch's
+        `weights_only` loader; `weights_only` is accepted and moot: nothing is ever unpickled).
+        Lightning restores it; tensors are on CPU unless `map_location`."""
+        self.wait()
+        target = as_path(path)
         if not target.exists():
-            raise FileNotFoundError(f"checkpoint file not found: {target}")
-        return load_checkpoint(target, self.recorder, map_location)
+            raise FileNotFoundError(f"Checkpoint file not found: {path}")
+        return join_parts(load_checkpoint(target, self.recorder, map_location), target)
 
+    @override
     def remove_checkpoint(self, path: str | os.PathLike[str]) -> None:
-        Path(path).unlink(missing_ok=True)
+        self.wait()
+        as_path(path).unlink(missing_ok=True)
+
+    @override
+    def teardown(self) -> None:
+        """Wait for pending writes, stop the writer thread, raise the first write error."""
+        try:
+            self.wait()
+        finally:
+            if self._writer is not None:
+                self._writer.shutdown(wait=True)
+                self._writer = None
+            self._buffers = []
+
+    def wait(self) -> None:
+        """Block until every pending async write is on storage; raise the first one's error."""
+        pending, self._pending = self._pending, []
+        errors = [e for e in (f.exception() for f in pending) if e is not None]
+        if errors:
+            raise errors[0]
+
+    def _raise_failed(self) -> None:
+        """A finished write's error, raised at the next save (the write itself can't raise)."""
+        done = [f for f in self._pending if f.done()]
+        self._pending = [f for f in self._pending if not f.done()]
+        for f in done:
+            error = f.exception()
+            if error is not None:
+                raise error
 
 
 def load_lightning_module(module_cls: type[LM], path: str | os.PathLike[str], map_location: MapLocation = None,

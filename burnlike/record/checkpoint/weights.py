@@ -13,11 +13,12 @@ from burnlike.record.checkpoint.lightning_dict import is_checkpoint
 from burnlike.record.checkpoint.value import decode_value
 from burnlike.record.error import RecordError, RecordPath
 from burnlike.record.format import registry
+from burnlike.record.format.location import RemotePath
 from burnlike.record.format.module_record import load_module_record
 from burnlike.record.format.recorder import Recorder
 
 
-def load_weights(module: nn.Module, path: str | os.PathLike[str], recorder: Recorder | None = None,
+def load_weights(module: nn.Module, path: str | os.PathLike[str] | RemotePath, recorder: Recorder | None = None,
                  device: torch.device | str | None = None) -> nn.Module:
     """Load `path` into `module` in place: a module record, or the model weights of a burnlike
     training checkpoint. `recorder` None: the registry tells the format from the file."""
@@ -25,9 +26,9 @@ def load_weights(module: nn.Module, path: str | os.PathLike[str], recorder: Reco
     target = recorder.resolve(path)
     with recorder.scan(target, module=module) as (_, item):
         if is_checkpoint(item):
-            weights_from_checkpoint(module, item, target)
+            weights_from_checkpoint(module, item, str(target))
         else:
-            load_module_record(module, item, target)
+            load_module_record(module, item, str(target))
     if device is not None:
         module.to(device)
     return module

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import functools
 import gzip
+import io
 import os
 import re
 import socket
@@ -17,11 +17,11 @@ import stat
 import tempfile
 import zlib
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import IO
 
 from burnlike.record.error import RecordError
+from burnlike.record.format.location import AnyPath, RemotePath
 
 MAX_DECOMPRESSED = 16 * 2**30  # absolute cap on an inflated gzip record
 MAX_RATIO = 100  # real records (float weights) deflate ~1.1:1; raise this for mostly-zero records
@@ -29,9 +29,18 @@ MIN_LIMIT = 64 * 2**20  # small files may always inflate this far
 
 
 @contextlib.contextmanager
-def open_record(path: str | os.PathLike[str]) -> Iterator[tuple[IO[bytes], int]]:
-    """Open a record file for reading, as RecordError when it can't be. Only regular files: a link
-    to /dev/zero would be read until memory runs out, a FIFO would block."""
+def open_record(path: AnyPath) -> Iterator[tuple[IO[bytes], int]]:
+    """Open a record file for reading, as RecordError when it can't be (a remote one is read
+    into memory whole: one get)."""
+    if isinstance(path, RemotePath):
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            raise RecordError("no such record file", str(path)) from None
+        except OSError as e:
+            raise RecordError(f"cannot read ({e})", str(path)) from None
+        yield io.BytesIO(data), len(data)
+        return
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO must not block the open
     except FileNotFoundError:
@@ -56,9 +65,13 @@ def read_head(path: str | os.PathLike[str], n: int) -> bytes:
         return b""
 
 
-def atomic_write(path: Path, write: Callable[[IO[bytes]], None] | bytes) -> None:
+def atomic_write(path: AnyPath, write: Callable[[IO[bytes]], None] | bytes) -> None:
     """Write via a temp file in the same folder, fsync, then rename over `path`: a crash or SIGKILL
-    at any moment leaves either the old file or the new one, never a torn one."""
+    at any moment leaves either the old file or the new one, never a torn one. On an fsspec
+    filesystem: encode into memory, then one put of the complete object under its final name."""
+    if isinstance(path, RemotePath):
+        _put(path, write)
+        return
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         _clean_once(path.parent)
@@ -73,10 +86,7 @@ def atomic_write(path: Path, write: Callable[[IO[bytes]], None] | bytes) -> None
                 write(f)
             f.flush()
             os.fsync(f.fileno())
-        old = _hold(path)
         os.replace(tmp, path)
-        if old is not None:
-            _release_later(old)
     except BaseException as e:
         Path(tmp).unlink(missing_ok=True)
         if isinstance(e, OSError):
@@ -161,31 +171,15 @@ def write_error(e: OSError, path: Path) -> OSError:
                    str(path))
 
 
-def _hold(path: Path) -> int | None:
-    """An fd on the file about to be replaced, so the rename doesn't free its blocks inline.
-    POSIX only: on Windows an open file can't be replaced."""
-    if os.name != "posix":
-        return None
-    try:
-        return os.open(path, os.O_RDONLY)
-    except OSError:
-        return None
-
-
-@functools.cache
-def _releaser(pid: int | None = None) -> ThreadPoolExecutor:
-    """One closing thread per process (keyed by pid: a forked child has no copy of the parent's)."""
-    return ThreadPoolExecutor(1, thread_name_prefix="burnlike-release")
-
-
-def _release_later(fd: int) -> None:
-    """Close the replaced file's last fd off the caller's thread. Why: freeing a big file's blocks
-    (ext4 with `discard`, network filesystems) took 0.4 s for a 190 MiB checkpoint here, as long
-    as writing it; training goes on while the kernel frees them (like Redis' lazy free)."""
-    try:
-        _releaser(os.getpid()).submit(os.close, fd)
-    except RuntimeError:  # interpreter shutting down: no new threads
-        os.close(fd)
+def _put(path: RemotePath, write: Callable[[IO[bytes]], None] | bytes) -> None:
+    if isinstance(write, (bytes, bytearray)):
+        data = bytes(write)
+    else:
+        buffer = io.BytesIO()
+        write(buffer)
+        data = buffer.getvalue()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
 
 
 @contextlib.contextmanager

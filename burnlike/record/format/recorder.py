@@ -14,7 +14,7 @@ import io
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import torch
 from torch import nn
@@ -22,6 +22,7 @@ from torch import nn
 from burnlike.record.error import RecordError
 from burnlike.record.format.budget import Budget
 from burnlike.record.format.files import atomic_write, gunzip, gzip_writer, open_record
+from burnlike.record.format.location import AnyPath, RemotePath, as_path
 from burnlike.record.format.module_record import load_module_record, module_to_record
 from burnlike.record.tensor.precision import PrecisionSettings, SettingsLike, as_settings
 from burnlike.record.tensor.version import DEFAULT_VERSION
@@ -73,9 +74,9 @@ class Recorder:
             "settings": name,
         }
 
-    def path_for(self, path: str | os.PathLike[str]) -> Path:
+    def path_for(self, path: str | os.PathLike[str] | RemotePath) -> AnyPath:
         """Replace any extension with this recorder's (`model.mpk.gz` → `model.bin`, `model` → `model.mpk`)."""
-        p = Path(path)
+        p = as_path(path)
         name = p.name
         for known in _known_extensions():
             if name.endswith("." + known):
@@ -85,46 +86,46 @@ class Recorder:
             name = p.stem if p.suffix else name
         return p.with_name(f"{name}.{self.extension}")
 
-    def resolve(self, path: str | os.PathLike[str]) -> Path:
+    def resolve(self, path: str | os.PathLike[str] | RemotePath) -> AnyPath:
         """The file to read: `path`, or `path` with this recorder's extension when only that exists."""
-        target = Path(path)
+        target = as_path(path)
         if not target.exists() and self.path_for(target).exists():
             return self.path_for(target)
         return target
 
     # Whole records ------------------------------------------------------------------------------
-    def record(self, item: Any, path: str | os.PathLike[str], *, exact_path: bool = False,
-               module: nn.Module | None = None) -> Path:
+    def record(self, item: Any, path: str | os.PathLike[str] | RemotePath, *, exact_path: bool = False,
+               module: nn.Module | None = None) -> AnyPath:
         """Write `BurnRecord{metadata, item, _b}` to `path` atomically (extension replaced unless
         `exact_path`). `item` may hold lazy `TensorBytes`; they are streamed to the file."""
-        target = Path(path) if exact_path else self.path_for(path)
+        target = as_path(path) if exact_path else self.path_for(path)
         record = {"metadata": self.metadata(), "item": item, "_b": []}
         atomic_write(target, lambda f: self.write(record, module, f))
         return target
 
-    def load(self, path: str | os.PathLike[str], *, exact_path: bool = True, module: nn.Module | None = None) -> Any:
+    def load(self, path: str | os.PathLike[str] | RemotePath, *, exact_path: bool = True, module: nn.Module | None = None) -> Any:
         """Read a record and return its item; any malformed input raises RecordError."""
         return self.read_record(path, exact_path=exact_path, module=module)[1]
 
-    def read_record(self, path: str | os.PathLike[str], *, exact_path: bool = True,
+    def read_record(self, path: str | os.PathLike[str] | RemotePath, *, exact_path: bool = True,
                     module: nn.Module | None = None) -> tuple[dict[str, str], Any]:
         """Read a record and return `(metadata, item)` with every tensor's bytes in memory."""
-        target = Path(path) if exact_path else self.path_for(path)
+        target = as_path(path) if exact_path else self.path_for(path)
         with open_record(target) as (f, size):
-            return self._parse(f, size, target, module, lazy=False)
+            return self._parse(f, size, _named(target), module, lazy=False)
 
     @contextlib.contextmanager
-    def scan(self, path: str | os.PathLike[str], *, module: nn.Module | None = None
+    def scan(self, path: str | os.PathLike[str] | RemotePath, *, module: nn.Module | None = None
              ) -> Iterator[tuple[dict[str, str], Any]]:
         """`(metadata, item)` with big tensors' bytes left in the file (valid inside the `with`):
         looks at a 200 MB record in milliseconds, without reading its weights."""
-        target = Path(path)
+        target = as_path(path)
         with open_record(target) as (f, size):
-            metadata_item = self._parse(f, size, target, module, lazy=True)
+            metadata_item = self._parse(f, size, _named(target), module, lazy=True)
             try:
                 yield metadata_item
             except RecursionError:
-                raise RecordError("record nests too deeply", target) from None
+                raise RecordError("record nests too deeply", str(target)) from None
 
     def _parse(self, f: IO[bytes], size: int, target: Path, module: nn.Module | None,
                lazy: bool) -> tuple[dict[str, str], Any]:
@@ -142,17 +143,17 @@ class Recorder:
         return metadata, record["item"]
 
     # Modules -------------------------------------------------------------------------------------
-    def save_module(self, module: nn.Module, path: str | os.PathLike[str]) -> Path:
+    def save_module(self, module: nn.Module, path: str | os.PathLike[str] | RemotePath) -> AnyPath:
         """Save `module`'s record; returns the path written (extension replaced, like Burn)."""
         item = module_to_record(module, self.settings, self.burn_version, lazy=True)
         return self.record(item, path, module=module)
 
-    def load_module(self, module: nn.Module, path: str | os.PathLike[str],
+    def load_module(self, module: nn.Module, path: str | os.PathLike[str] | RemotePath,
                     device: torch.device | str | None = None) -> None:
         """Load a module record (any precision) into `module`, in place."""
         target = self.resolve(path)
         with self.scan(target, module=module) as (_, item):
-            load_module_record(module, item, target)
+            load_module_record(module, item, str(target))
         if device is not None:
             module.to(device)
 
@@ -180,6 +181,11 @@ class Recorder:
         """Read the whole record from `f` (`lazy`: big tensors' bytes may stay in the file; `budget`
         bounds the maps and lists it may build)."""
         raise NotImplementedError
+
+
+def _named(target: AnyPath) -> Path:
+    """The path the decoders name in their errors (only ever formatted with `str`)."""
+    return target if isinstance(target, Path) else cast(Path, target)
 
 
 def _subclasses(cls: type[Recorder]) -> Iterator[type[Recorder]]:

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import os
 import zlib
-from pathlib import Path
 
 from burnlike.record.format.bincode import BinFileRecorder, BinGzFileRecorder
 from burnlike.record.format.files import read_head
+from burnlike.record.format.location import RemotePath, as_path
 from burnlike.record.format.named_mpk import NamedMpkFileRecorder, NamedMpkGzFileRecorder
 from burnlike.record.format.pretty_json import JsonGzFileRecorder, PrettyJsonFileRecorder
 from burnlike.record.format.recorder import Recorder
@@ -62,23 +62,25 @@ def by_name(name: str, precision: str | None = None, burn_version: str = DEFAULT
     return cls(PRECISIONS[precision or own], burn_version)
 
 
-def by_extension(path: str | os.PathLike[str], precision: str | None = None,
+def by_extension(path: str | os.PathLike[str] | RemotePath, precision: str | None = None,
                  burn_version: str = DEFAULT_VERSION) -> Recorder | None:
     """The recorder that `path`'s extension names (`model.mpk.gz` → NamedMpkGz), or None."""
-    name = Path(path).name
+    name = as_path(path).name
     for cls in FILE_RECORDERS:
         if name.endswith("." + cls.extension):
             return cls(PRECISIONS[precision] if precision else None, burn_version)
     return None
 
 
-def sniff(path: str | os.PathLike[str]) -> Recorder:
+def sniff(path: str | os.PathLike[str] | RemotePath) -> Recorder:
     """The recorder that reads `path`: by extension, else by its first bytes (Lightning names every
     checkpoint `.ckpt`, whatever recorder wrote it)."""
     found = by_extension(path)
     if found is not None:
         return found
-    head = read_head(path, 4096)
+    head = _head(path, 4096)
+    if head is None:
+        return NamedMpkFileRecorder()
     gz = head[:2] == b"\x1f\x8b"
     if gz:
         try:
@@ -90,6 +92,35 @@ def sniff(path: str | os.PathLike[str]) -> Recorder:
     return next(cls for cls in FILE_RECORDERS if issubclass(cls, plain) and cls.gzip == gz)()
 
 
+def _head(path: str | os.PathLike[str] | RemotePath, n: int) -> bytes | None:
+    """The first `n` bytes of a local or fsspec file, None when it can't be read."""
+    target = as_path(path)
+    try:
+        if isinstance(target, RemotePath):
+            with target.open_read() as f:
+                return f.read(n)
+        return read_head(target, n) or None  # regular files only: never a device or FIFO
+    except OSError:
+        return None
+
+
+# torch.save's two containers: a zip archive (torch >= 1.6), or the legacy pickle stream
+# (`_use_new_zipfile_serialization=False`, and any plain pickle), protocol 2+ opcode PROTO.
+TORCH_ZIP = b"PK\x03\x04"
+PICKLE_PROTO = tuple(bytes([0x80, n]) for n in range(2, 6))
+
+
+def torch_format(path: str | os.PathLike[str] | RemotePath) -> str | None:
+    """`"zip"` or `"pickle"` when `path` is a torch.save (or pickle) file, by its first bytes; else
+    None. Such files are read only with torch's `weights_only` loader, never unpickled."""
+    head = _head(path, 4) or b""
+    if head.startswith(TORCH_ZIP):
+        return "zip"
+    if head[:2] in PICKLE_PROTO:
+        return "pickle"
+    return None
+
+
 def is_torch_zip(path: str | os.PathLike[str]) -> bool:
     """Whether `path` is a `torch.save` zip container (read only with torch's `weights_only` loader)."""
-    return read_head(path, 2) == b"PK"
+    return torch_format(path) == "zip"

@@ -1,0 +1,164 @@
+"""Cluster preemption: on SIGTERM or SIGUSR1, save a checkpoint at the next step boundary and exit
+non-zero with one line, so `learner.checkpoint=last` / `checkpoint("last")` picks up from there.
+
+Why not Lightning's own handling: on SIGTERM Lightning finishes the epoch and exits 0 without
+saving; only SLURM's requeue signal saves (`hpc_ckpt_N.ckpt`). Handlers are installed once
+Lightning has installed its own (`on_train_start`) and chain to them, so Lightning's SLURM requeue
+(`SLURMEnvironment(auto_requeue=True)`: `scontrol requeue` on SIGUSR1) still runs.
+
+A mid-epoch checkpoint also records how many batches of its epoch were trained
+(`BATCHES_DONE`); the Learner skips that many on resume, so a deterministic loader (no shuffle,
+or a seeded sampler) continues exactly where the run stopped.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from types import FrameType
+from typing import Any
+
+import lightning as L
+import torch
+
+from burnlike.record.format.location import AnyPath
+
+log = logging.getLogger("burnlike.train")
+
+SIGNALS = (signal.SIGTERM, signal.SIGUSR1) if hasattr(signal, "SIGUSR1") else (signal.SIGTERM,)
+BATCHES_DONE = "burn_batches_done"  # in a mid-epoch checkpoint: batches of its epoch already trained
+
+Handler = Callable[[int, FrameType | None], Any] | int | signal.Handlers | None
+
+
+class Preempted(SystemExit):
+    """The run stopped on a signal after saving a checkpoint (exit status 128 + signal number)."""
+
+
+class Preemption(L.Callback):
+    """`path(global_step)`: where the mid-epoch checkpoint goes (through `trainer.save_checkpoint`)."""
+
+    def __init__(self, path: Callable[[int], AnyPath]) -> None:
+        self.path = path
+        self.received: int | None = None
+        self._previous: dict[int, Handler] = {}
+
+    def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return  # signal handlers can only be set from the main thread
+        for signum in SIGNALS:
+            self._previous[signum] = signal.signal(signum, self._notice)
+
+    def _notice(self, signum: int, frame: FrameType | None) -> None:
+        self.received = signum
+        previous = self._previous.get(signum)
+        if callable(previous):
+            previous(signum, frame)
+
+    def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, outputs: Any, batch: Any,
+                           batch_idx: int) -> None:
+        if not trainer.strategy.reduce_boolean_decision(self.received is not None, all=False):
+            return
+        path = self.path(trainer.global_step)
+        self._batches_done = batch_idx + 1
+        try:
+            trainer.save_checkpoint(str(path))
+        finally:
+            self._batches_done = None
+        name = signal.Signals(self.received).name if self.received is not None else "a signal on another rank"
+        line = (f"burnlike: preempted by {name} at epoch {trainer.current_epoch + 1}, step {trainer.global_step}; "
+                f"checkpoint saved to {path}; resume with checkpoint('last') (app: learner.checkpoint=last)")
+        log.warning(line)
+        if trainer.is_global_zero:
+            print(line, file=sys.stderr, flush=True)
+        raise Preempted(128 + (self.received or signal.SIGTERM))
+
+    _batches_done: int | None = None
+
+    def on_save_checkpoint(self, trainer: L.Trainer, pl_module: L.LightningModule,
+                           checkpoint: dict[str, Any]) -> None:
+        if self._batches_done is not None:
+            checkpoint[BATCHES_DONE] = self._batches_done
+
+    def teardown(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
+        for signum, previous in self._previous.items():
+            if previous is not None and signal.getsignal(signum) == self._notice:
+                signal.signal(signum, previous)
+        self._previous.clear()
+
+
+class RandomState(L.Callback):
+    """Keeps the random generators' states (torch, CUDA, Python, NumPy) in every checkpoint and
+    restores them on resume: dropout after a resume draws what it would have drawn (Lightning
+    saves none of them). After an epoch's end they are restored at once (the next epoch's loader
+    draws from them, as in the uninterrupted run); after a mid-epoch save, just before the next
+    step, past the draws Lightning's restart makes (a fresh loader iterator)."""
+
+    KEY = "burn_rng_state"
+
+    def __init__(self) -> None:
+        self._pending: dict[str, Any] | None = None
+
+    def on_save_checkpoint(self, trainer: L.Trainer, pl_module: L.LightningModule,
+                           checkpoint: dict[str, Any]) -> None:
+        state: dict[str, Any] = {"torch": torch.get_rng_state(), "python": random.getstate()}
+        if torch.cuda.is_available() and torch.cuda.is_initialized():  # type: ignore[no-untyped-call]
+            state["cuda"] = torch.cuda.get_rng_state_all()
+        try:
+            import numpy as np
+
+            state["numpy"] = np.random.get_state()
+        except ImportError:  # pragma: no cover - numpy comes with torch's usual installs
+            pass
+        checkpoint[self.KEY] = state
+
+    def on_load_checkpoint(self, trainer: L.Trainer, pl_module: L.LightningModule,
+                           checkpoint: dict[str, Any]) -> None:
+        state = checkpoint.get(self.KEY)
+        if not isinstance(state, dict):
+            return
+        if checkpoint.get(BATCHES_DONE):
+            self._pending = state
+        else:
+            restore_random_state(state)
+
+    def on_train_batch_start(self, trainer: L.Trainer, pl_module: L.LightningModule, batch: Any,
+                             batch_idx: int) -> None:
+        if self._pending is not None:
+            restore_random_state(self._pending)
+            self._pending = None
+
+
+def restore_random_state(state: dict[str, Any]) -> None:
+    if "torch" in state:
+        torch.set_rng_state(state["torch"])
+    if "python" in state:
+        version, internal, gauss = state["python"]
+        random.setstate((version, tuple(internal), gauss))
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(list(state["cuda"]))
+    if "numpy" in state:
+        import numpy as np
+
+        np.random.set_state(tuple(state["numpy"]))
+
+
+class SkipFirst:
+    """The train loader whose first pass skips the batches a mid-epoch checkpoint already trained
+    (Lightning restarts a non-resumable loader from its first batch). Later passes are whole."""
+
+    def __init__(self, loader: Iterable[Any], skip: int) -> None:
+        self.loader, self.skip = loader, skip
+
+    def __len__(self) -> int:
+        return len(self.loader)  # type: ignore[arg-type]
+
+    def __iter__(self) -> Iterator[Any]:
+        skip, self.skip = self.skip, 0
+        for i, batch in enumerate(self.loader):
+            if i >= skip:
+                yield batch
