@@ -24,7 +24,8 @@ from burnlike.train.checkpoint import (
 from burnlike.train.learner import Learner
 from burnlike.train.metric.base import Metric
 from burnlike.train.module import LrOrScheduler, StepModule
-from burnlike.train.renderer import BurnProgressBar
+from burnlike.train.quiet import quiet_lightning
+from burnlike.train.renderer import progress_display
 
 if TYPE_CHECKING:  # pragma: no cover  (burnlike.record is imported when a checkpointer is built)
     from burnlike.record import Recorder
@@ -138,7 +139,7 @@ class LearnerBuilder:
         callbacks: list[L.Callback] = []
         plugins: list[Any] = []
         if self._progress_bar:
-            callbacks.append(BurnProgressBar())
+            callbacks.append(progress_display())
         if self._recorder is not None:
             from burnlike.record import RecorderCheckpointIO
 
@@ -169,6 +170,7 @@ class LearnerBuilder:
                 kwargs[key] = list(kwargs[key]) + list(value)
             else:
                 kwargs[key] = value
+        quiet_lightning()
         trainer = L.Trainer(**kwargs)
         return Learner(
             trainer=trainer,

@@ -214,7 +214,9 @@ class FileCheckpointer(Checkpoint):
         for action in self.strategy.checkpointing(epoch, store_of(pl_module)):
             if isinstance(action, Save):
                 log.info("saving checkpoint %s", self.path(epoch))
-                trainer.save_checkpoint(self.path(epoch))
+                # the full state (optimizer, loops, callbacks): resuming needs it; saying so spares
+                # Lightning's "`weights_only` was not set" notice at every save
+                trainer.save_checkpoint(self.path(epoch), weights_only=False)
             elif self.path(action.epoch).exists() and trainer.is_global_zero:
                 log.info("removing checkpoint %s", self.path(action.epoch))
                 trainer.strategy.remove_checkpoint(self.path(action.epoch))

@@ -1,0 +1,44 @@
+"""Messages from underneath that don't apply to a burnlike run, answered or filtered by name.
+
+Each filter matches one known message exactly; anything else from Lightning or torch still shows.
+- Lightning's tips to install litlogger / litmodels: advertisements, not problems.
+- "`isinstance(treespec, LeafSpec)` is deprecated": torch deprecating an API Lightning's own
+  `_pytree` still calls; nothing a user's code does or can change.
+- "val_dataloader's sampler has shuffling enabled": Burn's guide shuffles its test loader; burnlike's
+  validation metrics are count-weighted epoch means, which the order of batches cannot change.
+(Lightning's "`weights_only` was not set" at each checkpoint is answered at the call instead:
+`FileCheckpointer` asks for the full state, which resuming needs.)
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+
+TIPS = ("💡 Tip:", "Tip: For seamless cloud", "litmodels")
+WARNINGS = (
+    r"`isinstance\(treespec, LeafSpec\)` is deprecated",
+    r"Your `val_dataloader`'s sampler has shuffling enabled",
+)
+_LOGGERS = ("lightning.pytorch.utilities.rank_zero", "lightning.fabric.utilities.rank_zero")
+
+
+class DropTips(logging.Filter):
+    """Drop Lightning's product tips (litlogger, litmodels) from its info log."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        return not any(tip in message for tip in TIPS)
+
+
+_FILTER = DropTips()
+
+
+def quiet_lightning() -> None:
+    """Install the filters (idempotent: a second call adds nothing)."""
+    for name in _LOGGERS:
+        logger = logging.getLogger(name)
+        if _FILTER not in logger.filters:
+            logger.addFilter(_FILTER)
+    for message in WARNINGS:
+        warnings.filterwarnings("ignore", message=message)
