@@ -7,7 +7,6 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-
 ORDER = ("model", "data", "optimizer", "trainer", "learner")
 
 
