@@ -16,7 +16,7 @@ def print_config(cfg: DictConfig, order: tuple[str, ...] = ORDER) -> None:
     keys = [k for k in order if k in cfg] + [k for k in cfg if k not in order]
     if not sys.stdout.isatty():
         for key in keys:
-            print(f"config {key}: {_flat(cfg[key])}")
+            print("config " + str(key) + ": " + _flat(cfg[key]))
         sys.stdout.flush()
         return
     import rich
@@ -46,7 +46,7 @@ def _items(data: dict[Any, Any], prefix: str) -> list[tuple[str, Any]]:
     out: list[tuple[str, Any]] = []
     for k, v in data.items():
         if isinstance(v, dict) and v:
-            out += _items(v, f"{prefix}{k}.")
+            out += _items(v, prefix + str(k) + ".")
         else:
-            out.append((f"{prefix}{k}", v))
+            out.append((prefix + str(k), v))
     return out

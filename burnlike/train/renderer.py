@@ -12,8 +12,7 @@ import time
 from typing import IO, Any
 
 import lightning as L
-from lightning.pytorch.callbacks import TQDMProgressBar
-from lightning.pytorch.callbacks.progress import ProgressBar
+from lightning.pytorch.callbacks import ProgressBar, TQDMProgressBar
 
 from burnlike.train.module import StepModule
 
