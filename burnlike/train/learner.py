@@ -16,6 +16,7 @@ from burnlike.train.logger import FileMetricLogger, install_experiment_log, remo
 from burnlike.train.metric.store import EpochEntry, Split
 from burnlike.train.module import StepModule
 from burnlike.train.summary import LearnerSummary
+from burnlike.train.tracking import continue_logger_runs
 
 log = logging.getLogger("burnlike.train")
 
@@ -78,6 +79,8 @@ class Learner:
             ckpt = self.resume_path()
             log.info("fitting %s for %s epochs%s", type(self.model).__name__, self.trainer.max_epochs,
                      f", resuming from {ckpt}" if ckpt else "")
+            if ckpt is not None:
+                continue_logger_runs(self.trainer, ckpt)
             self.trainer.fit(self.module, train_loader, valid_loader, ckpt_path=str(ckpt) if ckpt else None)
             log.info("training finished at epoch %d", self.trainer.current_epoch)
         finally:

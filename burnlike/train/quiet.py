@@ -6,6 +6,8 @@ Each filter matches one known message exactly; anything else from Lightning or t
   `_pytree` still calls; nothing a user's code does or can change.
 - "val_dataloader's sampler has shuffling enabled": Burn's guide shuffles its test loader; burnlike's
   validation metrics are count-weighted epoch means, which the order of batches cannot change.
+- "The number of training batches is smaller than the logging interval": about Lightning's own step
+  logging, which burnlike doesn't use (the loggers get burnlike's values, every_n_steps apart).
 (Lightning's "`weights_only` was not set" at each checkpoint is answered at the call instead:
 `FileCheckpointer` asks for the full state, which resuming needs.)
 """
@@ -19,6 +21,7 @@ TIPS = ("💡 Tip:", "Tip: For seamless cloud", "litmodels")
 WARNINGS = (
     r"`isinstance\(treespec, LeafSpec\)` is deprecated",
     r"Your `val_dataloader`'s sampler has shuffling enabled",
+    r"The number of training batches \(\d+\) is smaller than the logging interval",
 )
 _LOGGERS = ("lightning.pytorch.utilities.rank_zero", "lightning.fabric.utilities.rank_zero")
 
