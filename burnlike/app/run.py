@@ -55,6 +55,12 @@ def validate(cfg: DictConfig) -> None:
     for name in cfg.learner.metrics:
         if name not in METRICS:
             raise AppConfigError(f"learner.metrics: unknown metric {name!r} (expected some of {sorted(METRICS)})")
+    from burnlike.app.loggers import LoggerConfigError, check
+
+    try:
+        check(cfg)
+    except LoggerConfigError as e:
+        raise AppConfigError(str(e)) from None
     if cfg.learner.checkpoint is not None and cfg.learner.checkpoint < 1:
         raise AppConfigError(f"learner.checkpoint={cfg.learner.checkpoint} is invalid: expected an epoch >= 1")
     split, _, name = str(cfg.optimized_metric).partition("/")
@@ -212,6 +218,10 @@ def run(cfg: DictConfig, artifact_dir: str | Path | None = None) -> float:
                .trainer_kwargs(accelerator=t.accelerator, devices=_devices(t.devices), strategy=trainer_strategy(cfg),
                                precision=t.precision, num_nodes=t.num_nodes, fast_dev_run=t.fast_dev_run,
                                **extra, **OmegaConf.to_container(t.extra, resolve=True)))
+    from burnlike.app.loggers import build_loggers, hyperparams
+
+    builder.with_logger(*build_loggers(cfg, artifact), every_n_steps=cfg.logger.every_n_steps,
+                        hyperparams=hyperparams(artifact))
     optimizer = OmegaConf.to_object(cfg.optimizer)
     model = build_model(cfg)
     try:

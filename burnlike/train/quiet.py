@@ -8,6 +8,7 @@ Each filter matches one known message exactly; anything else from Lightning or t
   validation metrics are count-weighted epoch means, which the order of batches cannot change.
 - "The number of training batches is smaller than the logging interval": about Lightning's own step
   logging, which burnlike doesn't use (the loggers get burnlike's values, every_n_steps apart).
+- MLflowLogger's warning "Experiment with name ... not found. Creating it.": a first run's normal start.
 (Lightning's "`weights_only` was not set" at each checkpoint is answered at the call instead:
 `FileCheckpointer` asks for the full state, which resuming needs.)
 """
@@ -26,22 +27,27 @@ WARNINGS = (
 _LOGGERS = ("lightning.pytorch.utilities.rank_zero", "lightning.fabric.utilities.rank_zero")
 
 
-class DropTips(logging.Filter):
-    """Drop Lightning's product tips (litlogger, litmodels) from its info log."""
+class DropMessages(logging.Filter):
+    """Drop log records containing any of `texts`."""
+
+    def __init__(self, texts: tuple[str, ...]) -> None:
+        super().__init__()
+        self.texts = texts
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
-        return not any(tip in message for tip in TIPS)
+        return not any(text in message for text in self.texts)
 
 
-_FILTER = DropTips()
+_FILTERS = {name: DropMessages(TIPS) for name in _LOGGERS}
+_FILTERS["lightning.pytorch.loggers.mlflow"] = DropMessages(("not found. Creating it.",))
 
 
 def quiet_lightning() -> None:
     """Install the filters (idempotent: a second call adds nothing)."""
-    for name in _LOGGERS:
+    for name, drop in _FILTERS.items():
         logger = logging.getLogger(name)
-        if _FILTER not in logger.filters:
-            logger.addFilter(_FILTER)
+        if drop not in logger.filters:
+            logger.addFilter(drop)
     for message in WARNINGS:
         warnings.filterwarnings("ignore", message=message)

@@ -60,7 +60,11 @@ class MetricLoggerBridge(L.Callback):
     def on_fit_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         if self.hyperparams and trainer.is_global_zero:
             for logger in trainer.loggers:
-                log_hyperparams(logger, self.hyperparams)
+                if id(logger) in _CONTINUED:  # its run has them (MLflow refuses changed params)
+                    _CONTINUED.discard(id(logger))
+                    log.info("resume: %s keeps the hyperparameters its run started with", type(logger).__name__)
+                else:
+                    log_hyperparams(logger, self.hyperparams)
 
     def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, *args: Any) -> None:
         self._batches += 1
@@ -78,6 +82,8 @@ class MetricLoggerBridge(L.Callback):
         if trainer.is_global_zero:
             for logger in trainer.loggers:
                 logger.save()
+                if type(logger).__name__ == "WandbLogger":  # else the next fit in this process reuses the run
+                    logger.experiment.finish()
 
     def _epoch(self, split: Split, epoch: int, entries: Mapping[str, EpochEntry]) -> None:
         trainer = self._trainer
@@ -138,10 +144,12 @@ def continue_run(logger: Logger, run: Mapping[str, Any]) -> None:
     else:
         log.warning("resume: burnlike can't continue a %s run; it starts a new one", kind)
         return
+    _CONTINUED.add(id(logger))
     log.info("resume: %s continues run %s", kind, version)
 
 
 _PREVIOUS_ROWS: dict[int, list[dict[str, float]]] = {}
+_CONTINUED: set[int] = set()
 
 
 def _csv_rows(logger: Logger) -> list[dict[str, float]]:
