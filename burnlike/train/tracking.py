@@ -15,12 +15,11 @@ from __future__ import annotations
 import csv
 import logging
 import math
-import os
 import re
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import lightning as L
 from lightning.pytorch.loggers import Logger
@@ -55,7 +54,7 @@ class MetricLoggerBridge(L.Callback):
         for logger in trainer.loggers:  # their runs started just before this hook
             rows = _PREVIOUS_ROWS.pop(id(logger), None)
             if rows:
-                logger.experiment.metrics.extend(rows)
+                cast(Any, logger).experiment.metrics.extend(rows)
 
     def on_fit_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         if self.hyperparams and trainer.is_global_zero:
@@ -83,7 +82,7 @@ class MetricLoggerBridge(L.Callback):
             for logger in trainer.loggers:
                 logger.save()
                 if type(logger).__name__ == "WandbLogger":  # else the next fit in this process reuses the run
-                    logger.experiment.finish()
+                    cast(Any, logger).experiment.finish()
 
     def _epoch(self, split: Split, epoch: int, entries: Mapping[str, EpochEntry]) -> None:
         trainer = self._trainer
@@ -103,7 +102,7 @@ class MetricLoggerBridge(L.Callback):
 
 
 
-def continue_logger_runs(trainer: L.Trainer, ckpt_path: str | os.PathLike[str]) -> None:
+def continue_logger_runs(trainer: L.Trainer, ckpt_path: str | Path) -> None:
     """Before `trainer.fit(..., ckpt_path)`: point the loggers at the runs the checkpoint names.
     (Lightning starts each logger's run in its setup, before it restores callback states, so this
     can't wait for `load_state_dict`.)"""
@@ -173,8 +172,8 @@ def log_hyperparams(logger: Logger, params: Mapping[str, Any]) -> None:
         from torch.utils.tensorboard.summary import hparams
 
         flat = {k: v if isinstance(v, (int, float, str, bool)) else str(v) for k, v in flatten(params).items()}
-        writer = logger.experiment._get_file_writer()
-        for summary in hparams(flat, {}):
+        writer = cast(Any, logger).experiment._get_file_writer()
+        for summary in hparams(flat, {}):  # type: ignore[no-untyped-call]
             writer.add_summary(summary)
 
 
