@@ -44,3 +44,32 @@ def test_guide_to_a_file_is_short_plain_and_counts_epochs_from_1(tiny, tmp_path)
             assert noise not in text, (noise, text)
     assert stderr.strip() == "", stderr
     assert "epoch 2 valid: Accuracy=" in log  # burnlike's own lines stay
+
+
+def test_live_view_shows_in_a_pseudo_terminal(tiny, tmp_path):
+    import pty
+    import re
+
+    main, child = pty.openpty()
+    env = {**guide_env(tiny), "COLUMNS": "120", "LINES": "40", "TERM": "xterm-256color"}
+    proc = subprocess.Popen([sys.executable, str(ROOT / "train.py"), "model=mlp", "learner.num_epochs=2",
+                             f"hydra.run.dir={tmp_path / 'run'}"], cwd=ROOT, env=env, stdin=child, stdout=child,
+                            stderr=child, close_fds=True)
+    os.close(child)
+    out = bytearray()
+    while True:
+        try:
+            data = os.read(main, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not data:
+            break
+        out.extend(data)
+    os.close(main)
+    assert proc.wait(timeout=300) == 0, out.decode(errors="replace")[-3000:]
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.decode(errors="replace"))
+    assert "burnlike" in text and "Epoch 2/2" in text and "Epoch 0" not in text and "Epoch 3/2" not in text
+    assert re.search(r"train \d+/\d+ · [\d.,]+ it/s · ETA \d:\d\d:\d\d", text)
+    assert "valid per epoch" in text and re.search(r"Accuracy\s+│\s+[\d.]+%", text)
+    assert re.search(r"[▁▂▃▄▅▆▇█]{2}", text)  # an epoch plot with both epochs
+    assert "│" in text and "╭" in text  # drawn as a panel, not printed as log lines

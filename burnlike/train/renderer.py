@@ -1,4 +1,4 @@
-"""Progress display: a tqdm bar in a terminal, plain lines anywhere else (files, SLURM, CI).
+"""Progress display: the live view in a terminal, plain lines anywhere else (files, SLURM, CI).
 
 Both show Burn's running metric means and count epochs from 1, as Burn, the logs, the summary and
 the checkpoints do. The running means cost one host sync per refresh, so the bar refreshes every
@@ -118,7 +118,10 @@ class PlainProgress(ProgressBar):
 
 
 def progress_display(stream: IO[str] | None = None) -> ProgressBar:
-    """A tqdm bar when `stream` (stdout by default) is a terminal, plain lines otherwise."""
+    """The live view (`burnlike.train.tui`) when `stream` (stdout by default) is a terminal, plain
+    lines otherwise. `BurnProgressBar` stays for those who want a bar: `.callback(BurnProgressBar())`."""
+    from burnlike.train.tui import LiveView
+
     stream = stream or sys.stdout
     isatty = getattr(stream, "isatty", None)
-    return BurnProgressBar() if callable(isatty) and isatty() else PlainProgress()
+    return LiveView() if callable(isatty) and isatty() else PlainProgress()
