@@ -2,6 +2,8 @@
 
   burnlike inspect FILE                 metadata + tensor tree (path, dtype, shape, bytes)
   burnlike convert IN OUT [options]     between recorders/precisions, safetensors and .ckpt
+  burnlike summary RUN_DIR              a run's Learner summary table and metrics.png
+  burnlike compare DIR...               runs (or a multirun dir) ranked by their optimized metric
 
 Formats come from the file extension: .mpk .mpk.gz .json .json.gz (Burn's self-describing
 records), .bin .bin.gz (bincode: has no field names, so tensors need --model), .safetensors,
@@ -36,6 +38,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from burnlike.cli_runs import register as register_run_commands
 from burnlike.record.checkpoint.lightning_dict import encode_checkpoint, is_checkpoint
 from burnlike.record.checkpoint.value import TAG, decode_value
 from burnlike.record.checkpoint.weights import weights_from_checkpoint
@@ -302,7 +305,7 @@ def _reprecise(item: Any, settings: PrecisionSettings, burn_version: str) -> Any
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="burnlike", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{inspect,convert}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{inspect,convert,summary,compare}")
     p = sub.add_parser("inspect", help="print a record's metadata and tensor tree (path, dtype, shape, bytes)",
                        description="Print a record's metadata and its tensors (path, dtype, shape, bytes). "
                                    "Works on .mpk/.mpk.gz/.json/.json.gz/.bin/.bin.gz records, burnlike "
@@ -332,6 +335,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="state_dict key prefix of the model inside .ckpt files (default 'model.', burnlike's "
                         "StepModule; '' for none)")
     p.set_defaults(func=cmd_convert)
+    register_run_commands(sub)
     args = parser.parse_args(argv)
     try:
         return int(args.func(args))

@@ -57,6 +57,12 @@ def validate(cfg: DictConfig) -> None:
     for name in cfg.learner.metrics:
         if name not in METRICS:
             raise AppConfigError(f"learner.metrics: unknown metric {name!r} (expected some of {sorted(METRICS)})")
+    from burnlike.app.loggers import LoggerConfigError, check
+
+    try:
+        check(cfg)
+    except LoggerConfigError as e:
+        raise AppConfigError(str(e)) from None
     if cfg.learner.get("strategy") is not None and str(cfg.trainer.strategy) != "auto":
         raise AppConfigError(f"learner.strategy={cfg.learner.strategy} and trainer.strategy={cfg.trainer.strategy} "
                              "both choose the Lightning strategy: set one (trainer.strategy=auto with learner.strategy)")
@@ -234,6 +240,10 @@ def run(cfg: DictConfig, artifact_dir: str | Path | None = None) -> float:
                .progress_bar(cfg.learner.progress_bar)
                .trainer_kwargs(**placement, precision=t.precision, fast_dev_run=t.fast_dev_run,
                                **extra, **OmegaConf.to_container(t.extra, resolve=True)))
+    from burnlike.app.loggers import build_loggers, hyperparams
+
+    builder.with_logger(*build_loggers(cfg, artifact), every_n_steps=cfg.logger.every_n_steps,
+                        hyperparams=hyperparams(artifact))
     optimizer = OmegaConf.to_object(cfg.optimizer)
     model = build_model(cfg)
     try:

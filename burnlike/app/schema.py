@@ -99,12 +99,25 @@ class LearnerConfig:
 
 
 @config
+class LoggerConfig:
+    """Experiment trackers (Lightning loggers) that get the metric store's epoch values, the resolved
+    config and the git commit; a resumed run continues their runs."""
+
+    kinds: list[str] = ["csv"]  # any of csv, tensorboard, mlflow, wandb
+    every_n_steps: int = 50  # running train values every N batches as train_step/<Metric> (0: epochs only)
+    name: str = "burnlike"  # MLflow experiment, W&B project
+    mlflow_tracking_uri: str | None = None  # null: a file store in the run dir (mlruns/)
+    wandb_offline: bool | None = None  # null: offline unless WANDB_API_KEY is set
+
+
+@config
 class AppConfig:
     model: Any = MISSING
     data: DataConfig = DataConfig()
     optimizer: Any = MISSING
     trainer: TrainerConfig = TrainerConfig()
     learner: LearnerConfig = LearnerConfig()
+    logger: LoggerConfig = LoggerConfig()
     seed: int = 42
     # what train.py returns to sweepers: "<split>/<Metric>", its best epoch in the metric's own direction
     optimized_metric: str = "valid/Accuracy"

@@ -2,21 +2,51 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+ORDER = ("model", "data", "optimizer", "trainer", "learner")
 
-def print_config(cfg: DictConfig, order: tuple[str, ...] = ("model", "data", "optimizer", "trainer", "learner")) -> None:
+
+def print_config(cfg: DictConfig, order: tuple[str, ...] = ORDER) -> None:
+    """A tree in a terminal; one line per group elsewhere (a redirected log stays short, and the
+    full config is in the run dir's config.json and .hydra/config.yaml)."""
+    keys = [k for k in order if k in cfg] + [k for k in cfg if k not in order]
+    if not sys.stdout.isatty():
+        for key in keys:
+            print("config " + str(key) + ": " + _flat(cfg[key]))
+        sys.stdout.flush()
+        return
     import rich
     import rich.syntax
     import rich.tree
 
     tree = rich.tree.Tree("config", style="dim", guide_style="dim")
-    keys = [k for k in order if k in cfg] + [k for k in cfg if k not in order]
     for key in keys:
         branch = tree.add(str(key), style="bold")
         value: Any = cfg[key]
         text = OmegaConf.to_yaml(value, resolve=True) if OmegaConf.is_config(value) else str(value)
         branch.add(rich.syntax.Syntax(text, "yaml", theme="ansi_dark", background_color="default"))
     rich.print(tree)
+
+
+def _flat(value: Any) -> str:
+    """`a=1 b.c=2` for a group, the value itself for a scalar."""
+    if not OmegaConf.is_config(value):
+        return str(value)
+    data = OmegaConf.to_container(value, resolve=True)
+    if not isinstance(data, dict):
+        return str(data)
+    return " ".join(f"{k}={v}" for k, v in _items(data, ""))
+
+
+def _items(data: dict[Any, Any], prefix: str) -> list[tuple[str, Any]]:
+    out: list[tuple[str, Any]] = []
+    for k, v in data.items():
+        if isinstance(v, dict) and v:
+            out += _items(v, prefix + str(k) + ".")
+        else:
+            out.append((prefix + str(k), v))
+    return out

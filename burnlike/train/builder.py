@@ -9,11 +9,12 @@ pass anything else straight to Lightning, so the adapter never blocks a Lightnin
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import lightning as L
+from lightning.pytorch.loggers import Logger
 from torch import nn
 
 from burnlike.optim.optimizer import Optimizer, OptimizerConfig, TorchOptimizerFactory
@@ -31,8 +32,10 @@ from burnlike.train.learner import Learner
 from burnlike.train.metric.base import Metric
 from burnlike.train.module import LrOrScheduler, StepModule
 from burnlike.train.preemption import Preemption, RandomState
-from burnlike.train.renderer import BurnProgressBar
+from burnlike.train.quiet import quiet_lightning
+from burnlike.train.renderer import progress_display
 from burnlike.train.strategy import Device, Execution, as_execution, trainer_devices
+from burnlike.train.tracking import MetricLoggerBridge
 
 if TYPE_CHECKING:  # pragma: no cover  (burnlike.record is imported when a checkpointer is built)
     from burnlike.record import Recorder
@@ -59,6 +62,9 @@ class LearnerBuilder:
         self._callbacks: list[L.Callback] = []
         self._application_logger = True
         self._progress_bar = True
+        self._loggers: list[Logger] = []
+        self._log_every_n_steps = 0
+        self._hyperparams: dict[str, Any] = {}
 
     # Metrics -----------------------------------------------------------------------------------
     def metric_train(self, metric: Metric) -> LearnerBuilder:
@@ -153,6 +159,26 @@ class LearnerBuilder:
         self._application_logger = bool(enabled)
         return self
 
+    def with_logger(self, *loggers: Logger, every_n_steps: int | None = None,
+                    hyperparams: Mapping[str, Any] | None = None) -> LearnerBuilder:
+        """Lightning loggers (TensorBoard, MLflow, W&B, CSV …) that get the metric store's epoch values
+        under Burn's names (`train/Accuracy`, step = epoch), the running values every `every_n_steps`
+        batches (0: never), and `hyperparams` once per fit. Resuming continues their runs."""
+        for logger in loggers:
+            if not isinstance(logger, Logger):
+                raise TypeError(f"with_logger expects lightning loggers (e.g. TensorBoardLogger(...)), "
+                                f"got {type(logger).__name__}")
+        self._loggers.extend(loggers)
+        if every_n_steps is not None:
+            self._log_every_n_steps = every_n_steps
+        if hyperparams:
+            self._hyperparams.update(hyperparams)
+        return self
+
+    def with_metric_logger(self, logger: Logger) -> LearnerBuilder:
+        """Burn 0.20's spelling of `with_logger`."""
+        return self.with_logger(logger)
+
     def progress_bar(self, enabled: bool = True) -> LearnerBuilder:
         self._progress_bar = enabled
         return self
@@ -175,7 +201,7 @@ class LearnerBuilder:
         callbacks: list[L.Callback] = []
         plugins: list[Any] = []
         if self._progress_bar:
-            callbacks.append(BurnProgressBar())
+            callbacks.append(progress_display())
         if self._recorder is not None:
             from burnlike.record import RecorderCheckpointIO
 
@@ -188,12 +214,14 @@ class LearnerBuilder:
         callbacks += [s.to_callback() for s in self._early_stopping]
         if self._interrupter is not None:
             callbacks.append(InterrupterCallback(self._interrupter))
+        if self._loggers:
+            callbacks.append(MetricLoggerBridge(self._log_every_n_steps, self._hyperparams))
         callbacks += self._callbacks
 
         kwargs: dict[str, Any] = {
             "default_root_dir": str(self.artifact_dir),
             "max_epochs": self._num_epochs,
-            "logger": False,
+            "logger": list(self._loggers) if self._loggers else False,
             "enable_checkpointing": self._recorder is not None,
             "enable_model_summary": False,
             "enable_progress_bar": self._progress_bar,
@@ -211,6 +239,7 @@ class LearnerBuilder:
                 kwargs[key] = list(kwargs[key]) + list(value)
             else:
                 kwargs[key] = value
+        quiet_lightning()
         trainer = L.Trainer(**kwargs)
         return Learner(
             trainer=trainer,

@@ -282,7 +282,9 @@ class FileCheckpointer(Checkpoint):
         log.info("saving checkpoint %s", self.path(epoch))
         self._saving = epoch
         try:
-            trainer.save_checkpoint(str(self.path(epoch, "trainer")))
+            # the full state (optimizer, loops, callbacks): resuming needs it; saying so spares
+            # Lightning's "`weights_only` was not set" notice at every save
+            trainer.save_checkpoint(str(self.path(epoch, "trainer")), weights_only=False)
         finally:
             self._saving = None
 

@@ -22,6 +22,7 @@ from burnlike.train.metric.store import EpochEntry, Split
 from burnlike.train.module import StepModule
 from burnlike.train.preemption import BATCHES_DONE, SkipFirst
 from burnlike.train.summary import LearnerSummary
+from burnlike.train.tracking import continue_logger_runs
 
 log = logging.getLogger("burnlike.train")
 
@@ -105,6 +106,8 @@ class Learner(components.Learner):
                 if skip:  # a mid-epoch (preemption) checkpoint: continue after the batches it trained
                     log.info("skipping the %d batches of the epoch the checkpoint already trained", skip)
                     train_loader = SkipFirst(train_loader, skip)
+            if ckpt is not None:
+                continue_logger_runs(self.trainer, ckpt)
             self.trainer.fit(self.module, train_loader, valid_loader, ckpt_path=str(ckpt) if ckpt else None)
             log.info("training finished at epoch %d", self.trainer.current_epoch)
         finally:

@@ -178,14 +178,15 @@ class StepModule(L.LightningModule):
 
     def finish_epoch(self, split: str) -> None:
         """Aggregate (synced) into the store, once per epoch; Lightning's log gets `split/Name` too,
-        for Lightning's own loggers and callbacks."""
+        for Lightning's callbacks (the loggers get the store's values from `MetricLoggerBridge`, at
+        step = the epoch)."""
         epoch = self.current_epoch + 1
         if (split, epoch) in self._finished:
             return
         self._finished.add((split, epoch))
         entries = {m.name: EpochEntry(*m.finish_epoch()) for m in self.metrics(split)}
         for name, entry in entries.items():
-            self.log(f"{split}/{name}", entry.value, on_epoch=True, sync_dist=False)
+            self.log(f"{split}/{name}", entry.value, on_epoch=True, sync_dist=False, logger=False)
         if entries:
             log.info("epoch %d %s: %s", epoch, split, ", ".join(f"{k}={e.value:.4g}" for k, e in entries.items()))
         self.store.end_epoch(Split(split), epoch, entries)

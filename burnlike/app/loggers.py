@@ -1,0 +1,108 @@
+"""The `logger` group: Lightning loggers writing into the run dir, and what they get as hyperparameters.
+
+Each run's trackers live in its own run dir (csv/, tensorboard/, mlruns/, wandb/), so resuming with
+`hydra.run.dir=<run dir>` finds the run the checkpoint names and appends to it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from omegaconf import DictConfig
+
+if TYPE_CHECKING:  # pragma: no cover
+    from lightning.pytorch.loggers import Logger
+
+KINDS = ("csv", "tensorboard", "mlflow", "wandb")
+PACKAGES = {"tensorboard": "tensorboard", "mlflow": "mlflow", "wandb": "wandb"}
+
+
+class LoggerConfigError(ValueError):
+    """A `logger.*` value that can't build a logger (names the key)."""
+
+
+def check(cfg: DictConfig) -> None:
+    """Unknown kinds and missing packages, before anything heavy starts."""
+    import importlib.util
+
+    kinds = list(cfg.logger.kinds)
+    for kind in kinds:
+        if kind not in KINDS:
+            raise LoggerConfigError(f"logger.kinds: unknown logger {kind!r} (expected some of {list(KINDS)})")
+        package = PACKAGES.get(kind)
+        if package and importlib.util.find_spec(package) is None:
+            raise LoggerConfigError(f"logger={kind} needs the {package} package: pip install 'burnlike[loggers]'")
+    if len(set(kinds)) != len(kinds):
+        raise LoggerConfigError(f"logger.kinds: {kinds} names a logger twice")
+    if cfg.logger.every_n_steps < 0:
+        raise LoggerConfigError(f"logger.every_n_steps={cfg.logger.every_n_steps} is invalid: expected an integer >= 0")
+
+
+def build_loggers(cfg: DictConfig, run_dir: Path) -> list[Logger]:
+    """One Lightning logger per `logger.kinds` entry, writing under `run_dir`."""
+    c = cfg.logger
+    builders: dict[str, Callable[[], Logger]] = {
+        "csv": lambda: _csv(run_dir),
+        "tensorboard": lambda: _tensorboard(run_dir),
+        "mlflow": lambda: _mlflow(run_dir, str(c.name), c.mlflow_tracking_uri),
+        "wandb": lambda: _wandb(run_dir, str(c.name), c.wandb_offline),
+    }
+    return [builders[kind]() for kind in c.kinds]
+
+
+def _csv(run_dir: Path) -> Logger:
+    from lightning.pytorch.loggers import CSVLogger
+
+    return CSVLogger(run_dir, name="csv")
+
+
+def _tensorboard(run_dir: Path) -> Logger:
+    from lightning.pytorch.loggers import TensorBoardLogger
+
+    return TensorBoardLogger(run_dir, name="tensorboard", default_hp_metric=False)
+
+
+def _mlflow(run_dir: Path, name: str, uri: str | None) -> Logger:
+    from lightning.pytorch.loggers import MLFlowLogger
+
+    if uri is None:  # MLflow 3 keeps the file store only on request; a local run dir is what it is for here
+        os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")
+        uri = (run_dir / "mlruns").resolve().as_uri()
+    return MLFlowLogger(experiment_name=name, tracking_uri=uri)
+
+
+def _wandb(run_dir: Path, name: str, offline: bool | None) -> Logger:
+    from lightning.pytorch.loggers import WandbLogger
+
+    if offline is None:
+        offline = not os.environ.get("WANDB_API_KEY")
+    logger = WandbLogger(project=name, save_dir=str(run_dir), offline=offline)
+    if logger._wandb_init.get("anonymous") is None:  # Lightning passes None, which wandb warns is moot
+        logger._wandb_init.pop("anonymous", None)
+    return logger
+
+
+def hyperparams(run_dir: Path) -> dict[str, Any]:
+    """What each logger gets: config.json (Burn's saved config: the resolved config) and the commit
+    of the code that ran (null outside a git checkout)."""
+    path = run_dir / "config.json"
+    config = json.loads(path.read_text()) if path.is_file() else {}
+    return {"config": config, "git_commit": git_commit()}
+
+
+def git_commit(cwd: Path | None = None) -> str | None:
+    """HEAD of the git checkout the run starts in (a `-dirty` suffix when it has local changes)."""
+    try:
+        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=10)
+        if sha.returncode != 0:
+            return None
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=cwd,
+                               capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return sha.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
