@@ -45,7 +45,7 @@ class DataConfig:
 class TrainerConfig:
     """The `lightning.Trainer` arguments the app sets; `extra` passes anything else through."""
 
-    accelerator: str = "cpu"
+    accelerator: str = "auto"  # Lightning's choice: a GPU when there is one, else the CPU (trainer=cpu forces it)
     devices: Any = 1
     strategy: str = "auto"
     precision: str = "32-true"
@@ -67,6 +67,7 @@ class LearnerConfig:
     grads_accumulation: int = 1
     summary: bool = True
     progress_bar: bool = True
+    cuda_graph: bool = False  # LearnerBuilder.cuda_graph(): capture the train step in a CUDA graph (eager without CUDA)
 
 
 @config

@@ -162,8 +162,9 @@ class LearnerBuilder:
             kwargs["plugins"] = plugins
         if self._grads_accumulation:
             kwargs["accumulate_grad_batches"] = self._grads_accumulation
-        if self._devices:
-            kwargs.update(trainer_devices(self._devices))
+        # Without `.devices(...)`: one device, the best there is (Lightning's `auto`: a GPU when
+        # there is one), as Burn's examples pick their backend's default device.
+        kwargs.update(trainer_devices(self._devices) if self._devices else {"accelerator": "auto", "devices": 1})
         for key, value in self._trainer_kwargs.items():
             if key in ("callbacks", "plugins") and key in kwargs:
                 kwargs[key] = list(kwargs[key]) + list(value)
