@@ -1,6 +1,6 @@
 """Burn's `burn::data`: `Batcher`, `DataLoaderBuilder`, datasets, and the MNIST dataset and batcher."""
 
-from burnlike.data.dataloader import Batcher, DataLoaderBuilder
+from burnlike.data.dataloader import Batcher, DataLoaderBuilder, DeviceDataLoader
 from burnlike.data.dataset import Dataset, InMemDataset
 from burnlike.data.mnist import (
     MnistBatch,
@@ -16,6 +16,7 @@ from burnlike.data.mnist import (
 __all__ = [
     "Batcher",
     "DataLoaderBuilder",
+    "DeviceDataLoader",
     "Dataset",
     "InMemDataset",
     "MnistBatch",
