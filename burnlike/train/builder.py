@@ -21,6 +21,7 @@ from burnlike.train.checkpoint import (
     MetricEarlyStoppingStrategy,
     default_checkpointing_strategy,
 )
+from burnlike.train.graph_step import CudaGraphConfig
 from burnlike.train.learner import Learner
 from burnlike.train.metric.base import Metric
 from burnlike.train.module import LrOrScheduler, StepModule
@@ -52,6 +53,7 @@ class LearnerBuilder:
         self._callbacks: list[L.Callback] = []
         self._application_logger = True
         self._progress_bar = True
+        self._cuda_graph: CudaGraphConfig | None = None
 
     # Metrics -----------------------------------------------------------------------------------
     def metric_train(self, metric: Metric) -> LearnerBuilder:
@@ -120,6 +122,19 @@ class LearnerBuilder:
         self._progress_bar = enabled
         return self
 
+    def cuda_graph(self, enabled: bool = True, generators: Sequence[torch.Generator] = ()) -> LearnerBuilder:
+        """The fast path: capture the whole training step in CUDA graphs and replay it per batch.
+
+        Named after what it does, so the cost is plain too: shapes must be static (other batches,
+        such as the short last one, run eagerly) and the step must not sync with the host.
+        Without CUDA it is accepted and the step runs eagerly, with one warning saying why (the
+        same for what can't be captured: DDP, fp16, an optimizer without a capturable mode).
+        Pair it with `DataLoaderBuilder.on_device(...)` so batches are on the GPU already.
+        `generators`: CUDA generators the step draws from besides torch's default one.
+        """
+        self._cuda_graph = CudaGraphConfig(generators=tuple(generators)) if enabled else None
+        return self
+
     # Lightning pass-through -------------------------------------------------------------------
     def trainer_kwargs(self, **kwargs: Any) -> LearnerBuilder:
         """Any other `lightning.Trainer` argument (precision, strategy, logger, limit_*_batches …)."""
@@ -133,7 +148,10 @@ class LearnerBuilder:
     # Build -------------------------------------------------------------------------------------
     def build(self, model: nn.Module, optim: Optimizer | OptimizerConfig | TorchOptimizerFactory,
               lr_or_scheduler: LrOrScheduler) -> Learner:
-        module = StepModule(model, optim, lr_or_scheduler, self._train_metrics, self._valid_metrics)
+        graph = self._cuda_graph
+        if graph is not None and self._grads_accumulation:  # manual optimization: the step accumulates
+            graph = CudaGraphConfig(self._grads_accumulation, graph.warmup, graph.generators)
+        module = StepModule(model, optim, lr_or_scheduler, self._train_metrics, self._valid_metrics, cuda_graph=graph)
 
         callbacks: list[L.Callback] = []
         plugins: list[Any] = []
@@ -160,7 +178,7 @@ class LearnerBuilder:
         }
         if plugins:
             kwargs["plugins"] = plugins
-        if self._grads_accumulation:
+        if self._grads_accumulation and graph is None:
             kwargs["accumulate_grad_batches"] = self._grads_accumulation
         # Without `.devices(...)`: one device, the best there is (Lightning's `auto`: a GPU when
         # there is one), as Burn's examples pick their backend's default device.

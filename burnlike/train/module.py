@@ -22,6 +22,7 @@ from burnlike.autodiff import Gradients
 from burnlike.optim.lr_scheduler import LrScheduler, LrSchedulerConfig
 from burnlike.optim.optimizer import Optimizer, OptimizerConfig, TorchOptimizerFactory, as_optimizer
 from burnlike.train.metric.base import Metric, MetricContext
+from burnlike.train.graph_step import CudaGraphConfig, GraphStep
 from burnlike.train.metric.store import EpochEntry, MetricStore, Split
 from burnlike.train.output import NONE
 from burnlike.train.step import TrainOutput, TrainStep, ValidStep
@@ -74,6 +75,9 @@ class StepModule(L.LightningModule):
     `lr_or_scheduler`: a float (constant) or a Burn LR scheduler config/instance.
     Registering a metric the output can't feed fails here when the model declares its output type
     (`TrainStep[B, O]` or a return hint), else at the first step.
+    `cuda_graph`: the fast path (burnlike.train.graph_step): manual optimization, the step captured
+    in CUDA graphs and replayed; it does its own gradient accumulation (the Trainer's
+    `accumulate_grad_batches` and `gradient_clip_val` are for automatic optimization only).
     """
 
     def __init__(
@@ -83,6 +87,7 @@ class StepModule(L.LightningModule):
         lr_or_scheduler: LrOrScheduler = 1e-3,
         train_metrics: Sequence[Metric] = (),
         valid_metrics: Sequence[Metric] = (),
+        cuda_graph: CudaGraphConfig | None = None,
     ) -> None:
         super().__init__()
         for name in ("train_step", "valid_step"):
@@ -107,6 +112,9 @@ class StepModule(L.LightningModule):
         self._finished: set[tuple[str, int]] = set()
         self._needs_lr = any(m.input == NONE for m in self.train_metrics)
         self._ctx = MetricContext()
+        self.graph_step = GraphStep(self, cuda_graph) if cuda_graph is not None else None
+        if self.graph_step is not None:
+            self.automatic_optimization = False
 
     def __setattr__(self, name: str, value: Any) -> None:
         # Lightning sets `_current_fx_name` around every hook call (dozens per step); skip
@@ -121,6 +129,14 @@ class StepModule(L.LightningModule):
 
     # Steps -------------------------------------------------------------------------------------
     def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
+        if self.graph_step is not None:
+            return self.graph_step.step(batch, batch_idx)
+        out = self.train_output(batch)
+        self.update_train_metrics(out.item)
+        return out.grads.loss
+
+    def train_output(self, batch: Any) -> TrainOutput[Any]:
+        """The model's `train_step(batch)`, checked: a `TrainOutput` holding `backward(loss)`."""
         out = self.model.train_step(batch)
         if not isinstance(out, TrainOutput):
             raise TypeError(
@@ -134,14 +150,23 @@ class StepModule(L.LightningModule):
                 "backward pass so accumulation, AMP and DDP work."
             )
         self.check_output("train", type(out.item))
-        if self.train_metrics:
-            ctx = self._ctx
-            if self._needs_lr:
-                ctx.iteration = self.global_step
-                ctx.lr = self.trainer.optimizers[0].param_groups[0]["lr"]
-            for m in self.train_metrics:
-                m.update(out.item, ctx)
-        return out.grads.loss
+        return out
+
+    def update_train_metrics(self, item: Any, metrics: Sequence[Metric] | None = None) -> None:
+        """Feed `item` to the train metrics (or to `metrics`), with the iteration and lr they may need."""
+        metrics = self.train_metrics if metrics is None else metrics
+        if not metrics:
+            return
+        ctx = self._ctx
+        if self._needs_lr:
+            ctx.iteration = self.global_step
+            lr = self.trainer.optimizers[0].param_groups[0]["lr"]
+            ctx.lr = lr.detach().clone() if isinstance(lr, torch.Tensor) else lr  # the fast path's lr is updated in place
+        for m in metrics:
+            m.update(item, ctx)
+
+    def metric_context(self) -> MetricContext:
+        return self._ctx
 
     def validation_step(self, batch: Any, batch_idx: int) -> None:
         item = self.model.valid_step(batch)
@@ -208,10 +233,20 @@ class StepModule(L.LightningModule):
         self, optimizer: torch.optim.Optimizer, gradient_clip_val: float | None = None,
         gradient_clip_algorithm: str | None = None,
     ) -> None:
-        clipping = self.optim.grad_clipping
-        if clipping is not None:  # Burn clips each parameter tensor on its own
-            clipping.clip(p for group in optimizer.param_groups for p in group["params"])
+        self.clip_gradients_burn(optimizer)
         self.clip_gradients(optimizer, gradient_clip_val, gradient_clip_algorithm)
+
+    def on_before_optimizer_step(self, optimizer: torch.optim.Optimizer) -> None:
+        # Manual optimization (the fast path's eager steps): Lightning calls this after unscaling
+        # fp16 gradients and doesn't call configure_gradient_clipping.
+        if not self.automatic_optimization:
+            self.clip_gradients_burn(optimizer)
+
+    def clip_gradients_burn(self, optimizer: torch.optim.Optimizer) -> None:
+        """The optimizer config's Burn clipping: each parameter tensor on its own."""
+        clipping = self.optim.grad_clipping
+        if clipping is not None:
+            clipping.clip(p for group in optimizer.param_groups for p in group["params"])
 
 
 def _distinct(metrics: Sequence[Metric], exclude: Iterable[Metric] = ()) -> list[Metric]:
