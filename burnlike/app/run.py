@@ -94,6 +94,17 @@ def check_devices(cfg: DictConfig) -> None:
                                  "(use trainer=cpu, or trainer=ddp with accelerator=cpu)")
 
 
+def fast_path_data_device(cfg: DictConfig) -> str | None:
+    """Where `learner.cuda_graph=true` keeps the data: the one GPU the run trains on, if any."""
+    if not cfg.learner.cuda_graph or str(cfg.trainer.accelerator) not in ("auto", "gpu", "cuda"):
+        return None
+    if cfg.trainer.devices != 1 or cfg.trainer.num_nodes != 1:
+        return None
+    import torch
+
+    return "cuda:0" if torch.cuda.is_available() else None
+
+
 def recorder_names() -> list[str]:
     """`learner.recorder`'s values: the record registry's short names (imported here: it loads torch)."""
     from burnlike.record.format.registry import SHORT_NAMES
@@ -159,6 +170,7 @@ def run(cfg: DictConfig, artifact_dir: str | Path | None = None) -> float:
     import burnlike
     from burnlike.data import (
         DataLoaderBuilder,
+        DeviceDataLoader,
         MnistBatcher,
         MnistDataset,
         MnistFormatError,
@@ -172,10 +184,14 @@ def run(cfg: DictConfig, artifact_dir: str | Path | None = None) -> float:
     burnlike.seed(cfg.seed)
     t = cfg.trainer
 
-    def loader(dataset: MnistDataset, shuffle: bool) -> DataLoader[Any]:
+    data_device = fast_path_data_device(cfg)
+
+    def loader(dataset: MnistDataset, shuffle: bool) -> DataLoader[Any] | DeviceDataLoader[Any]:
         builder = DataLoaderBuilder(MnistBatcher()).batch_size(cfg.data.batch_size)
         if shuffle:
             builder = builder.shuffle(cfg.data.shuffle_seed)
+        if data_device is not None:  # the fast path: data on the GPU once, batches indexed there
+            builder = builder.on_device(data_device)
         return builder.num_workers(cfg.data.num_workers).build(dataset)
 
     try:  # Burn's guide shuffles the test set too; order can't change a valid epoch, and Lightning warns
@@ -205,6 +221,8 @@ def run(cfg: DictConfig, artifact_dir: str | Path | None = None) -> float:
         builder.checkpoint(cfg.learner.checkpoint)
     if cfg.learner.summary:
         builder.summary()
+    if cfg.learner.cuda_graph:
+        builder.cuda_graph()
     extra = {k: v for k, v in (("limit_train_batches", t.limit_train_batches),
                                ("limit_val_batches", t.limit_val_batches)) if v is not None}
     builder = (builder.num_epochs(cfg.learner.num_epochs).grads_accumulation(cfg.learner.grads_accumulation)

@@ -169,7 +169,7 @@ class GraphStep:
             out = m.train_output(static_batch)
             loss = out.grads.loss
             out.grads.consumed = True
-            (loss / k if k > 1 else loss).backward()
+            torch.autograd.backward(loss / k if k > 1 else loss)
             values = [(metric, *metric.batch_value(out.item, m.metric_context())) for metric in metrics]
             static_loss = loss.detach()
         step = self._new_graph()
@@ -256,7 +256,7 @@ def _nothing() -> None:
 @contextlib.contextmanager
 def _side_stream() -> Iterator[None]:
     """Warm-up steps run on a side stream, as torch asks before a capture."""
-    stream = torch.cuda.Stream()
+    stream = torch.cuda.Stream()  # type: ignore[no-untyped-call]
     stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(stream):
         yield

@@ -21,8 +21,8 @@ from torch import nn
 from burnlike.autodiff import Gradients
 from burnlike.optim.lr_scheduler import LrScheduler, LrSchedulerConfig
 from burnlike.optim.optimizer import Optimizer, OptimizerConfig, TorchOptimizerFactory, as_optimizer
-from burnlike.train.metric.base import Metric, MetricContext
 from burnlike.train.graph_step import CudaGraphConfig, GraphStep
+from burnlike.train.metric.base import Metric, MetricContext
 from burnlike.train.metric.store import EpochEntry, MetricStore, Split
 from burnlike.train.output import NONE
 from burnlike.train.step import TrainOutput, TrainStep, ValidStep
@@ -154,15 +154,17 @@ class StepModule(L.LightningModule):
 
     def update_train_metrics(self, item: Any, metrics: Sequence[Metric] | None = None) -> None:
         """Feed `item` to the train metrics (or to `metrics`), with the iteration and lr they may need."""
-        metrics = self.train_metrics if metrics is None else metrics
-        if not metrics:
+        targets: Sequence[Metric] = self.metrics("train") if metrics is None else metrics
+        if not targets:
             return
         ctx = self._ctx
         if self._needs_lr:
             ctx.iteration = self.global_step
             lr = self.trainer.optimizers[0].param_groups[0]["lr"]
-            ctx.lr = lr.detach().clone() if isinstance(lr, torch.Tensor) else lr  # the fast path's lr is updated in place
-        for m in metrics:
+            # the fast path's lr is a device tensor its scheduler updates in place: a copy, not a sync
+            # (MetricContext.lr says float; a 0-dim tensor is a Number to the metric history too)
+            ctx.lr = lr.detach().clone() if isinstance(lr, torch.Tensor) else lr  # type: ignore[assignment]
+        for m in targets:
             m.update(item, ctx)
 
     def metric_context(self) -> MetricContext:
