@@ -171,11 +171,15 @@ def test_fast_path_without_a_gpu_runs_eagerly_with_one_warning_and_trains_as_the
 def test_the_app_keeps_the_data_on_the_gpu_only_for_the_fast_path_on_one_gpu():
     from burnlike.app.run import fast_path_data_device
 
-    gpu = "cuda:0" if torch.cuda.is_available() else None
-    assert fast_path_data_device(compose_app(["learner.cuda_graph=true"])) == gpu
-    assert fast_path_data_device(compose_app([])) is None
-    assert fast_path_data_device(compose_app(["learner.cuda_graph=true", "trainer=cpu"])) is None
-    assert fast_path_data_device(compose_app(["learner.cuda_graph=true", "trainer=ddp"])) is None
+    on = compose_app(["learner.cuda_graph=true"])
+    assert fast_path_data_device(on, cuda=True) == "cuda:0"
+    assert fast_path_data_device(on, cuda=False) is None
+    assert fast_path_data_device(compose_app(["learner.cuda_graph=true", "trainer=gpu"]), cuda=True) == "cuda:0"
+    assert fast_path_data_device(compose_app([]), cuda=True) is None
+    assert fast_path_data_device(compose_app(["learner.cuda_graph=true", "trainer=cpu"]), cuda=True) is None
+    assert fast_path_data_device(compose_app(["learner.cuda_graph=true", "trainer=ddp"]), cuda=True) is None
+    multi_node = compose_app(["learner.cuda_graph=true", "trainer.num_nodes=2"])
+    assert fast_path_data_device(multi_node, cuda=True) is None
 
 
 # --- on a GPU -----------------------------------------------------------------------------------------

@@ -94,15 +94,18 @@ def check_devices(cfg: DictConfig) -> None:
                                  "(use trainer=cpu, or trainer=ddp with accelerator=cpu)")
 
 
-def fast_path_data_device(cfg: DictConfig) -> str | None:
-    """Where `learner.cuda_graph=true` keeps the data: the one GPU the run trains on, if any."""
+def fast_path_data_device(cfg: DictConfig, cuda: bool | None = None) -> str | None:
+    """Where `learner.cuda_graph=true` keeps the data: the one GPU the run trains on, if any
+    (`cuda`: whether there is one; torch is asked when None)."""
     if not cfg.learner.cuda_graph or str(cfg.trainer.accelerator) not in ("auto", "gpu", "cuda"):
         return None
     if cfg.trainer.devices != 1 or cfg.trainer.num_nodes != 1:
         return None
-    import torch
+    if cuda is None:
+        import torch
 
-    return "cuda:0" if torch.cuda.is_available() else None
+        cuda = torch.cuda.is_available()
+    return "cuda:0" if cuda else None
 
 
 def recorder_names() -> list[str]:
