@@ -168,6 +168,20 @@ def test_fast_path_without_a_gpu_runs_eagerly_with_one_warning_and_trains_as_the
     assert epoch_values(learner, "valid") == epoch_values(base, "valid")
 
 
+def test_checkpoints_hold_the_fast_paths_device_lr_as_a_number():
+    from burnlike.train.graph_step import host_lr
+
+    opt = torch.optim.Adam([torch.nn.Parameter(torch.zeros(2))], lr=1e-3)
+    opt.param_groups[0]["lr"] = torch.tensor(0.25)  # as the fast path keeps it (on the GPU)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(opt, lambda n: 0.5)
+    checkpoint = {"optimizer_states": [opt.state_dict()], "lr_schedulers": [scheduler.state_dict()]}
+    host_lr(checkpoint)
+    assert checkpoint["optimizer_states"][0]["param_groups"][0]["lr"] == 0.125
+    assert type(checkpoint["optimizer_states"][0]["param_groups"][0]["lr"]) is float
+    assert [(type(v), v) for v in checkpoint["lr_schedulers"][0]["_last_lr"]] == [(float, 0.125)]
+    assert isinstance(opt.param_groups[0]["lr"], torch.Tensor)  # the live optimizer keeps its tensor
+
+
 def test_the_app_keeps_the_data_on_the_gpu_only_for_the_fast_path_on_one_gpu():
     from burnlike.app.run import fast_path_data_device
 

@@ -94,7 +94,9 @@ class GraphStep:
                 self._warn(self.reason)
         k = self.config.grads_accumulation
         trainer = self.module.trainer
-        boundary = (batch_idx + 1) % k == 0 or bool(trainer.fit_loop.epoch_loop.batch_progress.is_last_batch)
+        # As Lightning's automatic accumulation: step every k batches and at the epoch's last batch
+        last = batch_idx + 1 >= trainer.num_training_batches or trainer.fit_loop.epoch_loop.batch_progress.is_last_batch
+        boundary = (batch_idx + 1) % k == 0 or bool(last)
         if self.reason is not None:
             return self._eager(batch, boundary)
         graph = self._graph
@@ -234,6 +236,18 @@ class GraphStep:
 
     def _warn(self, reason: str) -> None:
         log.warning("cuda_graph: the training step runs eagerly: %s", reason)
+
+
+def host_lr(checkpoint: dict[str, Any]) -> None:
+    """Optimizer states in a checkpoint with the device-tensor lr back as floats (records and other
+    optimizers expect numbers there); one sync per checkpoint, not per step."""
+    for state in checkpoint.get("optimizer_states", []):
+        for group in state.get("param_groups", []):
+            if isinstance(group.get("lr"), Tensor):
+                group["lr"] = float(group["lr"])
+    for scheduler in checkpoint.get("lr_schedulers", []):
+        if isinstance(scheduler.get("_last_lr"), list):
+            scheduler["_last_lr"] = [float(v) if isinstance(v, Tensor) else v for v in scheduler["_last_lr"]]
 
 
 def _signature(batch: Any) -> tuple[Any, ...]:

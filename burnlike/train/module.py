@@ -21,7 +21,7 @@ from torch import nn
 from burnlike.autodiff import Gradients
 from burnlike.optim.lr_scheduler import LrScheduler, LrSchedulerConfig
 from burnlike.optim.optimizer import Optimizer, OptimizerConfig, TorchOptimizerFactory, as_optimizer
-from burnlike.train.graph_step import CudaGraphConfig, GraphStep
+from burnlike.train.graph_step import CudaGraphConfig, GraphStep, host_lr
 from burnlike.train.metric.base import Metric, MetricContext
 from burnlike.train.metric.store import EpochEntry, MetricStore, Split
 from burnlike.train.output import NONE
@@ -214,6 +214,8 @@ class StepModule(L.LightningModule):
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         checkpoint[_STORE_KEY] = self.store.state_dict()
+        if self.graph_step is not None:
+            host_lr(checkpoint)
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         self.store.load_state_dict(checkpoint.get(_STORE_KEY, {}))
