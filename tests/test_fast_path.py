@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+import lightning as L
 import pytest
 import torch
 from hydra import compose, initialize_config_dir
@@ -128,13 +129,13 @@ CLIP = GradientClippingConfig.Norm(0.05)
 
 
 def train(tmp_path, *, fast, devices=("cpu",), model=None, epochs=2, n=100, accumulation=3, lr=None,
-          clip=CLIP, precision="32-true", drop_last=False, on_device=None):
+          clip=CLIP, precision="32-true", drop_last=False, on_device=None, callbacks=()):
     """Train the toy classifier (seed 0) with Burn's clipping, a step LR schedule and accumulation."""
     burnlike.seed(0)
     model = model or Classifier()
     builder = (LearnerBuilder(tmp_path / ("fast" if fast else "default")).devices(list(devices)).num_epochs(epochs)
                .grads_accumulation(accumulation).metrics(AccuracyMetric(), LossMetric()).progress_bar(False)
-               .with_application_logger(False).trainer_kwargs(precision=precision))
+               .with_application_logger(False).trainer_kwargs(precision=precision).callback(*callbacks))
     if fast:
         builder = builder.cuda_graph()
     learner = builder.build(model, AdamConfig(grad_clipping=clip), lr or StepLrSchedulerConfig(1e-2, 2, 0.5))
@@ -220,17 +221,38 @@ def test_graph_replay_trains_as_the_eager_step(tmp_path, drop_last):
                 values[e] == pytest.approx(expected[e], abs=1e-3) for e in values), (split, name)
 
 
+class ReplayTwice(L.Callback):
+    """At the epoch's end (before fit's teardown moves the model off the GPU), replay the captured
+    forward twice on the same static batch and keep both outputs."""
+
+    def __init__(self) -> None:
+        self.outputs: list[torch.Tensor] = []
+
+    def on_train_epoch_end(self, trainer: L.Trainer, module: L.LightningModule) -> None:
+        graph = module.graph_step._graph
+        assert graph is not None
+        for _ in range(2):
+            graph.fwd_bwd.replay()
+            self.outputs.append(graph.item.output.clone())
+
+
 @cuda
 def test_graph_replay_draws_new_dropout_masks(tmp_path):
-    fast, learner = train(tmp_path, fast=True, devices=("cuda:0",), model=DropoutClassifier(), accumulation=1,
-                          lr=1e-2, clip=None, epochs=1, n=320, drop_last=True, on_device="cuda:0")
-    graph = learner.module.graph_step._graph
-    assert graph is not None
-    outputs = []
-    for _ in range(2):  # replay the captured forward twice on the same static batch
-        graph.fwd_bwd.replay()
-        outputs.append(graph.item.output.clone())
-    assert not torch.equal(*outputs)  # the graph-safe generator advanced: a new mask per replay
+    probe = ReplayTwice()
+    train(tmp_path, fast=True, devices=("cuda:0",), model=DropoutClassifier(), accumulation=1, lr=1e-2, clip=None,
+          epochs=1, n=320, drop_last=True, on_device="cuda:0", callbacks=[probe])
+    assert len(probe.outputs) == 2 and not torch.equal(*probe.outputs)  # a new mask per replay
+
+
+@cuda
+def test_a_second_fit_captures_again(tmp_path):
+    """Lightning moves the model to the CPU when a fit ends: the next fit must not replay old graphs."""
+    _, learner = train(tmp_path, fast=True, devices=("cuda:0",), epochs=1, n=320, drop_last=True, on_device="cuda:0")
+    data = DataLoaderBuilder(ToyBatcher()).batch_size(32).drop_last(True).on_device("cuda:0").build(blobs(320))
+    learner.trainer.fit_loop.max_epochs = 2
+    learner.trainer.fit(learner.module, data)
+    assert learner.module.graph_step.captured
+    assert all(torch.isfinite(p).all() for p in learner.module.parameters())
 
 
 @cuda

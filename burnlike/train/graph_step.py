@@ -83,6 +83,14 @@ class GraphStep:
     def captured(self) -> bool:
         return self._graph is not None
 
+    def reset(self) -> None:
+        """Forget the graphs: at each fit's start, since Lightning moves the model to the CPU at the
+        end of a fit, and the graphs would replay on addresses the parameters no longer have."""
+        self.reason = None
+        self._decided = False
+        self._warm = 0
+        self._graph = None
+
     # One training batch ------------------------------------------------------------------------
     def step(self, batch: Any, batch_idx: int) -> Tensor:
         if not self._decided:
@@ -217,8 +225,9 @@ class GraphStep:
         for group in optimizer.param_groups:
             if "capturable" in group and not group.get("fused"):
                 group["capturable"] = True
-            if not isinstance(group["lr"], Tensor):
-                group["lr"] = torch.tensor(float(group["lr"]), device=device)
+            lr = group["lr"]
+            if not isinstance(lr, Tensor) or lr.device != device:  # (a fit's end moves it to the CPU)
+                group["lr"] = torch.tensor(float(lr), device=device)
         for state in optimizer.state.values():  # resumed from a checkpoint: counters were on the host
             if isinstance(state.get("step"), Tensor):
                 state["step"] = state["step"].to(device=device, dtype=torch.float32)

@@ -190,6 +190,10 @@ class StepModule(L.LightningModule):
         check_metrics(item_type, self.metrics(split), split)
         self._checked.add(split)
 
+    def on_train_start(self) -> None:
+        if self.graph_step is not None:
+            self.graph_step.reset()
+
     # Epoch ends --------------------------------------------------------------------------------
     def on_validation_epoch_end(self) -> None:
         if not self.trainer.sanity_checking:
