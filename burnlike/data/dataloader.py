@@ -14,7 +14,7 @@ from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 import torch
 from torch.utils.data import DataLoader, Dataset, RandomSampler, Sampler
 
-from burnlike.data.batch import map_tensors, tensors
+from burnlike.data.tensor_tree import map_tensors, tensors
 
 I = TypeVar("I", contravariant=True)  # noqa: E741
 O = TypeVar("O", covariant=True)  # noqa: E741

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import Tensor
 
-from burnlike.data.batch import map_tensors, tensors
+from burnlike.data.tensor_tree import map_tensors, tensors
 from burnlike.train.output import NONE
 
 if TYPE_CHECKING:  # pragma: no cover
