@@ -73,12 +73,29 @@ def _error(cfg: DictConfig, keys: str, problem: str) -> DataConfigError:
     return DataConfigError(f"{where}: {' '.join(str(problem).split())}")
 
 
+def fast_path_data_device(cfg: DictConfig, cuda: bool | None = None) -> str | None:
+    """Where `learner.cuda_graph=true` keeps the data: the one GPU the run trains on, if any
+    (`cuda`: whether there is one; torch is asked when None)."""
+    if not cfg.learner.cuda_graph or str(cfg.trainer.accelerator) not in ("auto", "gpu", "cuda"):
+        return None
+    if cfg.trainer.devices != 1 or cfg.trainer.num_nodes != 1:
+        return None
+    if cuda is None:
+        import torch
+
+        cuda = torch.cuda.is_available()
+    return "cuda:0" if cuda else None
+
+
 def _loader(cfg: DictConfig, batcher: Any, dataset: Any, shuffle: bool) -> Any:
     from burnlike.data import DataLoaderBuilder
 
     builder = DataLoaderBuilder(batcher).batch_size(cfg.data.batch_size)
     if shuffle:
         builder = builder.shuffle(cfg.data.shuffle_seed)
+    device = fast_path_data_device(cfg)
+    if device is not None:  # the fast path: data on the GPU once, batches indexed there
+        builder = builder.on_device(device)
     return builder.num_workers(cfg.data.num_workers).build(dataset)
 
 

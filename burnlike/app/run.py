@@ -21,6 +21,8 @@ if TYPE_CHECKING:  # pragma: no cover  (torch and lightning load in run(), after
     from burnlike.train.metric.base import Metric
     from burnlike.train.metric.store import EpochEntry, MetricStore, Split
 
+from burnlike.app.data import fast_path_data_device  # noqa: E402,F401  (the app reads it here)
+
 log = logging.getLogger("burnlike.app")
 
 METRICS = {"Accuracy": "AccuracyMetric", "Loss": "LossMetric", "Learning Rate": "LearningRateMetric",
@@ -229,6 +231,8 @@ def run(cfg: DictConfig, artifact_dir: str | Path | None = None) -> float:
         builder.checkpoint(_resume_point(cfg.learner.checkpoint) or "last")
     if cfg.learner.summary:
         builder.summary()
+    if cfg.learner.cuda_graph:
+        builder.cuda_graph()
     extra = {k: v for k, v in (("limit_train_batches", t.limit_train_batches),
                                ("limit_val_batches", t.limit_val_batches)) if v is not None}
     placement = {"accelerator": t.accelerator, "devices": _devices(t.devices), "num_nodes": t.num_nodes,

@@ -72,7 +72,7 @@ class LBFGSOptimizer(LBFGSConfig):
 class TrainerConfig:
     """The `lightning.Trainer` arguments the app sets; `extra` passes anything else through."""
 
-    accelerator: str = "cpu"
+    accelerator: str = "auto"  # Lightning's choice: a GPU when there is one, else the CPU (trainer=cpu forces it)
     devices: Any = 1
     strategy: str = "auto"
     precision: str = "32-true"
@@ -96,6 +96,7 @@ class LearnerConfig:
     progress_bar: bool = True
     # Burn's device strategy over trainer.accelerator/devices/num_nodes (null: trainer.strategy decides)
     strategy: str | None = None  # single | multi | multi_sharded | ddp
+    cuda_graph: bool = False  # LearnerBuilder.cuda_graph(): capture the train step in a CUDA graph (eager without CUDA)
 
 
 @config

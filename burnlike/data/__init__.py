@@ -1,7 +1,7 @@
 """Burn's `burn::data`: `Batcher`, `DataLoaderBuilder`, datasets (`burnlike.data.dataset`), the MNIST
 dataset and batcher, and batchers for images, text and tables."""
 
-from burnlike.data.dataloader import Batcher, DataLoaderBuilder
+from burnlike.data.dataloader import Batcher, DataLoaderBuilder, DeviceDataLoader
 from burnlike.data.dataset import Dataset, InMemDataset
 from burnlike.data.mnist import (
     MnistBatch,
@@ -30,6 +30,7 @@ __all__ = [
     "ByteTokenizer",
     "CharTokenizer",
     "DataLoaderBuilder",
+    "DeviceDataLoader",
     "Dataset",
     "ImageBatch",
     "ImageBatcher",

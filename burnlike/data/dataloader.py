@@ -8,10 +8,13 @@ of per-sample objects.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 import torch
-from torch.utils.data import DataLoader, Dataset, RandomSampler
+from torch.utils.data import DataLoader, Dataset, RandomSampler, Sampler
+
+from burnlike.data.tensor_tree import map_tensors, tensors
 
 I = TypeVar("I", contravariant=True)  # noqa: E741
 O = TypeVar("O", covariant=True)  # noqa: E741
@@ -62,6 +65,7 @@ class DataLoaderBuilder(Generic[T]):
         self._drop_last = False
         self._persistent = True
         self._extra: dict[str, Any] = {}
+        self._device: torch.device | None = None
 
     def batch_size(self, batch_size: int) -> DataLoaderBuilder[T]:
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
@@ -99,7 +103,20 @@ class DataLoaderBuilder(Generic[T]):
         self._extra.update(kwargs)
         return self
 
-    def build(self, dataset: Dataset[Any]) -> DataLoader[T]:
+    def on_device(self, device: str | torch.device) -> DataLoaderBuilder[T]:
+        """Keep the data on `device`: batch the whole dataset once, move it there, and serve each
+        batch by indexing it there, in the order the host loader would give for the same seed.
+
+        For a small model on a GPU, moving each batch from the host costs more than the step's GPU
+        work. Needs a batcher that batches item by item (row k of `batch(items)` depends on
+        `items[k]` only: stacking, normalising) and a dataset that fits in the device's memory.
+        Workers, pinning and `dataloader_kwargs` don't apply, and as the result is not a
+        `DataLoader`, Lightning can't shard it for DDP: a single-device option.
+        """
+        self._device = torch.device(device)
+        return self
+
+    def build(self, dataset: Dataset[Any]) -> DataLoader[T] | DeviceDataLoader[T]:
         sampler = None
         worker_seeds = None
         if self._seed is not None:
@@ -108,6 +125,8 @@ class DataLoaderBuilder(Generic[T]):
             # the order of later epochs depend on them.
             sampler = RandomSampler(dataset, generator=torch.Generator().manual_seed(self._seed))
             worker_seeds = torch.Generator().manual_seed(self._seed + _WORKER_SEED_OFFSET)
+        if self._device is not None:
+            return DeviceDataLoader(self._batcher, dataset, self._batch_size, sampler, self._drop_last, self._device)
         kwargs: dict[str, Any] = {
             "batch_size": self._batch_size,
             "sampler": sampler,
@@ -120,3 +139,58 @@ class DataLoaderBuilder(Generic[T]):
         }
         kwargs.update(self._extra)
         return DataLoader(dataset, **kwargs)
+
+
+class DeviceDataLoader(Generic[T]):
+    """The whole dataset as one batch on a device, served in batches by indexing there.
+
+    The order comes from the same `RandomSampler` (same generator, same draws each epoch) the host
+    loader would use, so both give the same batches for a seed, epoch after epoch. Built by
+    `DataLoaderBuilder(...).on_device(device).build(dataset)`.
+    """
+
+    def __init__(self, batcher: Batcher[Any, T], dataset: Dataset[Any], batch_size: int,
+                 sampler: Sampler[int] | None, drop_last: bool, device: torch.device) -> None:
+        n = len(dataset)  # type: ignore[arg-type]
+        getitems = getattr(dataset, "__getitems__", None)
+        items = getitems(list(range(n))) if callable(getitems) else [dataset[i] for i in range(n)]
+        whole = batcher.batch(items)
+        leaves = tensors(whole)
+        if not leaves:
+            raise TypeError(f"on_device: {type(batcher).__name__}.batch(...) returned no tensors "
+                            f"({type(whole).__name__}); nothing to keep on the device")
+        for t in leaves:
+            if t.dim() == 0 or t.shape[0] != n:
+                raise ValueError(
+                    f"on_device needs a batcher that batches item by item: {type(batcher).__name__}.batch() of "
+                    f"all {n} items gave a tensor of shape {tuple(t.shape)}, expected a first dimension of {n}")
+        self.data: T = map_tensors(lambda t: t.to(device), whole)
+        self.device = device
+        self.num_items = n
+        self.batch_size = batch_size
+        self.sampler = sampler
+        self.drop_last = drop_last
+
+    def __len__(self) -> int:
+        full, rest = divmod(self.num_items, self.batch_size)
+        return full if self.drop_last or not rest else full + 1
+
+    def __iter__(self) -> Iterator[T]:
+        order: torch.Tensor | None = None
+        if self.sampler is not None:  # one draw per epoch, as the host loader's iter(sampler)
+            order = torch.tensor(list(self.sampler), dtype=torch.long).to(self.device, non_blocking=True)
+        for b in range(len(self)):
+            start = b * self.batch_size
+            stop = min(start + self.batch_size, self.num_items)
+            yield _rows(self.data, slice(start, stop) if order is None else order[start:stop])
+
+    def __repr__(self) -> str:
+        return (f"DeviceDataLoader({self.num_items} items on {self.device}, batch_size={self.batch_size}, "
+                f"shuffle={self.sampler is not None}, batches={len(self)})")
+
+
+def _rows(data: T, rows: slice | torch.Tensor) -> T:
+    """Rows of every tensor of `data`: a view for a slice, a gather (on the device) for indices."""
+    if isinstance(rows, slice):
+        return map_tensors(lambda t: t[rows], data)
+    return map_tensors(lambda t: t.index_select(0, rows), data)

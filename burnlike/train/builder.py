@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import lightning as L
+import torch
 from lightning.pytorch.loggers import Logger
 from torch import nn
 
@@ -27,6 +28,7 @@ from burnlike.train.checkpoint import (
     checkpoint_path,
     default_checkpointing_strategy,
 )
+from burnlike.train.graph_step import CudaGraphConfig
 from burnlike.train.interrupter import Interrupter, InterrupterCallback
 from burnlike.train.learner import Learner
 from burnlike.train.metric.base import Metric
@@ -65,6 +67,7 @@ class LearnerBuilder:
         self._loggers: list[Logger] = []
         self._log_every_n_steps = 0
         self._hyperparams: dict[str, Any] = {}
+        self._cuda_graph: CudaGraphConfig | None = None
 
     # Metrics -----------------------------------------------------------------------------------
     def metric_train(self, metric: Metric) -> LearnerBuilder:
@@ -183,6 +186,19 @@ class LearnerBuilder:
         self._progress_bar = enabled
         return self
 
+    def cuda_graph(self, enabled: bool = True, generators: Sequence[torch.Generator] = ()) -> LearnerBuilder:
+        """The fast path: capture the whole training step in CUDA graphs and replay it per batch.
+
+        Named after what it does, so the cost is plain too: shapes must be static (other batches,
+        such as the short last one, run eagerly) and the step must not sync with the host.
+        Without CUDA it is accepted and the step runs eagerly, with one warning saying why (the
+        same for what can't be captured: DDP, fp16, an optimizer without a capturable mode).
+        Pair it with `DataLoaderBuilder.on_device(...)` so batches are on the GPU already.
+        `generators`: CUDA generators the step draws from besides torch's default one.
+        """
+        self._cuda_graph = CudaGraphConfig(generators=tuple(generators)) if enabled else None
+        return self
+
     # Lightning pass-through -------------------------------------------------------------------
     def trainer_kwargs(self, **kwargs: Any) -> LearnerBuilder:
         """Any other `lightning.Trainer` argument (precision, strategy, logger, limit_*_batches …)."""
@@ -196,7 +212,10 @@ class LearnerBuilder:
     # Build -------------------------------------------------------------------------------------
     def build(self, model: nn.Module, optim: Optimizer | OptimizerConfig | TorchOptimizerFactory,
               lr_or_scheduler: LrOrScheduler) -> Learner:
-        module = StepModule(model, optim, lr_or_scheduler, self._train_metrics, self._valid_metrics)
+        graph = self._cuda_graph
+        if graph is not None and self._grads_accumulation:  # manual optimization: the step accumulates
+            graph = CudaGraphConfig(self._grads_accumulation, graph.warmup, graph.generators)
+        module = StepModule(model, optim, lr_or_scheduler, self._train_metrics, self._valid_metrics, cuda_graph=graph)
 
         callbacks: list[L.Callback] = []
         plugins: list[Any] = []
@@ -230,10 +249,12 @@ class LearnerBuilder:
         }
         if plugins:
             kwargs["plugins"] = plugins
-        if self._grads_accumulation:
+        if self._grads_accumulation and graph is None:
             kwargs["accumulate_grad_batches"] = self._grads_accumulation
-        if self._execution is not None:
-            kwargs.update(self._execution.trainer_kwargs())
+        # Without `.devices(...)` or a strategy: one device, the best there is (Lightning's `auto`: a
+        # GPU when there is one), as Burn's examples pick their backend's default device.
+        kwargs.update(self._execution.trainer_kwargs() if self._execution is not None
+                      else {"accelerator": "auto", "devices": 1})
         for key, value in self._trainer_kwargs.items():
             if key in ("callbacks", "plugins") and key in kwargs:
                 kwargs[key] = list(kwargs[key]) + list(value)

@@ -23,6 +23,7 @@ from burnlike.optim.lr_scheduler import LrScheduler, LrSchedulerConfig
 from burnlike.optim.optimizer import Optimizer, OptimizerConfig, TorchOptimizerFactory, as_optimizer
 from burnlike.record.checkpoint.epoch_files import MODEL_FILE
 from burnlike.record.checkpoint.weights import load_weights
+from burnlike.train.graph_step import CudaGraphConfig, GraphStep, host_lr
 from burnlike.train.metric.base import Metric, MetricContext
 from burnlike.train.metric.store import EpochEntry, MetricStore, Split
 from burnlike.train.output import NONE
@@ -77,6 +78,9 @@ class StepModule(L.LightningModule):
     `lr_or_scheduler`: a float (constant) or a Burn LR scheduler config/instance.
     Registering a metric the output can't feed fails here when the model declares its output type
     (`TrainStep[B, O]` or a return hint), else at the first step.
+    `cuda_graph`: the fast path (burnlike.train.graph_step): manual optimization, the step captured
+    in CUDA graphs and replayed; it does its own gradient accumulation (the Trainer's
+    `accumulate_grad_batches` and `gradient_clip_val` are for automatic optimization only).
     """
 
     def __init__(
@@ -86,6 +90,7 @@ class StepModule(L.LightningModule):
         lr_or_scheduler: LrOrScheduler = 1e-3,
         train_metrics: Sequence[Metric] = (),
         valid_metrics: Sequence[Metric] = (),
+        cuda_graph: CudaGraphConfig | None = None,
     ) -> None:
         super().__init__()
         if not callable(getattr(model, "train_step", None)):
@@ -109,6 +114,9 @@ class StepModule(L.LightningModule):
         self._needs_lr = any(m.input == NONE for m in self.train_metrics)
         self._ctx = MetricContext()
         self._metered: tuple[int, int] | None = None  # (epoch, batch) whose train step fed the metrics
+        self.graph_step = GraphStep(self, cuda_graph) if cuda_graph is not None else None
+        if self.graph_step is not None:
+            self.automatic_optimization = False
 
     def __setattr__(self, name: str, value: Any) -> None:
         # Lightning sets `_current_fx_name` around every hook call (dozens per step); skip
@@ -123,6 +131,18 @@ class StepModule(L.LightningModule):
 
     # Steps -------------------------------------------------------------------------------------
     def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
+        if self.graph_step is not None:
+            return self.graph_step.step(batch, batch_idx)
+        out = self.train_output(batch)
+        # A closure optimizer (L-BFGS) runs the step several times per batch: count the batch once.
+        first_eval = self._metered != (self.current_epoch, batch_idx)
+        self._metered = (self.current_epoch, batch_idx)
+        if first_eval:
+            self.update_train_metrics(out.item)
+        return out.grads.loss
+
+    def train_output(self, batch: Any) -> TrainOutput[Any]:
+        """The model's `train_step(batch)`, checked: a `TrainOutput` holding `backward(loss)`."""
         out = self.model.train_step(batch)
         if not isinstance(out, TrainOutput):
             raise TypeError(
@@ -136,17 +156,25 @@ class StepModule(L.LightningModule):
                 "backward pass so accumulation, AMP and DDP work."
             )
         self.check_output("train", type(out.item))
-        # A closure optimizer (L-BFGS) runs the step several times per batch: count the batch once.
-        first_eval = self._metered != (self.current_epoch, batch_idx)
-        self._metered = (self.current_epoch, batch_idx)
-        if self.train_metrics and first_eval:
-            ctx = self._ctx
-            if self._needs_lr:
-                ctx.iteration = self.global_step
-                ctx.lr = self.trainer.optimizers[0].param_groups[0]["lr"]
-            for m in self.train_metrics:
-                m.update(out.item, ctx)
-        return out.grads.loss
+        return out
+
+    def update_train_metrics(self, item: Any, metrics: Sequence[Metric] | None = None) -> None:
+        """Feed `item` to the train metrics (or to `metrics`), with the iteration and lr they may need."""
+        targets: Sequence[Metric] = self.metrics("train") if metrics is None else metrics
+        if not targets:
+            return
+        ctx = self._ctx
+        if self._needs_lr:
+            ctx.iteration = self.global_step
+            lr = self.trainer.optimizers[0].param_groups[0]["lr"]
+            # the fast path's lr is a device tensor its scheduler updates in place: a copy, not a sync
+            # (MetricContext.lr says float; a 0-dim tensor is a Number to the metric history too)
+            ctx.lr = lr.detach().clone() if isinstance(lr, torch.Tensor) else lr  # type: ignore[assignment]
+        for m in targets:
+            m.update(item, ctx)
+
+    def metric_context(self) -> MetricContext:
+        return self._ctx
 
     def validation_step(self, batch: Any, batch_idx: int) -> None:
         item = getattr(self.model, self._valid_name)(batch)
@@ -167,6 +195,10 @@ class StepModule(L.LightningModule):
             return
         check_metrics(item_type, self.metrics(split), split)
         self._checked.add(split)
+
+    def on_train_start(self) -> None:
+        if self.graph_step is not None:
+            self.graph_step.reset()
 
     # Epoch ends --------------------------------------------------------------------------------
     def on_validation_epoch_end(self) -> None:
@@ -193,6 +225,8 @@ class StepModule(L.LightningModule):
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         checkpoint[_STORE_KEY] = self.store.state_dict()
+        if self.graph_step is not None:
+            host_lr(checkpoint)
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         self.store.load_state_dict(checkpoint.get(_STORE_KEY, {}))
@@ -218,10 +252,20 @@ class StepModule(L.LightningModule):
         self, optimizer: torch.optim.Optimizer, gradient_clip_val: float | None = None,
         gradient_clip_algorithm: str | None = None,
     ) -> None:
-        clipping = self.optim.grad_clipping
-        if clipping is not None:  # Burn clips each parameter tensor on its own
-            clipping.clip(p for group in optimizer.param_groups for p in group["params"])
+        self.clip_gradients_burn(optimizer)
         self.clip_gradients(optimizer, gradient_clip_val, gradient_clip_algorithm)
+
+    def on_before_optimizer_step(self, optimizer: torch.optim.Optimizer) -> None:
+        # Manual optimization (the fast path's eager steps): Lightning calls this after unscaling
+        # fp16 gradients and doesn't call configure_gradient_clipping.
+        if not self.automatic_optimization:
+            self.clip_gradients_burn(optimizer)
+
+    def clip_gradients_burn(self, optimizer: torch.optim.Optimizer) -> None:
+        """The optimizer config's Burn clipping: each parameter tensor on its own."""
+        clipping = self.optim.grad_clipping
+        if clipping is not None:
+            clipping.clip(p for group in optimizer.param_groups for p in group["params"])
 
 
 def _distinct(metrics: Sequence[Metric], exclude: Iterable[Metric] = ()) -> list[Metric]:
