@@ -226,7 +226,7 @@ def _convert(src: Path, dst: Path, model: nn.Module | None, args: argparse.Names
     out = registry.by_extension(dst, args.precision, args.burn_version)
     if args.recorder:
         out = registry.by_name(args.recorder, args.precision, args.burn_version)
-        dst = out.path_for(dst)
+        dst = Path(str(out.path_for(dst)))
     if out is None and dst.suffix not in (".safetensors", ".ckpt"):
         raise CliError(f"{dst}: unknown output format (use .mpk, .mpk.gz, .json, .json.gz, .bin, .bin.gz, "
                          ".safetensors or .ckpt)")

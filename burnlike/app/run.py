@@ -54,7 +54,7 @@ def validate(cfg: DictConfig) -> None:
          f"null or one of {list(STRATEGIES)}"),
     ]
     for key, value, ok, expected in checks:
-        if not ok(value):
+        if not ok(value):  # type: ignore[no-untyped-call]
             raise AppConfigError(f"{key}={value!r} is invalid: expected {expected}")
     for name in cfg.learner.metrics:
         if name not in METRICS:
@@ -132,7 +132,8 @@ def build_model(cfg: DictConfig) -> nn.Module:
         obj = instantiate(cfg.model)
     else:
         obj = OmegaConf.to_object(cfg.model)
-    return obj.init("cpu") if hasattr(obj, "init") and callable(obj.init) else obj
+    model: nn.Module = obj.init("cpu") if hasattr(obj, "init") and callable(obj.init) else obj
+    return model
 
 
 def execution(cfg: DictConfig) -> Any:
@@ -201,7 +202,7 @@ def run(cfg: DictConfig, artifact_dir: str | Path | None = None) -> float:
     artifact = Path(artifact_dir) if artifact_dir is not None else output_dir()
     artifact.mkdir(parents=True, exist_ok=True)
     if is_rank_zero():  # Burn's `config.save(...)` on the composed AppConfig (a burnlike @config)
-        OmegaConf.to_object(cfg).save(artifact / "config.json")
+        getattr(OmegaConf.to_object(cfg), "save")(artifact / "config.json")  # noqa: B009 - an @config method
     burnlike.seed(cfg.seed)
     t = cfg.trainer
 
@@ -243,7 +244,7 @@ def run(cfg: DictConfig, artifact_dir: str | Path | None = None) -> float:
     builder = (builder.num_epochs(cfg.learner.num_epochs).grads_accumulation(cfg.learner.grads_accumulation)
                .progress_bar(cfg.learner.progress_bar)
                .trainer_kwargs(**placement, precision=t.precision, fast_dev_run=t.fast_dev_run,
-                               **extra, **OmegaConf.to_container(t.extra, resolve=True)))
+                               **extra, **dict(OmegaConf.to_container(t.extra, resolve=True))))  # type: ignore[arg-type]
     from burnlike.app.loggers import build_loggers, hyperparams
 
     builder.with_logger(*build_loggers(cfg, artifact), every_n_steps=cfg.logger.every_n_steps,
@@ -251,7 +252,7 @@ def run(cfg: DictConfig, artifact_dir: str | Path | None = None) -> float:
     optimizer = OmegaConf.to_object(cfg.optimizer)
     model = build_model(cfg)
     try:
-        learner = builder.build(model, optimizer.init(), float(cfg.optimizer.lr))
+        learner = builder.build(model, getattr(optimizer, "init")(), float(cfg.optimizer.lr))  # noqa: B009
     except (ValueError, TypeError) as e:  # Lightning's Trainer rejects an argument (MisconfigurationException too)
         raise AppConfigError(trainer_error(cfg, e)) from e
     try:
@@ -264,7 +265,7 @@ def run(cfg: DictConfig, artifact_dir: str | Path | None = None) -> float:
         result = learner.fit(train_loader, valid_loader)
     if result.trainer is not None and not result.trainer.is_global_zero:
         return tracker.best()
-    path = result.model.save_file(artifact / "model", recorder)
+    path = result.model.save_file(artifact / "model", recorder)  # type: ignore[operator]  # a burnlike Module
     log.info("saved the trained model to %s", path)
     tracker.write()
     return tracker.best()

@@ -16,7 +16,7 @@ from torch.utils.data import DataLoader, Dataset, RandomSampler, Sampler
 
 from burnlike.data.tensor_tree import map_tensors, tensors
 
-I = TypeVar("I", contravariant=True)  # noqa: E741
+I = TypeVar("I")  # noqa: E741  (invariant: list[I] is invariant in I)
 O = TypeVar("O", covariant=True)  # noqa: E741
 T = TypeVar("T")
 
@@ -123,7 +123,8 @@ class DataLoaderBuilder(Generic[T]):
             # The shuffle has its own generator: the DataLoader also draws worker seeds from its
             # generator, at times that depend on num_workers/persistent_workers, which would make
             # the order of later epochs depend on them.
-            sampler = RandomSampler(dataset, generator=torch.Generator().manual_seed(self._seed))
+            sampler = RandomSampler(dataset, generator=  # type: ignore[arg-type]  # map-style: has __len__
+                                    torch.Generator().manual_seed(self._seed))
             worker_seeds = torch.Generator().manual_seed(self._seed + _WORKER_SEED_OFFSET)
         if self._device is not None:
             return DeviceDataLoader(self._batcher, dataset, self._batch_size, sampler, self._drop_last, self._device)

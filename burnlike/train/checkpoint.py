@@ -13,6 +13,7 @@ import logging
 import os
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, cast
 
 import lightning as L
@@ -265,7 +266,9 @@ class FileCheckpointer(Checkpoint):
     def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
         """A run starts or resumes: remove temp files a killed save left (their writer is gone)."""
         if trainer.is_global_zero:
-            remove_stale_temps(self.path(0).parent)
+            parent = self.path(0).parent
+            if isinstance(parent, Path):  # an object store has no temp files
+                remove_stale_temps(parent)
 
     def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         if trainer.sanity_checking or _fast_dev_run(trainer):

@@ -50,7 +50,8 @@ def output_type(model: nn.Module, trait: type) -> type | None:
                 args = typing.get_args(base)
                 if len(args) == 2 and isinstance(args[1], type):
                     return args[1]
-    method = {TrainStep: "train_step", ValidStep: "valid_step", InferenceStep: "inference_step"}[trait]
+    methods: dict[type, str] = {TrainStep: "train_step", ValidStep: "valid_step", InferenceStep: "inference_step"}
+    method = methods[trait]
     try:
         ret = typing.get_type_hints(getattr(type(model), method)).get("return")
     except Exception:
@@ -143,7 +144,7 @@ class StepModule(L.LightningModule):
 
     def train_output(self, batch: Any) -> TrainOutput[Any]:
         """The model's `train_step(batch)`, checked: a `TrainOutput` holding `backward(loss)`."""
-        out = self.model.train_step(batch)
+        out = self.model.train_step(batch)  # type: ignore[operator]  # nn.Module attribute typing
         if not isinstance(out, TrainOutput):
             raise TypeError(
                 f"{type(self.model).__name__}.train_step must return TrainOutput(model, backward(loss), item), "
@@ -181,7 +182,7 @@ class StepModule(L.LightningModule):
         if self.trainer.sanity_checking:
             return
         self.check_output("valid", type(item))
-        for m in self.valid_metrics:
+        for m in self.metrics("valid"):
             m.update(item, self._ctx)
 
     def metrics(self, split: str) -> list[Metric]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import csv
 import logging
 import math
+import os
 import re
 import warnings
 from collections.abc import Mapping
@@ -24,6 +25,7 @@ from typing import Any, cast
 import lightning as L
 from lightning.pytorch.loggers import Logger
 
+from burnlike.record.format.location import RemotePath
 from burnlike.train.metric.store import EpochEntry, Split
 from burnlike.train.module import StepModule
 
@@ -102,14 +104,14 @@ class MetricLoggerBridge(L.Callback):
 
 
 
-def continue_logger_runs(trainer: L.Trainer, ckpt_path: str | Path) -> None:
+def continue_logger_runs(trainer: L.Trainer, ckpt_path: str | os.PathLike[str] | RemotePath) -> None:
     """Before `trainer.fit(..., ckpt_path)`: point the loggers at the runs the checkpoint names.
     (Lightning starts each logger's run in its setup, before it restores callback states, so this
     can't wait for `load_state_dict`.)"""
     bridge = next((c for c in trainer.callbacks if isinstance(c, MetricLoggerBridge)), None)  # type: ignore[attr-defined]
     if bridge is None or not trainer.loggers:
         return
-    checkpoint = trainer.strategy.checkpoint_io.load_checkpoint(ckpt_path)
+    checkpoint = trainer.strategy.checkpoint_io.load_checkpoint(str(ckpt_path))
     state = checkpoint.get("callbacks", {}).get(bridge.state_key, {})
     for logger, run in zip(trainer.loggers, state.get("runs", [])):
         continue_run(logger, run)

@@ -59,7 +59,7 @@ def open_record(path: AnyPath) -> Iterator[tuple[IO[bytes], int]]:
 def read_head(path: str | os.PathLike[str], n: int) -> bytes:
     """The first `n` bytes of a regular file (b"" for anything else), to tell its format."""
     try:
-        with open_record(path) as (f, _):
+        with open_record(Path(path)) as (f, _):
             return f.read(n)
     except RecordError:
         return b""

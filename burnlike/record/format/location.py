@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, TypeAlias
 
 if TYPE_CHECKING:
-    from fsspec import AbstractFileSystem  # type: ignore[import-untyped]
+    from fsspec import AbstractFileSystem
 
 StorageOptions: TypeAlias = Mapping[str, Any] | None
 

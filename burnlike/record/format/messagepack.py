@@ -12,7 +12,7 @@ from __future__ import annotations
 import struct
 from typing import IO, Any
 
-import msgpack  # type: ignore[import-untyped]
+import msgpack
 
 from burnlike.record.error import RecordError, RecordPath
 from burnlike.record.format.budget import MAX_DEPTH, Budget
