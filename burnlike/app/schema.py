@@ -69,6 +69,7 @@ class LBFGSOptimizer(LBFGSConfig):
     lr: float = 1.0
 
 
+@config
 class TrainerConfig:
     """The `lightning.Trainer` arguments the app sets; `extra` passes anything else through."""
 
