@@ -5,7 +5,7 @@ PY    := $(VENV)/bin/python
 TORCH ?= torch torchvision
 DATA  ?= $(if $(wildcard ../shared/data/MNIST),$(abspath ../shared/data),$(abspath data))
 
-.PHONY: install train test lint bench
+.PHONY: install train test lint bench mutation
 
 $(VENV)/.installed: pyproject.toml setup.py burnlike/record/_native.c
 	python3 -m venv $(VENV)
@@ -30,3 +30,8 @@ bench: install
 	BURNLIKE_DATA=$(DATA) $(PY) benchmarks/data_pipeline.py
 	$(PY) benchmarks/records.py
 	$(PY) benchmarks/startup.py
+
+# Not in CI: about two hours on 2 cores for all five packages (`--only burnlike.optim` for one).
+mutation: install
+	$(PY) -m pip install --quiet -e ".[mutation]"
+	BURNLIKE_DATA=$(DATA) $(PY) scripts/mutation.py
