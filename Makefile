@@ -5,7 +5,7 @@ PY    := $(VENV)/bin/python
 TORCH ?= torch torchvision
 DATA  ?= $(if $(wildcard ../shared/data/MNIST),$(abspath ../shared/data),$(abspath data))
 
-.PHONY: install train test lint bench
+.PHONY: install train test lint bench mutation
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -23,7 +23,8 @@ test: install
 	BURNLIKE_DATA=$(DATA) $(PY) -m pytest -q
 
 lint: install
-	$(VENV)/bin/ruff check burnlike tests benchmarks train.py examples
+	$(VENV)/bin/ruff check burnlike tests benchmarks train.py examples scripts
+	$(VENV)/bin/mypy   # --strict over burnlike ([tool.mypy] in pyproject.toml)
 
 bench: install
 	BURNLIKE_DATA=$(DATA) $(PY) benchmarks/train_overhead.py
@@ -31,3 +32,8 @@ bench: install
 	$(PY) benchmarks/data_pipeline.py --image-folder
 	$(PY) benchmarks/records.py
 	$(PY) benchmarks/startup.py
+
+# Not in CI: about two hours on 2 cores for all five packages (`--only burnlike.optim` for one).
+mutation: install
+	$(PY) -m pip install --quiet -e ".[mutation]"
+	BURNLIKE_DATA=$(DATA) $(PY) scripts/mutation.py
