@@ -147,6 +147,10 @@ def execution(cfg: DictConfig) -> Any:
                              f"got {devices!r}")
     indices = list(range(devices)) if isinstance(devices, int) else [int(d) for d in devices]
     accelerator = str(t.accelerator)
+    if accelerator == "auto":  # the default: Burn's strategies name their devices, so pick them here
+        import torch
+
+        accelerator = "gpu" if torch.cuda.is_available() else "cpu"
     if accelerator not in ("cpu", "gpu", "cuda"):
         raise AppConfigError(f"learner.strategy={kind} needs trainer.accelerator=cpu or gpu, got {accelerator}")
     names = ["cpu"] * len(indices) if accelerator == "cpu" else [f"cuda:{i}" for i in indices]
