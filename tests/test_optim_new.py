@@ -328,7 +328,7 @@ def test_own_optimizers_resume_from_burn_checkpoints(tmp_path):
     first.fit(loader(64))
     saved = first.trainer.optimizers[0].state_dict()
     resumed = builder(1).checkpoint(1).build(Classifier(), config, 1e-2)
-    resumed.trainer.fit(resumed.module, loader(64), ckpt_path=str(tmp_path / "checkpoint" / "model-1.mpk"))
+    resumed.trainer.fit(resumed.module, loader(64), ckpt_path=str(resumed.resume_path()))  # trainer-1.mpk: Burn's per-epoch layout
     restored = resumed.trainer.optimizers[0].state_dict()
     assert [{k: v for k, v in g.items() if k != "params"} for g in restored["param_groups"]] == \
         [{k: v for k, v in g.items() if k != "params"} for g in saved["param_groups"]]
