@@ -171,9 +171,6 @@ def test_learning_run_honours_direction(tmp_path):
 
 
 
-@pytest.mark.xfail(strict=True, reason="MetricCheckpointingStrategy saves an epoch with no best value (NaN / not "
-                                       "logged) without making it `current`, so it never deletes it: model-1 is kept "
-                                       "forever. Burn takes `best = epoch` when find_epoch is None, then deletes it")
 def test_a_nan_first_epoch_neither_stops_the_default_checkpointer_nor_stays_behind(tmp_path):
     builder = (LearnerBuilder(tmp_path).metric_valid_numeric(LossMetric()).num_epochs(4).progress_bar(False)
                .with_application_logger(False).with_file_checkpointer(DefaultRecorder()))

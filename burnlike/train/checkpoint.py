@@ -107,8 +107,8 @@ class MetricCheckpointingStrategy(CheckpointingStrategy):
 
     def checkpointing(self, epoch: int, store: MetricStore) -> list[CheckpointingAction]:
         best = store.find_epoch(self.name, self.split, self.direction, self.aggregate)
-        if best is None:
-            return [Save()]
+        if best is None:  # no best value yet (not logged, or NaN): Burn counts this epoch as the best
+            best = epoch
         actions: list[CheckpointingAction] = []
         if self.current is not None and self.current != best:
             actions.append(Delete(self.current))
