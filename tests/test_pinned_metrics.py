@@ -168,9 +168,6 @@ class TwoValidLosses(Classifier):
         return ClassificationOutput(torch.tensor(2.0**-24 if small else 1.0), item.output, item.targets)
 
 
-@pytest.mark.xfail(strict=True, reason="the epoch mean is summed in float32 inside a Trainer: weighted_mean()'s "
-                                       "set_dtype(float64) is undone by the module's .to(device) (torchmetrics "
-                                       "resets Metric.dtype to float32, and MeanMetric casts each update to it)")
 def test_trainer_epoch_value_is_the_float64_weighted_mean(tmp_path):
     learner = (LearnerBuilder(tmp_path).metric_valid_numeric(LossMetric()).num_epochs(1).progress_bar(False)
                .build(TwoValidLosses(), SgdConfig(), 0.0))

@@ -85,6 +85,9 @@ class Metric(nn.Module):
         history = _to_host(self._history)
         values = torch.tensor([v for v, _ in history], dtype=torch.float64, device=self.mean.device)
         counts = torch.tensor([c for _, c in history], dtype=torch.float64, device=self.mean.device)
+        # a module's .to(device) resets torchmetrics' dtype to float32, and MeanMetric casts each
+        # update to it: set float64 again so the epoch sum is Burn's f64 sum
+        self.mean.set_dtype(torch.float64)
         self.mean.update(values, weight=counts)
         value = float(self.mean.compute())
         self.reset()
