@@ -55,6 +55,20 @@ def encode_checkpoint(checkpoint: dict[str, Any], recorder: Recorder, full: bool
     return encode_value(checkpoint, _dtype_rule(recorder, full), "", unstorable)
 
 
+def map_tensors(obj: Any, fn: Callable[[torch.Tensor], torch.Tensor]) -> Any:
+    """`obj` (dicts, lists, tuples of values) with every tensor replaced by `fn(tensor)`. A named
+    tuple is kept as it is: decoded checkpoints never hold one, and rebuilding it needs its class."""
+    if isinstance(obj, torch.Tensor):
+        return fn(obj)
+    if isinstance(obj, dict):
+        return type(obj)((k, map_tensors(v, fn)) for k, v in obj.items())
+    if isinstance(obj, list):
+        return [map_tensors(v, fn) for v in obj]
+    if isinstance(obj, tuple) and not hasattr(obj, "_fields"):
+        return tuple(map_tensors(v, fn) for v in obj)
+    return obj
+
+
 def snapshot_checkpoint(checkpoint: dict[str, Any], buffers: list[torch.Tensor] | None = None
                         ) -> tuple[dict[str, Any], list[torch.Tensor]]:
     """A copy of `checkpoint` whose tensors no longer share memory with the live model: what an
@@ -74,18 +88,7 @@ def snapshot_checkpoint(checkpoint: dict[str, Any], buffers: list[torch.Tensor] 
         used.append(buf)
         return buf
 
-    def walk(obj: Any) -> Any:
-        if isinstance(obj, torch.Tensor):
-            return copy(obj)
-        if isinstance(obj, dict):
-            return type(obj)((k, walk(v)) for k, v in obj.items())
-        if isinstance(obj, list):
-            return [walk(v) for v in obj]
-        if isinstance(obj, tuple) and not hasattr(obj, "_fields"):
-            return tuple(walk(v) for v in obj)
-        return obj
-
-    snapshot: dict[str, Any] = walk(checkpoint)
+    snapshot: dict[str, Any] = map_tensors(checkpoint, copy)
     return snapshot, used
 
 
@@ -140,15 +143,4 @@ def _map_location(value: Any, map_location: MapLocation) -> Any:
             return t.to(dest) if dest is not None else t
         return t.to(torch.device(map_location))  # type: ignore[arg-type]
 
-    def walk(obj: Any) -> Any:
-        if isinstance(obj, torch.Tensor):
-            return move(obj)
-        if isinstance(obj, dict):
-            return type(obj)((k, walk(v)) for k, v in obj.items())
-        if isinstance(obj, list):
-            return [walk(v) for v in obj]
-        if isinstance(obj, tuple):
-            return tuple(walk(v) for v in obj)
-        return obj
-
-    return walk(value)
+    return map_tensors(value, move)
