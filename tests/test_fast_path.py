@@ -184,7 +184,7 @@ def test_checkpoints_hold_the_fast_paths_device_lr_as_a_number():
 
 
 def test_the_app_keeps_the_data_on_the_gpu_only_for_the_fast_path_on_one_gpu():
-    from burnlike.app.run import fast_path_data_device
+    from burnlike.app.data import fast_path_data_device
 
     on = compose_app(["learner.cuda_graph=true"])
     assert fast_path_data_device(on, cuda=True) == "cuda:0"

@@ -21,7 +21,6 @@ if TYPE_CHECKING:  # pragma: no cover  (torch and lightning load in run(), after
     from burnlike.train.metric.base import Metric
     from burnlike.train.metric.store import EpochEntry, MetricStore, Split
 
-from burnlike.app.data import fast_path_data_device  # noqa: E402,F401  (the app reads it here)
 
 log = logging.getLogger("burnlike.app")
 
