@@ -35,39 +35,47 @@ def bin_header(n: int) -> bytes:
 
 def write_msgpack(obj: Any, f: IO[bytes], scratch: Scratch | None = None) -> None:
     """Write `obj` as `msgpack.packb(obj, use_bin_type=True)` would, streaming big binaries."""
-    scratch = scratch or Scratch()
-    packer = msgpack.Packer(use_bin_type=True)
-    buf = bytearray()
+    writer = _Writer(f, scratch or Scratch())
+    writer.walk(obj, 0)
+    f.write(writer.buf)
 
-    def walk(o: Any, depth: int) -> None:
+
+class _Writer:
+    """A class, not a recursive closure: that closure was a reference cycle holding the file, the
+    scratch buffers and the last tensor until the next full garbage collection."""
+
+    def __init__(self, f: IO[bytes], scratch: Scratch) -> None:
+        self.f, self.scratch = f, scratch
+        self.packer = msgpack.Packer(use_bin_type=True)
+        self.buf = bytearray()
+
+    def walk(self, o: Any, depth: int) -> None:
+        buf, packer = self.buf, self.packer
         if depth > MAX_DEPTH:
             raise RecordError(f"record nests deeper than {MAX_DEPTH} levels")
         if isinstance(o, dict):
             buf.extend(packer.pack_map_header(len(o)))
             for k, v in o.items():
                 buf.extend(packer.pack(k))
-                walk(v, depth + 1)
+                self.walk(v, depth + 1)
         elif isinstance(o, (list, tuple)):
             buf.extend(packer.pack_array_header(len(o)))
             for v in o:
-                walk(v, depth + 1)
+                self.walk(v, depth + 1)
         elif isinstance(o, TensorBytes) or (isinstance(o, (bytes, bytearray, memoryview)) and len(o) >= BIG):
-            view = o.view(scratch) if isinstance(o, TensorBytes) else memoryview(o).cast("B")
+            view = o.view(self.scratch) if isinstance(o, TensorBytes) else memoryview(o).cast("B")
             buf.extend(bin_header(view.nbytes))
-            f.write(buf)
+            self.f.write(buf)
             buf.clear()
-            f.write(view)
+            self.f.write(view)
         else:
             try:
                 buf.extend(packer.pack(o))
             except (TypeError, ValueError, OverflowError) as e:
                 raise RecordError(f"can't encode {type(o).__name__} ({e})") from None
         if len(buf) >= 1 << 20:
-            f.write(buf)
+            self.f.write(buf)
             buf.clear()
-
-    walk(obj, 0)
-    f.write(buf)
 
 
 _FIXED = {0xCC: ">B", 0xCD: ">H", 0xCE: ">I", 0xCF: ">Q", 0xD0: ">b", 0xD1: ">h", 0xD2: ">i", 0xD3: ">q",

@@ -128,25 +128,28 @@ class Visitor(Generic[N]):
 def walk(module: nn.Module, visitor: Visitor[N], root: N, version: str = DEFAULT_VERSION) -> Any:
     """Visit `module`'s record in order; returns the item shape (maps, lists, None) filled with what
     the visitor returned for each leaf and stateless module."""
+    return _visit(visitor, version, module, root, "")
 
-    def visit(m: nn.Module, node: N, key: str) -> Any:
-        if isinstance(m, LISTS):
-            visitor.sequence(node, key, m)
-            out = []
-            for i, c in enumerate(m):  # a stateless entry is nil, even a list of stateless modules
-                entry, entry_key = visitor.entry(node, i), join(key, str(i))
-                out.append(visitor.stateless(entry, entry_key) if is_stateless(c) else visit(c, entry, entry_key))
-            return out
-        if is_stateless(m):
-            return visitor.stateless(node, key)
-        visitor.struct(node, key, m)
-        record: dict[str, Any] = {}
-        for f in fields(m, version):
-            sub_key = join(key, f.name)
-            if f.kind == "module":
-                record[f.name] = visit(f.module, visitor.child(node, sub_key, f), sub_key)  # type: ignore[arg-type]
-            else:
-                record[f.name] = visitor.leaf(node, sub_key, f)
-        return record
 
-    return visit(module, root, "")
+def _visit(visitor: Visitor[N], version: str, m: nn.Module, node: N, key: str) -> Any:
+    """A module-level function, not a closure: a recursive closure is a reference cycle that kept
+    each load's whole file buffer alive until the next full garbage collection."""
+    if isinstance(m, LISTS):
+        visitor.sequence(node, key, m)
+        out = []
+        for i, c in enumerate(m):  # a stateless entry is nil, even a list of stateless modules
+            entry, entry_key = visitor.entry(node, i), join(key, str(i))
+            out.append(visitor.stateless(entry, entry_key) if is_stateless(c)
+                       else _visit(visitor, version, c, entry, entry_key))
+        return out
+    if is_stateless(m):
+        return visitor.stateless(node, key)
+    visitor.struct(node, key, m)
+    record: dict[str, Any] = {}
+    for f in fields(m, version):
+        sub_key = join(key, f.name)
+        if f.kind == "module":
+            record[f.name] = _visit(visitor, version, f.module, visitor.child(node, sub_key, f), sub_key)  # type: ignore[arg-type]
+        else:
+            record[f.name] = visitor.leaf(node, sub_key, f)
+    return record
