@@ -19,7 +19,7 @@ from burnlike.record.format.messagepack import read_msgpack, write_msgpack
 from burnlike.record.format.module_record import check_param_id
 from burnlike.record.format.recorder import Recorder
 from burnlike.record.format.walker import Field, ModuleArray, Visitor, walk
-from burnlike.record.tensor.buffers import Scratch
+from burnlike.record.tensor.ahead import ViewsAhead, tensor_bytes_in
 from burnlike.record.tensor.dtypes import BINCODE_INDEX
 from burnlike.record.tensor.layout import TensorBytes
 from burnlike.record.tensor.version import is_0_19
@@ -145,10 +145,9 @@ class _Writer(Visitor[Any]):
     """The named module record item → bincode, following the module's fields; tensor bytes are
     streamed to the file."""
 
-    def __init__(self, f: IO[bytes]) -> None:
-        self.f = f
+    def __init__(self, f: IO[bytes], views: ViewsAhead) -> None:
+        self.f, self.views = f, views
         self.parts: list[bytes] = []
-        self.scratch = Scratch()
 
     def varint(self, n: int) -> None:
         if n < 251:
@@ -173,7 +172,7 @@ class _Writer(Visitor[Any]):
         data = value["param"]
         raw = data["bytes"]
         if isinstance(raw, TensorBytes):
-            view = raw.view(self.scratch)
+            view = self.views.view(raw)
             self.varint(view.nbytes)
             self.flush()
             self.f.write(view)
@@ -220,16 +219,17 @@ def encode(record: dict[str, Any], module: nn.Module | None, f: IO[bytes]) -> No
     metadata = dict(record["metadata"])
     if module is None:  # not a module record: Burn can't read it anyway; keep it self-describing
         metadata["format"] = ITEM_FORMAT + metadata["format"]
-    w = _Writer(f)
-    for k in METADATA_KEYS:
-        w.blob(metadata[k].encode())
-    if module is None:
-        body = io.BytesIO()
-        write_msgpack(record["item"], body)
-        w.blob(body.getbuffer())
-    else:
-        walk(module, w, record["item"], metadata["version"])
-    w.flush()
+    with ViewsAhead(tensor_bytes_in(record["item"]) if module is not None else ()) as views:
+        w = _Writer(f, views)
+        for k in METADATA_KEYS:
+            w.blob(metadata[k].encode())
+        if module is None:
+            body = io.BytesIO()
+            write_msgpack(record["item"], body)
+            w.blob(body.getbuffer())
+        else:
+            walk(module, w, record["item"], metadata["version"])
+        w.flush()
 
 
 class BinFileRecorder(Recorder):

@@ -16,7 +16,7 @@ import msgpack
 
 from burnlike.record.error import RecordError, RecordPath
 from burnlike.record.format.budget import MAX_DEPTH, Budget
-from burnlike.record.tensor.buffers import Scratch
+from burnlike.record.tensor.ahead import ViewsAhead, tensor_bytes_in
 from burnlike.record.tensor.file_slice import FileSlice
 from burnlike.record.tensor.layout import TensorBytes
 
@@ -33,19 +33,21 @@ def bin_header(n: int) -> bytes:
     raise RecordError(f"a MessagePack bin holds at most 4 GiB; this tensor has {n} bytes")
 
 
-def write_msgpack(obj: Any, f: IO[bytes], scratch: Scratch | None = None) -> None:
-    """Write `obj` as `msgpack.packb(obj, use_bin_type=True)` would, streaming big binaries."""
-    writer = _Writer(f, scratch or Scratch())
-    writer.walk(obj, 0)
-    f.write(writer.buf)
+def write_msgpack(obj: Any, f: IO[bytes]) -> None:
+    """Write `obj` as `msgpack.packb(obj, use_bin_type=True)` would, streaming big binaries (the
+    big tensors' bytes prepared ahead on worker threads)."""
+    with ViewsAhead(tensor_bytes_in(obj)) as views:
+        writer = _Writer(f, views)
+        writer.walk(obj, 0)
+        f.write(writer.buf)
 
 
 class _Writer:
     """A class, not a recursive closure: that closure was a reference cycle holding the file, the
-    scratch buffers and the last tensor until the next full garbage collection."""
+    views ahead and the last tensor until the next full garbage collection."""
 
-    def __init__(self, f: IO[bytes], scratch: Scratch) -> None:
-        self.f, self.scratch = f, scratch
+    def __init__(self, f: IO[bytes], views: ViewsAhead) -> None:
+        self.f, self.views = f, views
         self.packer = msgpack.Packer(use_bin_type=True)
         self.buf = bytearray()
 
@@ -63,7 +65,7 @@ class _Writer:
             for v in o:
                 self.walk(v, depth + 1)
         elif isinstance(o, TensorBytes) or (isinstance(o, (bytes, bytearray, memoryview)) and len(o) >= BIG):
-            view = o.view(self.scratch) if isinstance(o, TensorBytes) else memoryview(o).cast("B")
+            view = self.views.view(o) if isinstance(o, TensorBytes) else memoryview(o).cast("B")
             buf.extend(bin_header(view.nbytes))
             self.f.write(buf)
             buf.clear()

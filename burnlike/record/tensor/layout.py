@@ -80,8 +80,16 @@ class TensorBytes:
     def shape(self) -> list[int]:
         return list(self.tensor.shape[::-1]) if self.transpose else list(self.tensor.shape)
 
+    @property
+    def zero_copy(self) -> bool:
+        """Whether `view` hands out the tensor's own memory (nothing to cast, transpose or move)."""
+        t = self.tensor
+        return not self.transpose and t.device.type == "cpu" and t.dtype == self.dtype and t.is_contiguous()
+
     def view(self, scratch: Scratch) -> memoryview:
         """The bytes, valid until `scratch` is used again (zero-copy when no cast is needed)."""
+        if self.zero_copy:
+            return as_bytes(self.tensor)
         t = self.tensor
         if t.device.type != "cpu":
             t = t.cpu()
