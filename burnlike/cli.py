@@ -22,6 +22,9 @@ Examples:
   burnlike convert model.mpk model.safetensors --model mypkg.net:Net
   burnlike convert model.json compact --recorder CompactRecorder      # -> compact.mpk
 
+Files may be local paths or fsspec URLs (s3://, gs://, memory://…: any filesystem fsspec has
+installed), as for the training app's artifact dir.
+
 Exit status: 0 on success, 2 on an unreadable or mismatched file (message on stderr).
 """
 
@@ -46,6 +49,7 @@ from burnlike.record.error import MAX_MESSAGE, QUOTE_CHARS, RecordError, quote
 from burnlike.record.format import registry
 from burnlike.record.format.bincode import ITEM_FORMAT, BinFileRecorder, read_metadata
 from burnlike.record.format.files import atomic_write, gunzip, open_record
+from burnlike.record.format.location import AnyPath, as_path
 from burnlike.record.format.module_record import load_module_record
 from burnlike.record.format.recorder import Recorder
 from burnlike.record.tensor.dtypes import DTYPES
@@ -99,7 +103,7 @@ def load_model(spec: str) -> Any:
     return model
 
 
-def read_torch_ckpt(path: Path) -> dict[str, Any]:
+def read_torch_ckpt(path: AnyPath) -> dict[str, Any]:
     """A PyTorch/Lightning pickle checkpoint through torch's allowlisting loader only."""
     try:
         with open_record(path) as (f, _):
@@ -115,7 +119,7 @@ def read_torch_ckpt(path: Path) -> dict[str, Any]:
     return ckpt if isinstance(ckpt, dict) else {"state_dict": ckpt}
 
 
-def read_safetensors(path: Path) -> dict[str, torch.Tensor]:
+def read_safetensors(path: AnyPath) -> dict[str, torch.Tensor]:
     """A .safetensors file's tensors, any failure as a CliError naming the file."""
     from safetensors.torch import load
 
@@ -134,7 +138,7 @@ def strip_prefix(state: dict[str, Any], prefix: str) -> dict[str, Any]:
     return dict(state)
 
 
-def _record_reader(path: Path) -> Recorder | None:
+def _record_reader(path: AnyPath) -> Recorder | None:
     """Recorder for a burnlike/Burn record, sniffing `.ckpt` files; None for PyTorch pickles."""
     if path.suffix == ".ckpt":
         return None if registry.is_torch_zip(path) else registry.sniff(path)
@@ -142,7 +146,7 @@ def _record_reader(path: Path) -> Recorder | None:
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
-    path = Path(args.file)
+    path = as_path(args.file)
     if not path.exists():
         print(f"error: {path}: no such file", file=sys.stderr)
         return 2
@@ -178,7 +182,7 @@ def _show(value: object) -> str:
     return text if len(text) <= QUOTE_CHARS else quote(text)
 
 
-def _record_lines(path: Path, metadata: dict[str, str], item: Any, note: str | None = None) -> list[str]:
+def _record_lines(path: AnyPath, metadata: dict[str, str], item: Any, note: str | None = None) -> list[str]:
     """What `inspect` prints for a record, each TensorData checked (dtype, shape, byte count)."""
     lines = [f"{path}", *(f"  {_show(key)}: {_show(value)}" for key, value in metadata.items())]
     if note:
@@ -190,20 +194,20 @@ def _record_lines(path: Path, metadata: dict[str, str], item: Any, note: str | N
     rows = []
     total = 0
     for key, data in tensors(item):
-        raw, dtype, shape = check_data(data, key, path)
+        raw, dtype, shape = check_data(data, key, str(path))
         size = raw.nbytes if isinstance(raw, (memoryview, FileSlice)) else len(raw)
         total += size
         rows.append(f"    {_show(key):<50} {DTYPES[dtype]:<5} {str(shape):<18} {size:>12,} B")
     return [*lines, f"  {len(rows)} tensors:", *rows, f"  tensor bytes: {total:,}"]
 
 
-def _inspect_bin_metadata(path: Path, recorder: Recorder) -> int:
+def _inspect_bin_metadata(path: AnyPath, recorder: Recorder) -> int:
     """bincode without a model: the metadata is readable; module tensors need the field order."""
     with open_record(path) as (f, _):
         data: bytes | bytearray = f.read()
     if path.name.endswith(".gz"):
-        data = gunzip(bytes(data), path)
-    metadata, _ = read_metadata(data, path)
+        data = gunzip(bytes(data), Path(str(path)))  # the path names the file in errors only
+    metadata, _ = read_metadata(data, Path(str(path)))
     if metadata["format"].startswith(ITEM_FORMAT):  # self-describing checkpoint: list it in full
         lines = _record_lines(path, metadata, recorder.read_record(path)[1])
     else:
@@ -214,7 +218,7 @@ def _inspect_bin_metadata(path: Path, recorder: Recorder) -> int:
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
-    src, dst = Path(args.input), Path(args.output)
+    src, dst = as_path(args.input), as_path(args.output)
     if not src.exists():
         print(f"error: {src}: no such file", file=sys.stderr)
         return 2
@@ -222,11 +226,11 @@ def cmd_convert(args: argparse.Namespace) -> int:
     return _convert(src, dst, model, args)
 
 
-def _convert(src: Path, dst: Path, model: nn.Module | None, args: argparse.Namespace) -> int:
+def _convert(src: AnyPath, dst: AnyPath, model: nn.Module | None, args: argparse.Namespace) -> int:
     out = registry.by_extension(dst, args.precision, args.burn_version)
     if args.recorder:
         out = registry.by_name(args.recorder, args.precision, args.burn_version)
-        dst = Path(str(out.path_for(dst)))
+        dst = out.path_for(dst)
     if out is None and dst.suffix not in (".safetensors", ".ckpt"):
         raise CliError(f"{dst}: unknown output format (use .mpk, .mpk.gz, .json, .json.gz, .bin, .bin.gz, "
                          ".safetensors or .ckpt)")
@@ -243,17 +247,17 @@ def _convert(src: Path, dst: Path, model: nn.Module | None, args: argparse.Names
     else:
         _, item = reader.read_record(src, module=model)
         if is_checkpoint(item):
-            checkpoint = decode_value(item, src)
+            checkpoint = decode_value(item, str(src))
             if out is not None and model is None:  # checkpoint → checkpoint in another recorder/precision
                 written = out.record(encode_checkpoint(checkpoint, out), dst, exact_path=True)
                 print(f"wrote {written} (training checkpoint; weights at {out.settings.name}, the rest full)")
                 return 0
             state = strip_prefix(checkpoint["state_dict"], args.prefix)
             if model is not None:
-                weights_from_checkpoint(model, item, src)
+                weights_from_checkpoint(model, item, str(src))
                 state = None
         elif model is not None:
-            load_module_record(model, item, src)
+            load_module_record(model, item, str(src))
         elif out is not None:  # record → record: same tree, new format/precision
             written = out.record(_reprecise(item, out.settings, out.burn_version), dst, exact_path=True)
             print(f"wrote {written}")

@@ -253,6 +253,18 @@ def test_model_n_is_a_plain_burn_module_record_and_resume_matches_an_uninterrupt
     assert same_weights(Classifier().load_file(tmp_path / "cut" / "checkpoint" / "model-3.mpk"), straight)
 
 
+def test_an_epoch_checkpoint_supersedes_the_preempted_ones_before_it(tmp_path):
+    """A preempted-S file is only needed until a complete checkpoint of a later step exists: then
+    it is removed (else every preemption of a long run leaves one behind); a later one stays."""
+    folder = tmp_path / "checkpoint"
+    folder.mkdir()
+    for name in ("preempted-2.mpk", "preempted-4.mpk", "preempted-99999.mpk", "preempted-x.mpk", "preempted-3.json"):
+        (folder / name).write_bytes(b"not read: removal goes by the step in the name")
+    fit(builder(tmp_path, 1))  # one epoch of 4 steps (64 samples, batch 16)
+    left = sorted(p.name for p in folder.iterdir() if p.name.startswith("preempted"))
+    assert left == ["preempted-3.json", "preempted-99999.mpk", "preempted-x.mpk"]
+
+
 def test_an_old_single_file_checkpoint_still_resumes(tmp_path):
     straight = fit(builder(tmp_path / "straight", 3))
     torch.manual_seed(0)
@@ -333,3 +345,4 @@ def test_sigterm_saves_at_the_next_step_and_last_resumes_to_the_uninterrupted_we
                               text=True, timeout=300)
     assert straight.returncode == 0, straight.stderr[-3000:]
     assert params(run / "model.mpk") == params(tmp_path / "straight" / "model.mpk")
+    assert not list((run / "checkpoint").glob("preempted-*"))  # superseded by the resumed run's epochs

@@ -40,3 +40,29 @@ def test_convert_lightning_ckpt(tmp_path):
 
     assert torch.equal(Net().load_file(tmp_path / "x.json", PrettyJsonFileRecorder()).embed.weight, net.embed.weight)
     assert main(["convert", str(tmp_path / "x.ckpt"), str(tmp_path / "y.mpk")]) == 2  # needs --model
+
+
+def test_inspect_and_convert_take_fsspec_urls(tmp_path, capsys):
+    """Checkpoints on a cluster live in object stores: the CLI reads and writes them by URL."""
+    import uuid
+
+    import fsspec
+
+    root = f"memory://cli-{uuid.uuid4().hex}"
+    net = randomised(Net())
+    src = net.save_file(f"{root}/m", DefaultRecorder())
+    assert str(src) == f"{root}/m.mpk"
+    assert main(["inspect", f"{root}/m.mpk"]) == 0
+    assert "block.conv.weight" in capsys.readouterr().out
+    assert main(["convert", f"{root}/m.mpk", f"{root}/half.mpk.gz", "--precision", "half"]) == 0
+    assert main(["convert", f"{root}/half.mpk.gz", str(tmp_path / "m.safetensors"), "--model", "test_record:Net"]) == 0
+    assert main(["convert", str(tmp_path / "m.safetensors"), f"{root}/net.ckpt", "--model", "test_record:Net"]) == 0
+    capsys.readouterr()
+    assert main(["inspect", f"{root}/net.ckpt"]) == 0
+    assert "PyTorch checkpoint" in capsys.readouterr().out
+    fs = fsspec.filesystem("memory")
+    assert fs.exists(f"{root}/half.mpk.gz".removeprefix("memory://"))
+    back = Net().load_file(f"{root}/half.mpk.gz")
+    assert torch.equal(back.embed.weight, net.embed.weight.half().float())
+    assert main(["inspect", f"{root}/nothing.mpk"]) == 2
+    assert "nothing.mpk" in capsys.readouterr().err

@@ -274,11 +274,15 @@ class FileCheckpointer(Checkpoint):
         if trainer.sanity_checking or _fast_dev_run(trainer):
             return
         epoch = trainer.current_epoch + 1
+        saved = False
         for action in self.strategy.checkpointing(epoch, store_of(pl_module)):
             if isinstance(action, Save):
                 self.save(trainer, epoch)
+                saved = True
             elif trainer.is_global_zero:
                 self.delete(trainer, action.epoch)
+        if saved and trainer.is_global_zero:
+            self.delete_preempted(trainer, trainer.global_step)
 
     def save(self, trainer: L.Trainer, epoch: int) -> None:
         """model/optim/scheduler-N from `on_save_checkpoint`, then trainer-N through the plugin."""
@@ -303,6 +307,19 @@ class FileCheckpointer(Checkpoint):
             path = self.path(epoch, kind)
             if path.exists():
                 log.info("removing checkpoint %s", path)
+                trainer.strategy.remove_checkpoint(str(path))
+
+    def delete_preempted(self, trainer: L.Trainer, step: int) -> None:
+        """`preempted-S` files with S <= `step`: a complete epoch checkpoint at `step` supersedes
+        them (a resume would never pick them again), so they don't pile up run after run."""
+        folder = self.path(0).parent
+        if not folder.is_dir():
+            return
+        for path in folder.iterdir():
+            kind, _, rest = path.name.partition("-")
+            number = rest.removesuffix("." + self.extension)
+            if kind == PREEMPTED and rest.endswith("." + self.extension) and number.isdigit() and int(number) <= step:
+                log.info("removing %s: the checkpoint of step %d supersedes it", path, step)
                 trainer.strategy.remove_checkpoint(str(path))
 
     def state_dict(self) -> dict[str, Any]:

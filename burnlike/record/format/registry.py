@@ -121,6 +121,6 @@ def torch_format(path: str | os.PathLike[str] | RemotePath) -> str | None:
     return None
 
 
-def is_torch_zip(path: str | os.PathLike[str]) -> bool:
+def is_torch_zip(path: str | os.PathLike[str] | RemotePath) -> bool:
     """Whether `path` is a `torch.save` zip container (read only with torch's `weights_only` loader)."""
     return torch_format(path) == "zip"
