@@ -285,8 +285,13 @@ def tiny(tmp_path_factory):
     return write_mnist_idx(tmp_path_factory.mktemp("mnist"), n_train=512, n_test=64)
 
 
+# Many short epochs: the signal must land while the run still trains. With 4 epochs, a loaded CI
+# machine once let the run finish its last three (~0.1 s of work) before the poll below woke up.
+EPOCHS = 30
+
+
 def app(args: list[str], run: Path, tiny: Path) -> list[str]:
-    return [sys.executable, str(ROOT / "train.py"), "model=mlp", "learner.recorder=default", "learner.num_epochs=4",
+    return [sys.executable, str(ROOT / "train.py"), "model=mlp", "learner.recorder=default", f"learner.num_epochs={EPOCHS}",
             "learner.progress_bar=false", f"hydra.run.dir={run}", *args]
 
 
@@ -335,7 +340,7 @@ def test_sigterm_saves_at_the_next_step_and_last_resumes_to_the_uninterrupted_we
     checkpoint = load_checkpoint(saved)
     assert checkpoint["global_step"] > load_checkpoint(epoch_one)["global_step"]  # saved after the signal
     assert checkpoint["global_step"] == int(saved.stem.split("-")[1])
-    assert not (run / "checkpoint" / "trainer-4.mpk").exists() and not (run / "model.mpk").exists()
+    assert not (run / "checkpoint" / f"trainer-{EPOCHS}.mpk").exists() and not (run / "model.mpk").exists()
 
     resumed = subprocess.run(app(["learner.checkpoint=last"], run, tiny), cwd=ROOT, env=env(tiny),
                              capture_output=True, text=True, timeout=300)
