@@ -200,3 +200,41 @@ def test_pin_memory_pins_every_tensor_and_keeps_the_rest():
     assert torch.equal(pinned.x, batch.x) and not batch.x.is_pinned()
     mnist = MnistBatch(torch.randn(2, 1, 28, 28), torch.tensor([3, 4])).pin_memory()
     assert mnist.images.is_pinned() and mnist.targets.is_pinned() and mnist.targets.tolist() == [3, 4]
+
+
+def test_an_allowed_download_that_cannot_reach_the_network_says_so(tmp_path, monkeypatch):
+    """The real downloader (torchvision), offline: the error keeps the advice and says why it failed."""
+    import socket
+
+    from burnlike.data import MnistDataset, MnistNotFoundError
+
+    tried = []
+
+    def offline(*args, **kwargs):
+        tried.append(args[0] if args else None)
+        raise socket.gaierror("no network in tests")
+
+    monkeypatch.setattr(socket, "getaddrinfo", offline)
+    monkeypatch.setattr(socket.socket, "connect", offline)
+    with pytest.raises(MnistNotFoundError) as err:
+        MnistDataset.train(tmp_path, download=True)
+    message = str(err.value)
+    assert f"MNIST not found in {(tmp_path / 'MNIST' / 'raw').resolve()}" in message
+    assert "Downloading through torchvision failed: RuntimeError" in message
+    assert tried  # torchvision did try its mirrors
+    assert not list((tmp_path / "MNIST" / "raw").glob("*-ubyte"))  # nothing half-written was left as data
+
+
+@pytest.mark.parametrize("metric", ["CpuMemory", "CpuUse"])
+def test_cpu_metrics_report_psutils_figures(metric):
+    psutil = pytest.importorskip("psutil")  # the `system` extra
+    from burnlike.train import metric as metrics
+    from burnlike.train.metric import MetricContext
+
+    m = getattr(metrics, metric)()
+    value, count = m.batch_value(None, MetricContext())
+    assert count == 1
+    if metric == "CpuMemory":
+        assert value == pytest.approx(psutil.virtual_memory().used / 1e9, rel=0.2) and m.unit == "GB"
+    else:
+        assert 0.0 <= value <= 100.0 and m.unit == "%"
