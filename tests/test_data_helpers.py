@@ -238,3 +238,21 @@ def test_cpu_metrics_report_psutils_figures(metric):
         assert value == pytest.approx(psutil.virtual_memory().used / 1e9, rel=0.2) and m.unit == "GB"
     else:
         assert 0.0 <= value <= 100.0 and m.unit == "%"
+
+
+def test_in_a_worker_the_sampler_switches_once_to_its_jumped_stream(monkeypatch):
+    """What the two-worker test above checks from outside, seen inside one worker (worker 1 of 2):
+    the first draw after the process changed jumps the stream once; later draws continue it."""
+    from torch.utils.data._utils import worker
+
+    import burnlike.data.dataset.transform.sampler as sampler_module
+
+    options = SamplerDatasetOptions().with_seed(9).with_fixed_size(8)
+    child = pickle.loads(pickle.dumps(SamplerDataset(InMemDataset(list(range(1000))), options)))
+    other = child._pid + 1
+    monkeypatch.setattr(sampler_module.os, "getpid", lambda: other)  # as in another process
+    monkeypatch.setattr(worker, "_worker_info", worker.WorkerInfo(id=1, num_workers=2, seed=0, dataset=child))
+    draws = [child.get(i) for i in range(8)]
+    stream = np.random.Generator(np.random.default_rng(9).bit_generator.jumped(2))
+    assert draws == [int(stream.integers(0, 1000)) for _ in range(8)]
+    assert child._pid == other
