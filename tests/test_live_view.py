@@ -106,6 +106,15 @@ def test_live_view_render_header_speed_and_eta(tmp_path):
     assert "Epoch 1/3 · train 5/10 · 2.5 it/s · ETA 0:00:02" in text
     # the table lists the module's metrics with their epoch plots, no running value yet
     assert row(text, "Accuracy").count("▁") == 2 and row(text, "Loss").count("▁") == 2
+    view._begin("train", 10.0)  # Lightning counts batches in floats: a finite one is a total
+    view._batches = 4
+    console = plain()
+    console.print(view.render(trainer, module, now=view._start + 8.0))
+    assert "Epoch 1/3 · train 4/10 · 0.5 it/s · ETA 0:00:12" in console.file.getvalue()
+    view._begin("train", 10)
+    console = plain()
+    console.print(view.render(trainer, module, now=view._start))  # nothing done yet: no ETA
+    assert "Epoch 1/3 · train 0/10 · 0.0 it/s" in console.file.getvalue() and "ETA" not in console.file.getvalue()
     view._begin("valid", float("inf"))  # a loader without a length: no total, no ETA
     view._batches = 1500
     console = plain()
@@ -135,6 +144,19 @@ def test_live_view_releases_the_terminal_when_training_fails(tmp_path):
     assert not isinstance(sys.stdout, FileProxy)  # print() goes to the real stdout again
     assert console.file.getvalue().endswith("\x1b[?25h")  # the cursor is shown again
     assert "train 2/4" in console.file.getvalue()
+
+
+def test_live_view_redraws_by_time_not_per_step(tmp_path):
+    console = terminal()
+    fit(tmp_path, LiveView(refresh=1e9, console=console), epochs=1)
+    frames = console.file.getvalue().count("╭")
+    # only the forced draws (end of validation, of the train epoch, of training), and rich's last
+    # print of the final frame when the live display stops
+    assert frames == 4
+    assert "train 1/4" not in console.file.getvalue()
+    console = terminal()
+    fit(tmp_path / "every", LiveView(refresh=0.0, console=console), epochs=1)
+    assert "train 1/4" in console.file.getvalue() and console.file.getvalue().count("╭") > 4
 
 
 def test_disabled_live_view_draws_nothing_until_enabled(tmp_path):
