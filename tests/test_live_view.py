@@ -147,6 +147,8 @@ def test_live_view_releases_the_terminal_when_training_fails(tmp_path):
 
 
 def test_live_view_redraws_by_time_not_per_step(tmp_path):
+    default = LiveView()
+    assert default.refresh == 0.5 and isinstance(default.console, Console)  # twice a second at most
     console = terminal()
     fit(tmp_path, LiveView(refresh=1e9, console=console), epochs=1)
     frames = console.file.getvalue().count("╭")
