@@ -260,3 +260,16 @@ def test_store_names_lists_one_split_sorted():
     assert store.names(Split.TRAIN) == ["Accuracy", "Loss"]
     assert store.names("valid") == ["CER", "Loss"]
     assert store.names(Split.TEST) == []
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the answers of a machine without CUDA")
+def test_cuda_metrics_probe_what_they_read_and_record_nothing_without_it():
+    from burnlike.train.metric import CudaMetric, CudaUtilization
+
+    memory, usage = CudaMetric(), CudaUtilization()
+    assert memory.probe() is True  # memory needs CUDA only
+    assert usage.probe() is False  # utilisation needs NVML, which can't answer here
+    assert not memory.available and not usage.available
+    for metric in (memory, usage):
+        metric.update(None, MetricContext())
+        assert not metric.updated
