@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import lightning as L
 import torch
+from lightning.pytorch.callbacks import ProgressBar
 from lightning.pytorch.loggers import Logger
 from torch import nn
 
@@ -219,8 +220,9 @@ class LearnerBuilder:
 
         callbacks: list[L.Callback] = []
         plugins: list[Any] = []
-        if self._progress_bar:
-            callbacks.append(progress_display())
+        own = [*self._callbacks, *self._trainer_kwargs.get("callbacks", ())]
+        if self._progress_bar and not any(isinstance(c, ProgressBar) for c in own):
+            callbacks.append(progress_display())  # a progress bar passed as a callback replaces it
         if self._recorder is not None:
             from burnlike.record import RecorderCheckpointIO
 
