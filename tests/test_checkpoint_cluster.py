@@ -330,10 +330,10 @@ def test_sigterm_saves_at_the_next_step_and_last_resumes_to_the_uninterrupted_we
             time.sleep(0.005)
         assert epoch_one.exists(), "the run never finished its first epoch"
         proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=300)
+        out, err = proc.communicate(timeout=300)
     finally:
         proc.kill()
-    assert proc.returncode == 128 + signal.SIGTERM, err[-3000:]
+    assert proc.returncode == 128 + signal.SIGTERM, f"stdout: {out[-2000:]}\nstderr: {err[-3000:]}"
     lines = [line for line in err.splitlines() if "preempted by SIGTERM" in line]
     assert len(lines) == 1 and "checkpoint('last')" in lines[0]
     [saved] = (run / "checkpoint").glob("preempted-*.mpk")

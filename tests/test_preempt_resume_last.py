@@ -99,3 +99,24 @@ def test_skip_first_skips_only_on_the_first_pass():
     assert list(batches) == [12, 13, 14]
     assert list(batches) == [10, 11, 12, 13, 14]
     assert list(SkipFirst([1, 2], 0)) == [1, 2] and list(SkipFirst([1, 2], 5)) == []
+
+
+class SigtermDuringValidation(L.Callback):
+    """SIGTERM to this process in the middle of epoch 1's validation."""
+
+    def on_validation_batch_start(self, trainer, *args) -> None:
+        if not trainer.sanity_checking and trainer.current_epoch == 0:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+
+def test_a_sigterm_during_validation_still_saves_and_exits_128_plus_15(tmp_path, capsys):
+    """Lightning's own SIGTERM check in the validation loop ended such a run with exit status 0 and
+    no checkpoint (a cluster would take the job as done); the next train step saves instead."""
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(Preempted) as stopped:
+        fit(builder(tmp_path).callback(SigtermDuringValidation()))
+    assert stopped.value.code == 128 + signal.SIGTERM
+    assert "preempted by SIGTERM at epoch 2, step 5" in capsys.readouterr().err
+    names = sorted(p.name for p in (tmp_path / "checkpoint").iterdir())
+    assert "trainer-1.mpk" in names and "preempted-5.mpk" in names
+    assert signal.getsignal(signal.SIGTERM) == before  # Lightning's and ours both restored

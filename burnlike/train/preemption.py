@@ -46,18 +46,26 @@ class Preemption(L.Callback):
         self.path = path
         self.received: int | None = None
         self._previous: dict[int, Handler] = {}
+        self._trainer: L.Trainer | None = None
 
     def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         if threading.current_thread() is not threading.main_thread():
             return  # signal handlers can only be set from the main thread
+        self._trainer = trainer
         for signum in SIGNALS:
             self._previous[signum] = signal.signal(signum, self._notice)
 
     def _notice(self, signum: int, frame: FrameType | None) -> None:
+        """Note the signal, run the handler that was there (Lightning's forwards SIGTERM to DDP
+        workers), then take the SIGTERM back from Lightning: its own check, e.g. during validation,
+        would end the run with exit status 0 and no checkpoint; the next train step saves instead."""
         self.received = signum
         previous = self._previous.get(signum)
         if callable(previous):
             previous(signum, frame)
+        connector = getattr(self._trainer, "_signal_connector", None)
+        if signum == signal.SIGTERM and getattr(connector, "received_sigterm", False):
+            connector.received_sigterm = False  # type: ignore[union-attr]
 
     def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, outputs: Any, batch: Any,
                            batch_idx: int) -> None:
@@ -85,6 +93,7 @@ class Preemption(L.Callback):
             checkpoint[BATCHES_DONE] = self._batches_done
 
     def teardown(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
+        self._trainer = None
         for signum, previous in self._previous.items():
             if previous is not None and signal.getsignal(signum) == self._notice:
                 signal.signal(signum, previous)
