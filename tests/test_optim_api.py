@@ -4,6 +4,7 @@ translation, LR scheduler state and edges, the composed scheduler's JSON, and th
 
 import copy
 import math
+from contextlib import contextmanager
 
 import pytest
 import torch
@@ -42,6 +43,14 @@ from burnlike.optim import (
 )
 from burnlike.optim.optimizer import as_optimizer
 from burnlike.optim.rule import RuleOptimizer
+
+
+@contextmanager
+def raises_exactly(kind: type[Exception], message: str):
+    """The error and its whole message (a message that names the field is part of the behaviour)."""
+    with pytest.raises(kind) as e:
+        yield
+    assert str(e.value) == message
 
 
 def param(*values: float) -> nn.Parameter:
@@ -169,7 +178,7 @@ def test_accumulator_adds_gradients_of_different_parameters_separately():
 def test_clipping_refuses_an_unknown_kind_naming_it():
     p = param(5.0)
     p.grad = torch.tensor([5.0], dtype=torch.float64)
-    with pytest.raises(ValueError, match="GradientClippingConfig.kind must be 'norm' or 'value', got 'max'"):
+    with raises_exactly(ValueError, "GradientClippingConfig.kind must be 'norm' or 'value', got 'max'"):
         GradientClippingConfig(kind="max").clip([p])
 
 
@@ -203,7 +212,7 @@ def test_optimizer_state_round_trips_and_needs_a_bound_optimizer():
     a = nn.Linear(2, 1)
     optim = AdamConfig().init()
     assert optim.state_dict() == {}
-    with pytest.raises(RuntimeError, match="run one step"):
+    with raises_exactly(RuntimeError, "Optimizer.load_state_dict: run one step (or build) first so parameters are bound"):
         optim.load_state_dict({})
     x = torch.randn(4, 2)
     optim.step(0.1, a, GradientsParams.from_grads(backward(a(x).sum()), a))
@@ -239,7 +248,8 @@ def test_torch_factories_are_optimizers_and_other_values_are_refused():
     config = AdamConfig()
     assert isinstance(as_optimizer(config), Optimizer) and as_optimizer(config).spec is config
     assert as_optimizer(optim) is optim
-    with pytest.raises(TypeError, match="optimizer must be .* got int"):
+    with raises_exactly(TypeError, "optimizer must be a burnlike optimizer (AdamConfig().init()), an optimizer config, "
+                                   "or a callable(params, lr=...) returning a torch.optim.Optimizer; got int"):
         as_optimizer(3)
     with pytest.raises(NotImplementedError):
         OptimizerConfig().torch_optimizer([], 1.0)
@@ -276,10 +286,18 @@ def test_config_values_reach_torch():
         (0.5, 0.01, 0.1, True, 0.2)
 
 
+@pytest.mark.parametrize("config", [AdamConfig(), AdamWConfig(), AdamWConfig(cautious_weight_decay=True), SgdConfig(),
+                                    AdaGradConfig(), RmsPropConfig(), AdanConfig(), MuonConfig(), LBFGSConfig()],
+                         ids=lambda c: type(c).__name__)
+def test_every_config_builds_at_the_given_learning_rate(config):
+    built = config.init().build([nn.Parameter(torch.ones(2, 2))], 0.125)
+    assert [g["lr"] for g in built.param_groups] == [0.125] and built.defaults["lr"] == 0.125
+
+
 def test_burn_adamw_defaults_are_burns():
     d = BurnAdamW([param(1.0)], 0.1).defaults
-    assert (d["betas"], d["eps"], d["weight_decay"], d["amsgrad"], d["cautious_weight_decay"]) == \
-        ((0.9, 0.999), 1e-5, 1e-4, False, False)
+    assert (d["lr"], d["betas"], d["eps"], d["weight_decay"], d["amsgrad"], d["cautious_weight_decay"]) == \
+        (0.1, (0.9, 0.999), 1e-5, 1e-4, False, False)
     d = Adan([param(1.0)], 0.1).defaults
     assert (d["betas"], d["eps"], d["weight_decay"], d["no_prox"]) == ((0.98, 0.92, 0.99), 1e-8, 0.0, False)
     d = AdanConfig(beta_1=0.5, beta_2=0.6, beta_3=0.7, epsilon=0.1, weight_decay=0.2, no_prox=True).init()
@@ -297,6 +315,25 @@ def test_lbfgs_config_values_reach_torch():
     assert (d["lr"], d["max_iter"], d["max_eval"], d["history_size"], d["tolerance_grad"], d["tolerance_change"],
             d["line_search_fn"]) == (0.5, 3, 9, 4, 1e-3, 1e-4, "strong_wolfe")
     assert LineSearchFn("None") is LineSearchFn.NONE
+
+
+def test_lbfgs_custom_loop_refuses_gradients_and_returns_the_losss_full_precision():
+    m = nn.Linear(1, 1, bias=False).double()
+    with torch.no_grad():
+        m.weight.fill_(1.0 / 3.0)
+    optim = LBFGSConfig(max_iter=1).init()
+    for not_a_closure in (GradientsParams(), [1.0]):
+        with pytest.raises(TypeError) as e:
+            optim.step(1.0, m, not_a_closure)
+        assert str(e.value) == ("L-BFGS needs a closure model -> (loss, GradientsParams), not gradients: "
+                                "step(lr, model, closure), as Burn's LBFGS::step")
+
+    def closure(model):
+        loss = (model.weight * model.weight).sum()  # float64
+        return loss, GradientsParams.from_grads(backward(loss), model)
+
+    _, loss = optim.step(1.0, m, closure)
+    assert loss == (1.0 / 3.0) ** 2  # exactly: a float64 loss is not rounded to float32 on the way
 
 
 def test_lbfgs_custom_loop_accepts_a_float_loss_and_clears_the_gradients():
@@ -319,12 +356,13 @@ def test_lbfgs_custom_loop_accepts_a_float_loss_and_clears_the_gradients():
 def test_muon_refusal_names_the_parameters_that_are_not_matrices():
     model = nn.Sequential(*(nn.Linear(2, 2) for _ in range(4)), nn.Conv1d(1, 1, 1))
     named = list(model.named_parameters())
-    with pytest.raises(ValueError, match=r"but 6 parameters are not 2-D \(0.bias, 1.bias, 2.bias, 3.bias, "
-                                         r"4.weight, …\); set MuonConfig\(aux_adamw=AdamWConfig\(\)\)"):
+    with raises_exactly(ValueError, "MuonConfig: Muon only optimizes 2-D weight matrices, but 6 parameters are not "
+                                    "2-D (0.bias, 1.bias, 2.bias, 3.bias, 4.weight, …); set "
+                                    "MuonConfig(aux_adamw=AdamWConfig()) to update them with AdamW"):
         Muon(named, 0.1, MuonConfig())
-    with pytest.raises(ValueError, match=r"but 1 parameters are not 2-D \(shape \[2\]\); set"):
+    with pytest.raises(ValueError, match=r"but 1 parameters are not 2-D \(shape \[2\]\); set MuonConfig"):
         Muon(list(nn.Linear(2, 2).parameters()), 0.1, MuonConfig())
-    with pytest.raises(ValueError, match=r"\(0.bias\); set"):
+    with pytest.raises(ValueError, match=r"are not 2-D \(0.bias\); set MuonConfig"):
         Muon(list(nn.Sequential(nn.Linear(2, 2)).named_parameters()), 0.1, MuonConfig())
 
 
@@ -398,13 +436,13 @@ def test_cosine_and_linear_edges():
     want = [0.2 + 0.4 * (1 + math.cos(k / 4 * math.pi)) for k in (1, 2, 3, 4, 0)]
     assert [cos.step() for _ in range(5)] == pytest.approx(want)
     assert CosineAnnealingLrSchedulerConfig(1.0, 1).init().lr_at(1) == pytest.approx(0.0)
-    with pytest.raises(ValueError, match="CosineAnnealingLrSchedulerConfig.num_iters must be > 0"):
+    with raises_exactly(ValueError, "CosineAnnealingLrSchedulerConfig.num_iters must be > 0"):
         CosineAnnealingLrSchedulerConfig(1.0, 0).init()
     one = LinearLrSchedulerConfig(1.0, 0.5, 1).init()
     assert [one.step() for _ in range(3)] == [1.0, 0.5, 0.5]
-    with pytest.raises(ValueError, match="LinearLrSchedulerConfig.num_iters must be > 0"):
+    with raises_exactly(ValueError, "LinearLrSchedulerConfig.num_iters must be > 0"):
         LinearLrSchedulerConfig(1.0, 0.5, 0).init()
-    with pytest.raises(ValueError, match="StepLrSchedulerConfig.step_size must be > 0"):
+    with raises_exactly(ValueError, "StepLrSchedulerConfig.step_size must be > 0"):
         StepLrSchedulerConfig(1.0, 0).init()
     assert StepLrSchedulerConfig(1.0, 2).gamma == 0.1
     assert (NoamLrSchedulerConfig(1.0).warmup_steps, NoamLrSchedulerConfig(1.0).model_size) == (4000, 512)
@@ -420,7 +458,8 @@ def test_composed_scheduler_builders_and_json(tmp_path):
     assert [scheduler.step() for _ in range(3)] == pytest.approx(
         [noam.init().lr_at(k) + 0.5 ** (k - 1) for k in (1, 2, 3)])
     cfg.save(tmp_path / "c.json")
-    assert (tmp_path / "c.json").read_text().endswith("}\n")
+    lines = (tmp_path / "c.json").read_text().split("\n")  # pretty JSON as Burn's (serde_json, 2 spaces)
+    assert lines[:3] == ["{", '  "schedulers": [', "    {"] and lines[-2:] == ["}", ""]
     assert ComposedLrSchedulerConfig.load(tmp_path / "c.json") == cfg
     assert ComposedLrSchedulerConfig.from_dict({}) == ComposedLrSchedulerConfig()
     assert ComposedLrSchedulerConfig().init().lr_at(1) == 1.0  # the empty product
@@ -428,25 +467,38 @@ def test_composed_scheduler_builders_and_json(tmp_path):
     assert ComposedLrSchedulerConfig().with_reduction("Sum").init().lr_at(1) == 0.0
     cosine = CosineAnnealingLrSchedulerConfig(1.0, 10)
     base = ComposedLrSchedulerConfig().cosine(cosine)
+    assert base.with_reduction(SchedulerReduction.SUM).noam(noam).reduction is SchedulerReduction.SUM
     assert base.linear(LinearLrSchedulerConfig(1.0, 0.0, 2)).schedulers[0] is cosine and base.schedulers == [cosine]
 
 
 def test_composed_scheduler_refuses_bad_json_naming_the_field(tmp_path):
-    with pytest.raises(ConfigError, match=r"cannot save a ConstantLr \(expected one of LinearLrSchedulerConfig, "
-                                          r"CosineAnnealingLrSchedulerConfig, Exponential"):
+    with pytest.raises(ConfigError) as e:
         ComposedLrSchedulerConfig([ConstantLr(1.0)]).to_dict()
-    with pytest.raises(ConfigError, match=r"schedulers\[1\] must be one of \{'Linear': \{...\}, 'Cosine'.*"
-                                          r"got \{'Step': \{\}, 'Noam': \{\}\}"):
-        ComposedLrSchedulerConfig.from_dict({"schedulers": [{"Step": {"initial_lr": 1.0, "step_size": 1}},
-                                                            {"Step": {}, "Noam": {}}]})
-    with pytest.raises(ConfigError, match=r"schedulers\[0\] must be one of .* got \['Linear'\]"):
-        ComposedLrSchedulerConfig.from_dict({"schedulers": [["Linear"]]})
-    with pytest.raises(ConfigError, match="reduction must be Avg, Sum or Prod, got 'Mean'"):
+    assert str(e.value) == (
+        "ComposedLrSchedulerConfig: cannot save a ConstantLr (expected one of LinearLrSchedulerConfig, "
+        "CosineAnnealingLrSchedulerConfig, ExponentialLrSchedulerConfig, NoamLrSchedulerConfig, StepLrSchedulerConfig)")
+    variants = "{'Linear': {...}, 'Cosine': {...}, 'Exponential': {...}, 'Noam': {...}, 'Step': {...}}"
+    for i, entries in ((1, [{"Step": {"initial_lr": 1.0, "step_size": 1}}, {"Step": {}, "Noam": {}}]),
+                       (0, [["Linear"]]), (0, [{}]), (0, [{"Warmup": {}}])):
+        with pytest.raises(ConfigError) as e:
+            ComposedLrSchedulerConfig.from_dict({"schedulers": entries})
+        assert str(e.value) == f"ComposedLrSchedulerConfig: schedulers[{i}] must be one of {variants}, got {entries[i]!r}"
+    with pytest.raises(ConfigError) as e:
         ComposedLrSchedulerConfig.from_dict({"reduction": "Mean"})
+    assert str(e.value) == "ComposedLrSchedulerConfig: reduction must be Avg, Sum or Prod, got 'Mean'"
+    assert e.value.__cause__ is None and e.value.__suppress_context__
     (tmp_path / "bad.json").write_text("{not json")
-    with pytest.raises(ConfigError, match=r"bad.json: cannot read a ComposedLrSchedulerConfig \("):
+    with pytest.raises(ConfigError) as e:
         ComposedLrSchedulerConfig.load(tmp_path / "bad.json")
-    with pytest.raises(ConfigError, match=r"missing.json: cannot read"):
+    assert str(e.value).startswith(f"{tmp_path / 'bad.json'}: cannot read a ComposedLrSchedulerConfig (Expecting ")
+    assert e.value.__suppress_context__
+    with pytest.raises(ConfigError) as e:
         ComposedLrSchedulerConfig.load(tmp_path / "missing.json")
+    assert str(e.value).startswith(f"{tmp_path / 'missing.json'}: cannot read a ComposedLrSchedulerConfig ([Errno 2]")
     exp = ComposedLrSchedulerConfig.from_dict({"schedulers": [{"Exponential": {"initial_lr": 1.0, "gamma": 0.5}}]})
     assert exp.schedulers == [ExponentialLrSchedulerConfig(1.0, 0.5)] and exp.reduction is SchedulerReduction.PROD
+    two = ComposedLrSchedulerConfig.from_dict({"schedulers": [{"Linear": LinearLrSchedulerConfig(1.0, 0.0, 2).to_dict()},
+                                                              {"Cosine": {"initial_lr": 1.0, "num_iters": 3}}],
+                                               "reduction": "Avg"})
+    assert two == ComposedLrSchedulerConfig([LinearLrSchedulerConfig(1.0, 0.0, 2),
+                                             CosineAnnealingLrSchedulerConfig(1.0, 3)], SchedulerReduction.AVG)
