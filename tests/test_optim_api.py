@@ -294,6 +294,16 @@ def test_every_config_builds_at_the_given_learning_rate(config):
     assert [g["lr"] for g in built.param_groups] == [0.125] and built.defaults["lr"] == 0.125
 
 
+def test_cautious_weight_decay_at_a_zero_moment():
+    """Burn's mask is (θ ≥ 0) == (m ≥ 0): with no gradient (m = 0) a positive weight decays, a
+    negative one doesn't."""
+    p = param(0.5, -0.5)
+    opt = BurnAdamW([p], 0.1, weight_decay=0.5, cautious_weight_decay=True)
+    p.grad = torch.zeros(2, dtype=torch.float64)
+    opt.step()
+    assert p.tolist() == pytest.approx([0.5 - 0.1 * 0.5 * 0.5, -0.5], abs=1e-12)
+
+
 def test_burn_adamw_defaults_are_burns():
     d = BurnAdamW([param(1.0)], 0.1).defaults
     assert (d["lr"], d["betas"], d["eps"], d["weight_decay"], d["amsgrad"], d["cautious_weight_decay"]) == \
@@ -360,6 +370,9 @@ def test_muon_refusal_names_the_parameters_that_are_not_matrices():
                                     "2-D (0.bias, 1.bias, 2.bias, 3.bias, 4.weight, …); set "
                                     "MuonConfig(aux_adamw=AdamWConfig()) to update them with AdamW"):
         Muon(named, 0.1, MuonConfig())
+    five = nn.Sequential(*(nn.Linear(2, 2) for _ in range(5)))
+    with pytest.raises(ValueError, match=r"are not 2-D \(0.bias, 1.bias, 2.bias, 3.bias, 4.bias\); set MuonConfig"):
+        Muon(list(five.named_parameters()), 0.1, MuonConfig())  # five names: all shown, no ellipsis
     with pytest.raises(ValueError, match=r"but 1 parameters are not 2-D \(shape \[2\]\); set MuonConfig"):
         Muon(list(nn.Linear(2, 2).parameters()), 0.1, MuonConfig())
     with pytest.raises(ValueError, match=r"are not 2-D \(0.bias\); set MuonConfig"):
