@@ -6,6 +6,7 @@ import copy
 import math
 from contextlib import contextmanager
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -228,6 +229,16 @@ def test_optimizer_state_round_trips_and_needs_a_bound_optimizer():
     assert torch.allclose(a.weight, b.weight, rtol=1e-6, atol=0) and other.state_dict()["state"][0]["step"].item() == 2
 
 
+def test_each_step_uses_its_own_learning_rate():
+    m = nn.Linear(1, 1, bias=False)
+    with torch.no_grad():
+        m.weight.fill_(0.0)
+    optim = SgdConfig().init()
+    for lr in (0.5, 0.25, 2.0):
+        optim.step(lr, m, GradientsParams({m.weight: torch.ones(1, 1)}))
+    assert m.weight.item() == -2.75
+
+
 def test_optimizer_rebinds_when_the_model_changes():
     a, b = nn.Linear(1, 1, bias=False), nn.Linear(1, 1, bias=False)
     optim = SgdConfig(momentum=MomentumConfig(momentum=0.5, dampening=0.0)).init()
@@ -302,6 +313,62 @@ def test_cautious_weight_decay_at_a_zero_moment():
     p.grad = torch.zeros(2, dtype=torch.float64)
     opt.step()
     assert p.tolist() == pytest.approx([0.5 - 0.1 * 0.5 * 0.5, -0.5], abs=1e-12)
+
+
+def adamw_reference(p, grads, lr, b1, b2, eps, wd, amsgrad=False, cautious=False):
+    """Burn's AdamW (float64): decoupled decay (masked where θ and m disagree in sign when cautious),
+    then the bias-corrected Adam step; the parameter after each gradient."""
+    p, m, v, vmax, out = p.copy(), 0.0, 0.0, 0.0, []
+    for t, g in enumerate(grads, 1):
+        m, v = b1 * m + (1 - b1) * g, b2 * v + (1 - b2) * g * g
+        vmax = np.maximum(vmax, v)
+        second = vmax if amsgrad else v
+        decay = lr * wd * p
+        if cautious:
+            decay = np.where((p >= 0) == (m >= 0), decay, 0.0)
+        p = p - decay - lr * (m / (1 - b1**t)) / (np.sqrt(second / (1 - b2**t)) + eps)
+        out.append(p.copy())
+    return out
+
+
+GRADS = [np.array([0.3, -0.2, 0.0]), np.array([-0.5, -0.1, 0.4]), np.array([0.1, 0.05, 0.2])]
+
+
+@pytest.mark.parametrize(("lr", "wd"), [(0.1, 0.5), (2.0, 0.5)])  # lr·wd = 1: the weight is zeroed first
+def test_burn_adamw_without_cautious_decay_matches_burns_rule(lr, wd):
+    p = param(0.5, -0.25, 1.0)
+    opt = BurnAdamW([p], lr, betas=(0.8, 0.9), eps=0.01, weight_decay=wd)
+    got = []
+    for g in GRADS:
+        p.grad = torch.tensor(g)
+        opt.step()
+        got.append(p.detach().numpy().copy())
+    np.testing.assert_allclose(got, adamw_reference(np.array([0.5, -0.25, 1.0]), GRADS, lr, 0.8, 0.9, 0.01, wd),
+                               rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize(("amsgrad", "cautious"), [(True, True), (False, False)])
+def test_muon_updates_other_parameters_with_the_aux_adamw_settings(amsgrad, cautious):
+    aux = AdamWConfig(beta_1=0.8, beta_2=0.9, epsilon=0.01, weight_decay=0.5, amsgrad=amsgrad,
+                      cautious_weight_decay=cautious)
+    bias = param(0.5, -0.25, 1.0)
+    opt = Muon([bias], 0.1, MuonConfig(aux_adamw=aux))
+    got = []
+    for g in GRADS:
+        bias.grad = torch.tensor(g)
+        opt.step()
+        got.append(bias.detach().numpy().copy())
+    want = adamw_reference(np.array([0.5, -0.25, 1.0]), GRADS, 0.1, 0.8, 0.9, 0.01, 0.5, amsgrad, cautious)
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
+
+
+def test_adan_adds_epsilon_to_the_denominator():
+    """Burn's Adan at its first step: Δ = m̂ / (√v̂ + ε) = g / (|g| + ε) (the difference term is 0)."""
+    p = param(1.0, -1.0)
+    opt = Adan([p], 0.1, eps=1.0)
+    p.grad = torch.tensor([1.0, 3.0], dtype=torch.float64)
+    opt.step()
+    assert p.tolist() == pytest.approx([1.0 - 0.1 * 1 / 2, -1.0 - 0.1 * 3 / 4], abs=1e-12)
 
 
 def test_burn_adamw_defaults_are_burns():
@@ -442,6 +509,12 @@ def test_scheduler_state_is_the_iteration():
     assert fresh.iteration == 2 and fresh.step() == 0.25
     assert [ConstantLr(0.3).step() for _ in range(2)] == [0.3, 0.3]
     assert ConstantLr(0.3).lr_at(100) == 0.3
+
+
+@pytest.mark.parametrize("sizes", [{"warmup_steps": 0}, {"model_size": -1}])
+def test_noam_refusal_message(sizes):
+    with raises_exactly(ValueError, "NoamLrSchedulerConfig: warmup_steps and model_size must be > 0"):
+        NoamLrSchedulerConfig(1.0, **sizes).init()
 
 
 def test_cosine_and_linear_edges():
