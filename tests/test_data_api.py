@@ -154,3 +154,126 @@ def test_text_batcher_takes_any_item_with_text_and_label():
     assert batch.labels.tolist() == [1, 0]
     with raises_exactly(TypeError, "expected items with .text and .label (or strings), got Scored"):
         TextClassificationBatcher(ByteTokenizer()).batch([Scored(b"ab", 1)])
+
+
+# --- tensor trees, transforms, the device loader -----------------------------------------------------
+
+
+def test_map_tensors_walks_every_container_kind():
+    from collections import namedtuple
+
+    from burnlike.data.tensor_tree import map_tensors, tensors
+
+    Pair = namedtuple("Pair", "left right")
+    tree = {"pair": Pair(torch.tensor(1), "path.png"), "list": [torch.tensor(2), 3], "tuple": (torch.tensor(4),),
+            "plain": 5}
+    doubled = map_tensors(lambda t: t * 2, tree)
+    assert type(doubled) is dict and type(doubled["pair"]) is Pair and type(doubled["tuple"]) is tuple
+    assert doubled["pair"].left.item() == 2 and doubled["pair"].right == "path.png"
+    assert doubled["list"][0].item() == 4 and doubled["list"][1] == 3 and doubled["tuple"][0].item() == 8
+    assert doubled["plain"] == 5
+    assert [t.item() for t in tensors(tree)] == [1, 2, 4]
+    assert map_tensors(lambda t: t + 1, Pair) is Pair  # a class is a leaf, even a dataclass one
+    assert map_tensors(lambda t: t + 1, TabularItems) is TabularItems
+
+
+def test_partial_splits():
+    from burnlike.data.dataset import PartialDataset
+
+    data = InMemDataset(range(4))
+    assert [list(p.iter()) for p in PartialDataset.split(data, 1)] == [[0, 1, 2, 3]]
+    with raises_exactly(ValueError, "num must be >= 1, got 0"):
+        PartialDataset.split(data, 0)
+    assert [list(p.iter()) for p in PartialDataset.split_chunks(data, 1, 1)] == [[0, 1, 2, 3]]
+    # 2 batches of 2 over 3 parts: the third would start at the end, so it is left out
+    assert [list(p.iter()) for p in PartialDataset.split_chunks(data, 3, 2)] == [[0, 1], [2, 3]]
+    for num, size in ((0, 2), (2, 0)):
+        with raises_exactly(ValueError, f"num and batch_size must be >= 1, got {num} and {size}"):
+            PartialDataset.split_chunks(data, num, size)
+
+
+def test_selection_slices_and_splits():
+    from burnlike.data.dataset import SelectionDataset
+
+    data = InMemDataset("abcd")
+    selection = SelectionDataset(data, [3, 1, 0])
+    assert [list(s.iter()) for s in selection.split(1)] == [["d", "b", "a"]]
+    with raises_exactly(ValueError, "num must be >= 1, got 0"):
+        selection.split(0)
+    assert selection.slice(1, 1).len() == 0  # an empty slice is allowed
+    with raises_exactly(IndexError, "slice 2..1 is out of range for 3 indices"):
+        selection.slice(2, 1)
+    unchecked = SelectionDataset.from_indices_unchecked(data, [0, 9])  # Burn: no check of the indices
+    assert unchecked.slice(0, 2).get(1) is None and unchecked.slice(0, 2).get(0) == "a"
+
+
+def test_shuffled_indices_are_iota_shuffled_by_the_rng():
+    import numpy as np
+
+    from burnlike.data.dataset.transform.options import shuffle
+    from burnlike.data.dataset.transform.selection import iota, shuffled_indices
+
+    got = shuffled_indices(10, np.random.default_rng(3))
+    want = iota(10)
+    shuffle(want, np.random.default_rng(3))
+    assert got.tolist() == want.tolist() and sorted(got.tolist()) == list(range(10)) and got.dtype == np.int64
+
+
+def test_sampler_batched_fetch_and_copy():
+    import copy
+    from collections import Counter
+
+    from burnlike.data.dataset import SamplerDataset, SamplerDatasetOptions
+
+    source = InMemDataset(range(5))
+    sampler = SamplerDataset(source, SamplerDatasetOptions().without_replacement().with_fixed_size(12).with_seed(1))
+    drawn = sampler.__getitems__(list(range(12)))
+    counts = Counter(drawn)
+    assert sorted(counts) == [0, 1, 2, 3, 4] and sorted(counts.values()) == [2, 2, 2, 3, 3]  # 12 = 2·5 + 2 distinct
+    for bad in (-1, 12):
+        with raises_exactly(IndexError, f"index {bad} is out of range for SamplerDataset of length 12"):
+            sampler.__getitems__([0, bad])
+    with_replacement = SamplerDataset(source, SamplerDatasetOptions().with_fixed_size(6).with_seed(2))
+    twin = copy.deepcopy(with_replacement)  # what a DataLoader worker gets: the stream state, a new lock
+    assert [with_replacement.get(0) for _ in range(6)] == [twin.get(0) for _ in range(6)]
+    assert twin.__getitems__([0, 5]) == with_replacement.__getitems__([0, 5])
+
+
+def test_windows_of_one_and_mapper_refusal():
+    from burnlike.data.dataset import MapperDataset
+    from burnlike.data.dataset.transform import windows
+
+    assert list(windows(InMemDataset("ab"), 1)) == [["a"], ["b"]]
+    with raises_exactly(TypeError, "mapper must have a map(item) method or be callable, got int"):
+        MapperDataset(InMemDataset("ab"), 3)
+
+
+class Gathered:
+    """What a dataset's batched fetch returns (as MnistItems): the batcher batches it in one go."""
+
+    def __init__(self, values):
+        self.values = values
+
+
+class GatheringData(InMemDataset):
+    def __getitems__(self, indices):
+        return Gathered([self.items[i] for i in indices])
+
+
+class GatherBatcher:
+    def batch(self, items, device=None):
+        assert isinstance(items, Gathered), "expected the dataset's batched fetch"
+        return torch.tensor(items.values)
+
+
+class NoTensors:
+    def batch(self, items, device=None):
+        return "text"
+
+
+def test_device_loader_batches_the_datasets_batched_fetch_and_refuses_batches_without_tensors():
+    loader = DataLoaderBuilder(GatherBatcher()).batch_size(2).on_device("cpu").build(GatheringData([5, 6, 7]))
+    assert [b.tolist() for b in loader] == [[5, 6], [7]]
+    with raises_exactly(TypeError, "on_device: NoTensors.batch(...) returned no tensors (str); nothing to keep on "
+                                   "the device"):
+        DataLoaderBuilder(NoTensors()).on_device("cpu").build(InMemDataset([1]))
