@@ -277,3 +277,115 @@ def test_device_loader_batches_the_datasets_batched_fetch_and_refuses_batches_wi
     with raises_exactly(TypeError, "on_device: NoTensors.batch(...) returned no tensors (str); nothing to keep on "
                                    "the device"):
         DataLoaderBuilder(NoTensors()).on_device("cpu").build(InMemDataset([1]))
+
+
+# --- SQLite datasets -------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Point:
+    x: float
+    y: int
+
+
+def write_points(db, split="train", n=3):
+    from burnlike.data.dataset import SqliteDatasetWriter
+
+    with SqliteDatasetWriter(db) as writer:
+        for i in range(n):
+            writer.write(split, {"x": i / 2, "y": i})
+
+
+def test_sqlite_errors_name_the_database_split_and_row(tmp_path):
+    import sqlite3
+
+    from burnlike.data.dataset import DatasetError, SqliteDataset
+
+    db = tmp_path / "points.db"
+    write_points(db)
+    with raises_exactly(DatasetError, f"{db}: no split 'valid' (no such table); the splits are ['train']"):
+        SqliteDataset(db, "valid")  # the table sqlite_sequence (AUTOINCREMENT's) is not a split
+    junk = tmp_path / "junk.db"
+    junk.write_bytes(b"not a database at all, just some bytes" * 100)
+    with pytest.raises(DatasetError) as e:
+        SqliteDataset(junk, "train")
+    assert str(e.value).startswith(f"{junk}: not a readable SQLite database (")
+    conn = sqlite3.connect(tmp_path / "other.db")
+    conn.execute("create table train (id integer primary key, x real)")
+    conn.execute("create table numbers (row_id integer primary key, item blob)")
+    conn.execute("insert into numbers (item) values (?)", (b"\x05",))  # MessagePack 5: neither a map nor an array
+    conn.commit()
+    conn.close()
+    with raises_exactly(DatasetError, f"{tmp_path / 'other.db'} split 'train': no row_id column (Burn's layout: an "
+                                      "integer primary key row_id from 1); the columns are ['id', 'x']"):
+        SqliteDataset(tmp_path / "other.db", "train")
+    with raises_exactly(DatasetError, f"{tmp_path / 'other.db'} split 'numbers' row_id 1: item is a int, expected a "
+                                      "map or an array for Point"):
+        SqliteDataset(tmp_path / "other.db", "numbers", Point).get(0)
+    assert SqliteDataset(tmp_path / "other.db", "numbers").get(0) == 5  # without an item type: the value itself
+    data = SqliteDataset.from_db_file(db, "train", Point)
+    assert (data.split, data.item_type) == ("train", Point) and data.get(2) == Point(1.0, 2) and data.get(3) is None
+    with raises_exactly(IndexError, f"index 3 is out of range for {db} split 'train' (length 3)"):
+        data.__getitems__([0, 3, 1])
+
+
+def test_sqlite_split_names_are_quoted_not_sql(tmp_path):
+    from burnlike.data.dataset import SqliteDataset, SqliteDatasetWriter
+
+    db = tmp_path / "q.db"
+    write_points(db, split='my "quoted" split', n=2)
+    assert SqliteDataset(db, 'my "quoted" split', Point).get(1) == Point(0.5, 1)
+    for bad in ("", "a\x00b"):
+        with raises_exactly(ValueError, f"invalid split name {bad!r}"):
+            with SqliteDatasetWriter(tmp_path / "bad.db") as writer:
+                writer.write(bad, {"x": 1.0})
+
+
+def test_sqlite_items_keep_bytes_and_integer_keys_and_connections_cross_threads(tmp_path):
+    import threading
+
+    from burnlike.data.dataset import DatasetError, SqliteDataset, SqliteDatasetWriter
+
+    db = tmp_path / "deep" / "er" / "blobs.db"  # the writer creates the folders
+    writer = SqliteDatasetWriter(db)
+    assert writer.tmp_file == tmp_path / "deep" / "er" / "blobs.db.tmp" and writer.tmp_file.exists()
+    done = []
+    thread = threading.Thread(target=lambda: done.append(writer.write("train", {"raw": b"\x00\xff", "ids": {7: "a"}})))
+    thread.start()
+    thread.join()
+    assert done == [0]  # written from another thread than the one that opened the writer
+    writer.set_completed()
+    with raises_exactly(DatasetError, f"{db}: cannot write to a completed dataset writer"):
+        writer.write("train", {"raw": b""})
+    with raises_exactly(FileExistsError, f"{db} already exists and overwrite is False"):
+        SqliteDatasetWriter(db)
+    data = SqliteDataset(db, "train")
+    assert data.get(0) == {"raw": b"\x00\xff", "ids": {7: "a"}}
+    seen = []
+    thread = threading.Thread(target=lambda: seen.append(data.get(0)))  # a DataLoader thread, say
+    thread.start()
+    thread.join()
+    assert seen == [{"raw": b"\x00\xff", "ids": {7: "a"}}]
+
+
+def test_sqlite_storage_locations(tmp_path, monkeypatch):
+    from burnlike.data.dataset import SqliteDatasetStorage
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert SqliteDatasetStorage.base_dir() == tmp_path / "cache" / "burn-dataset"
+    assert SqliteDatasetStorage.base_dir(tmp_path / "mine") == tmp_path / "mine"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert SqliteDatasetStorage.base_dir() == tmp_path / "home" / ".cache" / "burn-dataset"
+    storage = SqliteDatasetStorage.from_name('a/b:c*"d').with_base_dir(tmp_path / "base")
+    assert storage.db_file() == tmp_path / "base" / "abcd.db" and storage.name == 'a/b:c*"d'
+    assert SqliteDatasetStorage.from_name("/:").with_base_dir(tmp_path).db_file() == tmp_path / "dataset.db"
+    assert SqliteDatasetStorage.from_file(tmp_path / "f.db").with_base_dir(tmp_path / "x").db_file() == tmp_path / "f.db"
+    with raises_exactly(ValueError, "give exactly one of name and db_file"):
+        SqliteDatasetStorage()
+    with storage.writer() as writer:
+        writer.write("train", {"x": 1.0, "y": 2})
+    assert storage.exists() and storage.reader("train", Point).get(0) == Point(1.0, 2)
+    with storage.writer(overwrite=True) as writer:
+        writer.write("train", {"x": 3.0, "y": 4})
+    assert storage.reader("train", Point).get(0) == Point(3.0, 4)
