@@ -389,3 +389,93 @@ def test_sqlite_storage_locations(tmp_path, monkeypatch):
     with storage.writer(overwrite=True) as writer:
         writer.write("train", {"x": 3.0, "y": 4})
     assert storage.reader("train", Point).get(0) == Point(3.0, 4)
+
+
+# --- rows into typed items (CSV, JSON lines) -------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Flagged:
+    name: str
+    active: bool
+    note: str | None = None
+    extra: int = dataclasses.field(default=0, init=False)
+
+
+def test_booleans_are_read_as_serde_would(tmp_path):
+    path = tmp_path / "flags.jsonl"
+    rows = [("a", True), ("b", 0), ("c", 1), ("d", " Yes "), ("e", "f"), ("f", "T"), ("g", "no")]
+    path.write_text("\n".join(f'{{"name": "{n}", "active": {json_value(v)}}}' for n, v in rows) + "\n\n")
+    items = InMemDataset.from_json_rows(path, Flagged).items
+    assert [(i.name, i.active) for i in items] == [("a", True), ("b", False), ("c", True), ("d", True), ("e", False),
+                                                   ("f", True), ("g", False)]
+    assert all(type(i.active) is bool for i in items)
+    from burnlike.data.dataset import DatasetError
+
+    for bad, shown in ((2, "2"), ("maybe", "'maybe'"), (1.0, "1.0")):
+        path.write_text(f'{{"name": "x", "active": {json_value(bad)}}}\n')
+        with raises_exactly(DatasetError, f"{path} line 1: column 'active': {shown} is not a valid bool"):
+            InMemDataset.from_json_rows(path, Flagged)
+
+
+def json_value(v):
+    import json
+
+    return json.dumps(v)
+
+
+def test_json_rows_errors_and_plain_values(tmp_path):
+    from burnlike.data.dataset import DatasetError, DatasetNotFoundError
+
+    path = tmp_path / "rows.jsonl"
+    path.write_text('{"name": "a", "active": true}\n[1, 2]\n')
+    with raises_exactly(DatasetError, f"{path} line 2: expected a JSON object for Flagged, got list"):
+        InMemDataset.from_json_rows(path, Flagged)
+    assert InMemDataset.from_json_rows(path).items == [{"name": "a", "active": True}, [1, 2]]  # no item type: as is
+    with raises_exactly(DatasetNotFoundError, f"JSON lines file {tmp_path / 'none.jsonl'} not found"):
+        InMemDataset.from_json_rows(tmp_path / "none.jsonl")
+    path.write_text('{"name": "a", "active": null}\n')
+    with raises_exactly(DatasetError, f"{path} line 1: column 'active' is empty; expected a bool (declare it `| None` "
+                                      "to allow that)"):
+        InMemDataset.from_json_rows(path, Flagged)
+    path.write_text('{"name": "a", "active": true, "note": null}\n')
+    assert InMemDataset.from_json_rows(path, Flagged).items[0].note is None
+
+
+def test_csv_rows_keep_going_after_blank_lines_and_name_missing_columns(tmp_path):
+    from burnlike.data.dataset import MissingColumnError
+
+    path = tmp_path / "f.csv"
+    path.write_text("name;active\n'a;b';yes\n\nc;no\n")
+    items = InMemDataset.from_csv(path, Flagged, delimiter=";", quotechar="'").items
+    assert [(i.name, i.active) for i in items] == [("a;b", True), ("c", False)]
+    path.write_text("a,1\n\nb,0\n")
+    assert [(i.name, i.active) for i in InMemDataset.from_csv(path, Flagged, has_headers=False).items] == \
+        [("a", True), ("b", False)]
+    path.write_text("title,other\nx,y\n")
+    with raises_exactly(MissingColumnError, f"{path}: column 'name' (field name), 'active' (field active) not found "
+                                            "for Flagged; the columns are ['title', 'other']"):
+        InMemDataset.from_csv(path, Flagged)
+    with raises_exactly(TypeError, "item_type must be a dataclass (or None for dict rows), got <class 'int'>"):
+        InMemDataset.from_csv(path, int)
+    data = InMemDataset([1, 2])
+    with raises_exactly(IndexError, "index 2 is out of range for InMemDataset of length 2"):
+        data[2]
+
+
+def test_rows_of_dataclass_items_store_nested_dataclasses_as_maps():
+    from burnlike.data.dataset.rows import column, to_row
+
+    @dataclasses.dataclass
+    class Inner:
+        v: int
+
+    @dataclasses.dataclass
+    class Outer:
+        name: str = column("Name")
+        inner: Inner = dataclasses.field(default_factory=lambda: Inner(3))
+        kind: type = int
+
+    assert to_row(Outer("x")) == {"Name": "x", "inner": {"v": 3}, "kind": int}
+    assert to_row(Outer) is Outer and to_row({"a": 1}) == {"a": 1}
+    assert column("Name", default="d").default == "d"
