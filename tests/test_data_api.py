@@ -479,3 +479,40 @@ def test_rows_of_dataclass_items_store_nested_dataclasses_as_maps():
     assert to_row(Outer("x")) == {"Name": "x", "inner": {"v": 3}, "kind": int}
     assert to_row(Outer) is Outer and to_row({"a": 1}) == {"a": 1}
     assert column("Name", default="d").default == "d"
+
+
+# --- text datasets -------------------------------------------------------------------------------------
+
+
+def test_text_decoding_follows_burns_detection_order():
+    import codecs
+
+    from burnlike.data.dataset.nlp import decode_text
+
+    assert decode_text(codecs.BOM_UTF8 + "héllo".encode()) == "héllo"
+    assert decode_text(codecs.BOM_UTF16_LE + "hé".encode("utf-16-le")) == "hé"
+    assert decode_text(codecs.BOM_UTF16_BE + "hé".encode("utf-16-be")) == "hé"
+    assert decode_text("中文".encode("gb18030")) == "中文"
+    assert decode_text(b"ok \xff") == "ok \ufffd"  # neither UTF-8 nor GB18030: lossy UTF-8
+
+
+def test_text_folders_and_csv_name_what_is_wrong(tmp_path):
+    from burnlike.data.dataset import DatasetError, TextCsvDataset, TextFolderDataset
+
+    (tmp_path / "pos").mkdir()
+    (tmp_path / "pos" / "a.txt").write_text("good")
+    assert TextFolderDataset.new_classification_with(tmp_path, [".TXT"]).get(0).text.text == "good"
+    with raises_exactly(DatasetError, "Invalid file extension in ['.md']: text folders read .txt files"):
+        TextFolderDataset.new_classification_with(tmp_path, [".md"])
+    items = TextFolderDataset.new_classification_with_items([(tmp_path / "pos" / "a.txt", "pos")], ["neg", "pos"])
+    item = items.get(0)
+    assert (item.text.text, item.text.text_path, item.label) == ("good", str(tmp_path / "pos" / "a.txt"), 1)
+    with raises_exactly(DatasetError, f"{tmp_path / 'pos' / 'a.txt'}: label 'pos' is not one of the classes ['neg']"):
+        TextFolderDataset.new_classification_with_items([(tmp_path / "pos" / "a.txt", "pos")], ["neg"])
+    path = tmp_path / "t.csv"
+    path.write_text("text;label\n;b\nhi;a\n")
+    data = TextCsvDataset.from_csv(path, delimiter=";")
+    assert [(i.text, i.label) for i in data.items] == [("", 1), ("hi", 0)] and data.classes == ["a", "b"]
+    path.write_text("text,label\nx,\ny,a\n")
+    with raises_exactly(DatasetError, f"{path} line 2: label '' is not one of the classes ['a']"):
+        TextCsvDataset.from_csv(path, classes=["a"])
