@@ -516,3 +516,60 @@ def test_text_folders_and_csv_name_what_is_wrong(tmp_path):
     path.write_text("text,label\nx,\ny,a\n")
     with raises_exactly(DatasetError, f"{path} line 2: label '' is not one of the classes ['a']"):
         TextCsvDataset.from_csv(path, classes=["a"])
+
+
+# --- tables --------------------------------------------------------------------------------------------
+
+
+def test_tabular_dataset_from_csv_names_what_is_wrong(tmp_path):
+    from burnlike.data.dataset import DatasetError, EmptySplitError, MissingColumnError
+
+    path = tmp_path / "t.csv"
+    path.write_text("a;b;label\n1;2;y\n\n3;4;x\n")
+    data = TabularDataset.from_csv(path, "label", delimiter=";", classes=["y", "x"])
+    assert data.features.tolist() == [[1.0, 2.0], [3.0, 4.0]] and data.targets.tolist() == [0, 1]
+    assert data.targets.dtype == torch.int64 and data.classes == ["y", "x"]
+    reg = TabularDataset.from_csv(path, ["a", "b"], features=[], task="regression", delimiter=";")
+    assert reg.targets.tolist() == [[1.0, 2.0], [3.0, 4.0]] and reg.classes is None
+    with raises_exactly(ValueError, "classification takes one target column, got ['a', 'b']"):
+        TabularDataset.from_csv(path, ["a", "b"], delimiter=";")
+    with raises_exactly(DatasetError, f"{path} line 2: label 'y' is not one of the classes ['x']"):
+        TabularDataset.from_csv(path, "label", delimiter=";", classes=["x"])
+    with raises_exactly(MissingColumnError, f"{path}: column 'c', 'd' not found; the columns are ['a', 'b', 'label']"):
+        TabularDataset.from_csv(path, "d", features=["c"], delimiter=";")
+    path.write_text("a,label\n1,2,3\n")
+    with raises_exactly(DatasetError, f"{path} line 2: 3 values, expected 2"):
+        TabularDataset.from_csv(path, "label")
+    path.write_text("a,label\nx,1\n")
+    with raises_exactly(DatasetError, f"{path} line 2: column 'a': 'x' is not a number"):
+        TabularDataset.from_csv(path, "label", task="regression")
+    path.write_text("a,label\n1,zz\n")
+    with raises_exactly(DatasetError, f"{path} line 2: column 'label': 'zz' is not a number"):
+        TabularDataset.from_csv(path, "label", task="regression")
+    path.write_text("")
+    with raises_exactly(EmptySplitError, f"{path}: empty file, expected a header row"):
+        TabularDataset.from_csv(path, "label")
+    with raises_exactly(ValueError, "3 feature rows but 2 targets"):
+        TabularDataset(torch.zeros(3, 4), torch.zeros(2), ["a"] * 4, ["t"])
+    ints = TabularDataset(torch.ones(2, 1, dtype=torch.int64), torch.zeros(2), ["a"], ["t"])
+    assert ints.features.dtype == torch.float32
+    with raises_exactly(IndexError, "index out of range for TabularDataset of length 2"):
+        ints.__getitems__([0, 2])
+    with raises_exactly(IndexError, "index out of range for TabularDataset of length 2"):
+        ints.__getitems__([-1])
+
+
+def test_tabular_batcher_constants():
+    batcher = TabularBatcher([1, 2], [2, 4])
+    assert batcher.shift.dtype == torch.float32 and batcher.scale.dtype == torch.float32
+    with raises_exactly(ValueError, "scale values must be > 0"):
+        TabularBatcher(scale=[1.0, 0.0])
+    x = torch.tensor([[1.0, 5.0, 2.0], [3.0, 5.0, 2.5], [2.0, 5.0, 3.0]])
+    fit = TabularBatcher.fit(x, "min_max")
+    assert fit.shift.tolist() == [1.0, 5.0, 2.0] and fit.scale.tolist() == [2.0, 1.0, 1.0]  # constant: scale 1
+    assert TabularBatcher.fit(torch.tensor([[0.0], [0.5]]), "min_max").scale.tolist() == [0.5]  # ranges below 1 kept
+    with raises_exactly(ValueError, "how must be 'standard' or 'min_max', got 'max'"):
+        TabularBatcher.fit(x, "max")
+    items = TabularItems(torch.ones(2, 2), torch.zeros(2))
+    assert TabularBatcher().batch(items, device="meta").inputs.device.type == "meta"
+    assert TabularBatcher().batch(items).inputs is items.features  # nothing to do: no copy, no move
