@@ -573,3 +573,52 @@ def test_tabular_batcher_constants():
     items = TabularItems(torch.ones(2, 2), torch.zeros(2))
     assert TabularBatcher().batch(items, device="meta").inputs.device.type == "meta"
     assert TabularBatcher().batch(items).inputs is items.features  # nothing to do: no copy, no move
+
+
+# --- the image batcher ------------------------------------------------------------------------------------
+
+
+def image_item(shape, dtype=torch.uint8, path="a.png", label=0):
+    from burnlike.data.dataset.vision import ImageDatasetItem, Label
+
+    return ImageDatasetItem(torch.zeros(shape, dtype=dtype), shape[1], shape[0], Label(label), path)
+
+
+def test_image_batcher_refusals_name_the_values_and_files():
+    from burnlike.data import ImageBatcher
+    from burnlike.data.dataset.vision import MultiLabel
+
+    with raises_exactly(ValueError, "mean and std need the same number of values (one, or one per channel), got "
+                                    "[0.1, 0.2] and [1.0]"):
+        ImageBatcher(mean=(0.1, 0.2), std=(1.0,))
+    with raises_exactly(ValueError, "std values must be > 0, got [1.0, 0.0]"):
+        ImageBatcher(mean=(0.0, 0.0), std=(1.0, 0.0))
+    with raises_exactly(ValueError, "mean/std have 2 values but the images have 3 channels"):
+        ImageBatcher(mean=(0.0, 0.0), std=(1.0, 1.0)).normalise(torch.zeros(1, 2, 2, 3, dtype=torch.uint8))
+    with raises_exactly(ValueError, "images of different sizes in one batch: a.png is 2x3 (1 channels), b.png is "
+                                    "2x4 (1 channels); resize them to one size (ImageFolderDataset(..., size=(H, W)), "
+                                    "data.size=[H,W] in the app)"):
+        ImageBatcher().batch([image_item((3, 2, 1)), image_item((4, 2, 1), path="b.png")])
+    with raises_exactly(ValueError, "images of different depths in one batch: a.png is torch.uint8, b.png is "
+                                    "torch.float32"):
+        ImageBatcher().batch([image_item((3, 2, 1)), image_item((3, 2, 1), torch.float32, "b.png")])
+    mixed = [image_item((2, 2, 1)), image_item((2, 2, 1))]
+    mixed[1].annotation = MultiLabel([0])
+    with raises_exactly(ValueError, "one batch mixes annotation kinds ['Label', 'MultiLabel']"):
+        ImageBatcher(num_classes=2).batch(mixed)
+
+
+def test_float_images_are_already_in_unit_range():
+    from burnlike.data import ImageBatcher
+
+    images = torch.tensor([0.0, 0.5, 1.0]).reshape(1, 1, 3, 1)
+    assert ImageBatcher(mean=(0.5,), std=(0.25,)).normalise(images).flatten().tolist() == [-2.0, 0.0, 2.0]
+
+
+def test_images_off_the_cpu_are_normalised_where_they_are():
+    """The non-CPU path (a GPU's): shapes and dtype checked on the meta device, which has no values."""
+    from burnlike.data import ImageBatcher
+
+    images = torch.empty(2, 4, 5, 3, dtype=torch.uint8, device="meta")
+    out = ImageBatcher(mean=(0.1, 0.2, 0.3), std=(0.5, 0.5, 0.5)).normalise(images)
+    assert (out.device.type, out.dtype, tuple(out.shape)) == ("meta", torch.float32, (2, 3, 4, 5))
