@@ -33,7 +33,7 @@ bench: install
 	$(PY) benchmarks/records.py
 	$(PY) benchmarks/startup.py
 
-# Not in CI: about two hours on 2 cores for all five packages (`--only burnlike.optim` for one).
+# Not in CI: ~14k mutants, several hours on 2 cores for all five packages (`--only burnlike.optim` for one).
 mutation: install
 	$(PY) -m pip install --quiet -e ".[mutation]"
 	BURNLIKE_DATA=$(DATA) $(PY) scripts/mutation.py
