@@ -3,10 +3,10 @@ device loader's description, wrapped datasets (Burn-style and torch-style), the 
 the text batcher's duck-typed items."""
 
 import dataclasses
-from contextlib import contextmanager
 
 import pytest
 import torch
+from expect import raises_exactly
 
 from burnlike.data import (
     ByteTokenizer,
@@ -19,13 +19,6 @@ from burnlike.data import (
 )
 from burnlike.data.dataset import as_dataset
 from burnlike.data.dataset.table import TabularDataset, TabularItems
-
-
-@contextmanager
-def raises_exactly(kind: type[Exception], message: str):
-    with pytest.raises(kind) as e:
-        yield
-    assert str(e.value) == message
 
 
 class Stack:

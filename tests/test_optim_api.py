@@ -4,11 +4,11 @@ translation, LR scheduler state and edges, the composed scheduler's JSON, and th
 
 import copy
 import math
-from contextlib import contextmanager
 
 import numpy as np
 import pytest
 import torch
+from expect import raises_exactly
 from torch import nn
 
 from burnlike.autodiff import backward
@@ -44,14 +44,6 @@ from burnlike.optim import (
 )
 from burnlike.optim.optimizer import as_optimizer
 from burnlike.optim.rule import RuleOptimizer
-
-
-@contextmanager
-def raises_exactly(kind: type[Exception], message: str):
-    """The error and its whole message (a message that names the field is part of the behaviour)."""
-    with pytest.raises(kind) as e:
-        yield
-    assert str(e.value) == message
 
 
 def param(*values: float) -> nn.Parameter:
