@@ -21,6 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
+from peak_memory import peak_above, reset_peak  # noqa: E402
 from test_record import Net  # noqa: E402
 from test_record_hostile import CASES, LOADERS  # noqa: E402 - the test's files and loaders
 
@@ -29,14 +30,6 @@ from burnlike.record import DefaultRecorder, RecordError  # noqa: E402
 
 TIME_LIMIT_S = 1.0
 MEMORY_LIMIT_MB = 100.0
-
-
-def _status(field: str) -> int:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) * 1024
-    raise RuntimeError(f"no {field} in /proc/self/status")
 
 
 def _inspect(path: Path) -> str:
@@ -49,9 +42,7 @@ def _inspect(path: Path) -> str:
 
 def _child(path: Path, loader: str, queue: mp.Queue[tuple[str, float, float]]) -> None:
     model = Net()  # built before the measurement: torch's first allocations in a forked child cost ~36 MB
-    with open("/proc/self/clear_refs", "w") as f:
-        f.write("5")  # reset the peak-RSS mark to the RSS now
-    before = _status("VmRSS")
+    before = reset_peak()
     start = time.perf_counter()
     try:
         if loader == "inspect":
@@ -67,7 +58,7 @@ def _child(path: Path, loader: str, queue: mp.Queue[tuple[str, float, float]]) -
     except Exception as e:  # noqa: BLE001 - reported, and fails the bounds
         outcome = f"{type(e).__name__}!"
     seconds = time.perf_counter() - start
-    queue.put((outcome, seconds, (_status("VmHWM") - before) / 2**20))
+    queue.put((outcome, seconds, peak_above(before) / 2**20))
 
 
 def main() -> None:

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import torch
+from peak_memory import peak_above, reset_peak
 from torch import nn
 
 LAYOUT = os.environ.get("BURNLIKE_BENCH_LAYOUT", "linear")
@@ -106,22 +107,12 @@ def _peak_child(way: str, op: str, params: float, path: str, queue: mp.Queue) ->
         load(model, Path(path))
     else:
         save(model_of(1e4), Path(path + ".warmup"))
-    with open("/proc/self/clear_refs", "w") as f:
-        f.write("5")  # reset the peak-RSS mark
-    before = _status("VmRSS")
+    before = reset_peak()
     if op == "save":
         save(model, Path(path))
     else:
         load(model, Path(path))
-    queue.put(_status("VmHWM") - before)
-
-
-def _status(field: str) -> int:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) * 1024
-    return 0
+    queue.put(peak_above(before))
 
 
 def peak_bytes(way: str, op: str, params: float, path: Path) -> int:
