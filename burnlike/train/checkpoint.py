@@ -20,7 +20,7 @@ import lightning as L
 from lightning.pytorch.callbacks import Checkpoint, EarlyStopping
 from torch import nn
 
-from burnlike.record.checkpoint.epoch_files import KINDS, epoch_file, save_parts
+from burnlike.record.checkpoint.epoch_files import KINDS, epoch_file, epoch_of, save_parts
 from burnlike.record.checkpoint.lightning_dict import is_checkpoint
 from burnlike.record.error import RecordError
 from burnlike.record.format import registry
@@ -316,9 +316,8 @@ class FileCheckpointer(Checkpoint):
         if not folder.is_dir():
             return
         for path in folder.iterdir():
-            kind, _, rest = path.name.partition("-")
-            number = rest.removesuffix("." + self.extension)
-            if kind == PREEMPTED and rest.endswith("." + self.extension) and number.isdigit() and int(number) <= step:
+            number = epoch_of(path.name, PREEMPTED, self.extension)
+            if number is not None and number <= step:
                 log.info("removing %s: the checkpoint of step %d supersedes it", path, step)
                 trainer.strategy.remove_checkpoint(str(path))
 

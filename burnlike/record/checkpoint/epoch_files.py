@@ -32,6 +32,14 @@ def epoch_file(folder: AnyPath, kind: str, epoch: int, extension: str) -> AnyPat
     return folder / f"{kind}-{epoch}.{extension}"
 
 
+def epoch_of(name: str, kind: str, extension: str) -> int | None:
+    """N when `name` is `epoch_file`'s `<kind>-N.<extension>`, else None."""
+    number = name.removeprefix(f"{kind}-").removesuffix(f".{extension}")
+    if name != f"{kind}-{number}.{extension}" or not number.isdigit():
+        return None
+    return int(number)
+
+
 def save_parts(checkpoint: dict[str, Any], model: nn.Module, folder: AnyPath, epoch: int, recorder: Recorder,
                write: bool = True) -> None:
     """Move the weights, optimizer and scheduler states out of `checkpoint` into their own files
