@@ -116,3 +116,26 @@ def test_convert_writes_every_format_through_temp_and_rename(tmp_path: Path, mon
     dst = tmp_path / f"out{suffix}"
     assert main(["convert", str(src), str(dst), "--model", "test_record:Net"]) == 0
     assert [b for _, b in renames] == [str(dst)] and files._TEMP.match(renames[0][0])
+
+
+@pytest.mark.skipif(files._SYNC_FILE_RANGE is None, reason="sync_file_range is Linux-only")
+def test_a_big_save_starts_writeback_as_it_goes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each WRITEBACK_STEP written is handed to the kernel's writeback at once (so the final fsync
+    waits for the last step only): ranges in order, gapless, of the temp file, before its rename."""
+    real, started = files._SYNC_FILE_RANGE, []
+
+    def spy(fd: int, offset: int, n: int, flags: int) -> int:
+        started.append((os.fstat(fd).st_ino, offset, n, flags))
+        return real(fd, offset, n, flags)
+
+    monkeypatch.setattr(files, "_SYNC_FILE_RANGE", spy)
+    monkeypatch.setattr(files, "WRITEBACK_STEP", 1 << 20)
+    data = os.urandom(5 << 20) + b"tail"
+    target = tmp_path / "big.bin"
+    files.atomic_write(target, lambda f: [f.write(data[i:i + 300_000]) for i in range(0, len(data), 300_000)])
+    assert target.read_bytes() == data
+    assert {ino for ino, *_ in started} == {target.stat().st_ino}
+    assert [(o, f) for _, o, _, f in started][:1] == [(0, 2)]
+    ends = [o + n for _, o, n, _ in started]
+    assert [o for _, o, _, _ in started[1:]] == ends[:-1]  # gapless
+    assert all(n >= 1 << 20 for *_, n, _ in started) and len(data) - ends[-1] < 1 << 20

@@ -7,6 +7,7 @@ Why bounded: a record is untrusted input, and a few KiB of gzip can inflate to g
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import errno
 import gzip
 import io
@@ -79,7 +80,7 @@ def atomic_write(path: AnyPath, write: Callable[[IO[bytes]], None] | bytes) -> N
     except OSError as e:
         raise write_error(e, path) from e
     try:
-        with os.fdopen(fd, "wb", buffering=1 << 20) as f:
+        with WritebackFile(io.FileIO(fd, "wb"), buffer_size=1 << 20) as f:
             if isinstance(write, (bytes, bytearray)):
                 f.write(write)
             else:
@@ -100,6 +101,46 @@ def atomic_write(path: AnyPath, write: Callable[[IO[bytes]], None] | bytes) -> N
             os.close(dir_fd)
     except OSError:  # pragma: no cover - some filesystems can't fsync a directory
         pass
+
+
+class WritebackFile(io.BufferedWriter):
+    """A buffered file that asks the kernel to start writing each `WRITEBACK_STEP` bytes to disk as
+    soon as they are written, so the fsync before the rename has only the last step left to wait for.
+
+    Why: page-cache writeback otherwise starts only at the fsync, which then waited for the whole
+    file (0.09-0.13 s of a 0.45 s 100M-parameter save on a 2-core VM, about 0.005 s with this).
+    Linux only (`sync_file_range`, asynchronous: it neither waits nor makes anything durable);
+    elsewhere a plain buffered file.
+    """
+
+    def __init__(self, raw: io.FileIO, buffer_size: int = io.DEFAULT_BUFFER_SIZE) -> None:
+        super().__init__(raw, buffer_size)
+        self.started = 0  # bytes handed to writeback so far
+        self.written = 0
+
+    def write(self, b: bytes | bytearray | memoryview) -> int:  # type: ignore[override]
+        n = super().write(b)
+        self.written += n
+        if _SYNC_FILE_RANGE is not None and self.written - self.started >= WRITEBACK_STEP:
+            self.flush()
+            _SYNC_FILE_RANGE(self.fileno(), self.started, self.written - self.started, _SYNC_FILE_RANGE_WRITE)
+            self.started = self.written
+        return n
+
+
+def _sync_file_range() -> Callable[[int, int, int, int], int] | None:
+    try:
+        fn = ctypes.CDLL(None, use_errno=True).sync_file_range
+    except (OSError, AttributeError):  # not Linux (or no libc symbols in this process)
+        return None
+    fn.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint]
+    fn.restype = ctypes.c_int
+    return fn
+
+
+WRITEBACK_STEP = 8 << 20
+_SYNC_FILE_RANGE_WRITE = 2  # start writeback of the range's dirty pages; don't wait
+_SYNC_FILE_RANGE = _sync_file_range()
 
 
 _HOST = re.sub(r"[^A-Za-z0-9_-]", "_", socket.gethostname())[:40] or "host"
