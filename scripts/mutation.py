@@ -3,9 +3,12 @@
     python scripts/mutation.py                 # mutate and test, then print the table
     python scripts/mutation.py --report-only   # the table from the last run (mutants/ kept)
     python scripts/mutation.py --only burnlike.optim   # one package (results of the others kept)
+    python scripts/mutation.py --recheck       # after adding tests: re-test what they didn't catch
 
 mutmut keeps each mutant's result in mutants/ and re-tests only what changed since, so packages can
-be run one at a time and a second run after a fix is short.
+be run one at a time and a second run after a fix is short. New tests alone don't make mutmut
+re-test a surviving mutant (its function didn't change): `--recheck` forgets the verdicts that
+weren't catches (survived, no tests, segfault, suspicious) first, so the next run tries those again.
 
 Why mutmut and not cosmic-ray: mutmut 3 runs, for each mutant, only the tests that executed the
 mutated function (it records that in one clean run), with mutants switched on by an environment
@@ -21,6 +24,7 @@ equivalent mutants are listed with a reason each in scripts/mutation_equivalent.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import subprocess
@@ -55,6 +59,25 @@ def equivalents() -> dict[str, str]:
             if name.strip():
                 out[name.strip()] = why.strip()
     return out
+
+
+def recheck(only: list[str] | None) -> int:
+    """Forget the not-caught verdicts in mutants/*.meta (of `only`'s packages, or all)."""
+    from mutmut.stats import status_by_exit_code
+
+    forgotten = 0
+    for meta in (ROOT / "mutants").rglob("*.py.meta"):
+        data = json.loads(meta.read_text())
+        codes = data.get("exit_code_by_key", {})
+        stale = [k for k, code in codes.items() if code is not None and status_by_exit_code[code] not in CAUGHT
+                 and (not only or package_of(k) in only)]
+        for k in stale:
+            codes[k] = None
+        if stale:
+            meta.write_text(json.dumps(data, indent=4))
+            forgotten += len(stale)
+    print(f"{forgotten} verdicts forgotten: the next run re-tests those mutants")
+    return forgotten
 
 
 def package_of(mutant: str) -> str | None:
@@ -107,7 +130,11 @@ def main() -> int:
     parser.add_argument("--report-only", action="store_true", help="print the table of the last run")
     parser.add_argument("--only", choices=PACKAGES, action="append", help="mutate and test only this package")
     parser.add_argument("--max-children", type=int, default=os.cpu_count() or 2)
+    parser.add_argument("--recheck", action="store_true",
+                        help="re-test the mutants not caught last time (after adding tests)")
     args = parser.parse_args()
+    if args.recheck:
+        recheck(args.only)
     if not args.report_only:
         run = mutmut("run", "--max-children", str(args.max_children), *[f"{p}.*" for p in args.only or []])
         if run.returncode:
