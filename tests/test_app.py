@@ -339,6 +339,7 @@ def test_help_and_cfg_job(quick):
 
 # --- training runs --------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_single_run_leaves_burn_artifacts_and_hydra_dir(tmp_path, tiny):
     proc = run_app(["learner.num_epochs=1", "model=mnist", "trainer.devices=1"], tmp_path, tiny)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -366,6 +367,7 @@ def test_single_run_leaves_burn_artifacts_and_hydra_dir(tmp_path, tiny):
     assert resumed["value"] == max(resumed["epochs"].values())
 
 
+@pytest.mark.slow
 def test_two_job_sweep_has_two_run_dirs_and_results(tmp_path, tiny):
     proc = run_app(["-m", "model=mlp", "optimizer.lr=0.001,0.01", "learner.num_epochs=1"], tmp_path, tiny)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -402,6 +404,7 @@ def accuracy_of_saved_model(path, tiny):
 
 
 @pytest.mark.timeout(400)
+@pytest.mark.slow
 def test_ddp_two_processes(tmp_path, tiny):
     proc = run_app(["trainer=ddp", "trainer.devices=2", "learner.num_epochs=1", "learner.recorder=default"],
                    tmp_path, tiny, timeout=380)
@@ -418,6 +421,7 @@ def test_ddp_two_processes(tmp_path, tiny):
 
 
 @pytest.mark.timeout(500)
+@pytest.mark.slow
 def test_ddp_inside_a_multirun(tmp_path, tiny):
     proc = run_app(["-m", "trainer=ddp", "optimizer.lr=0.001,0.01", "learner.num_epochs=1",
                     "learner.checkpointing=false"], tmp_path, tiny, timeout=480)
@@ -438,6 +442,7 @@ def test_ddp_inside_a_multirun(tmp_path, tiny):
         assert (sweep / job / "train_ddp_process_1.log").exists()
 
 
+@pytest.mark.slow
 def test_another_repo_reuses_burnlike(tmp_path, tiny):
     """A package outside burnlike/ with its own model and conf dir (tests/other_repo, copied away)."""
     repo = shutil.copytree(OTHER_REPO, tmp_path / "other")
@@ -493,6 +498,7 @@ def test_plain_lightning_path_with_the_plugin(tmp_path, tiny):
 
 
 @pytest.mark.timeout(400)
+@pytest.mark.slow
 def test_optuna_search_runs_trials(tmp_path, tiny):
     pytest.importorskip("hydra_plugins.hydra_optuna_sweeper")
     proc = run_app(["hparams_search=mnist_optuna", "model=mlp", "hydra.sweeper.n_trials=2",

@@ -253,6 +253,7 @@ def test_evaluator_writes_tagged_test_logs_and_summary(tmp_path, capsys):
 
 
 @pytest.mark.timeout(300)
+@pytest.mark.slow
 def test_two_process_cpu_ddp_through_execution_strategy(tmp_path):
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
     proc = subprocess.run([sys.executable, str(HERE / "ddp_execution.py"), str(tmp_path)],

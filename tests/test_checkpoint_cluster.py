@@ -218,6 +218,7 @@ def test_an_async_write_error_surfaces_at_the_next_save_and_at_teardown(tmp_path
     assert burnlike_threads() == []
 
 
+@pytest.mark.slow
 def test_sigkill_during_an_async_write_leaves_the_previous_checkpoint(tmp_path):
     path = tmp_path / "ck.ckpt"
     proc = subprocess.Popen([sys.executable, str(HERE / "async_kill_save.py"), str(path)], stdout=subprocess.PIPE,
@@ -318,6 +319,7 @@ def params(path: Path) -> dict[str, bytes]:
 
 
 @pytest.mark.timeout(600)
+@pytest.mark.slow
 def test_sigterm_saves_at_the_next_step_and_last_resumes_to_the_uninterrupted_weights(tmp_path, tiny):
     run = tmp_path / "cut"
     proc = subprocess.Popen(app([], run, tiny), cwd=ROOT, env=env(tiny), stdout=subprocess.PIPE,

@@ -175,6 +175,7 @@ def test_in_process_runs_train_on_images_and_tables(hydra_conf, tmp_path):
     assert loss < first and loss < 1.0  # learns y = 2a - b (variance 5) well within three epochs
 
 
+@pytest.mark.slow
 def test_cli_names_a_corrupt_image(tmp_path):
     """Through train.py: a corrupt image is one line naming the file, exit code 2, no traceback."""
     broken = write_splits(tmp_path / "broken", classes=3, train=2, valid=1)

@@ -12,6 +12,7 @@ HERE = Path(__file__).parent
 
 
 @pytest.mark.timeout(300)
+@pytest.mark.slow
 def test_two_process_cpu_ddp_syncs_metrics_and_rank0_writes_logs(tmp_path):
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
     proc = subprocess.run([sys.executable, str(HERE / "ddp_learner.py"), str(tmp_path)],

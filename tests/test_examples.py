@@ -107,6 +107,7 @@ def write_texts(root: Path, per_class: int, seed: int) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_text_classification(tmp_path):
     write_texts(tmp_path / "data" / "train", 12, 0)
     write_texts(tmp_path / "data" / "test", 3, 1)

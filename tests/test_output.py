@@ -22,6 +22,7 @@ def guide_env(tiny):
     return {**env, "BURNLIKE_DATA": str(tiny)}
 
 
+@pytest.mark.slow
 def test_guide_to_a_file_is_short_plain_and_counts_epochs_from_1(tiny, tmp_path):
     run = tmp_path / "run"
     with open(tmp_path / "stdout.txt", "w") as out, open(tmp_path / "stderr.txt", "w") as err:
@@ -46,6 +47,7 @@ def test_guide_to_a_file_is_short_plain_and_counts_epochs_from_1(tiny, tmp_path)
     assert "epoch 2 valid: Accuracy=" in log  # burnlike's own lines stay
 
 
+@pytest.mark.slow
 def test_live_view_shows_in_a_pseudo_terminal(tiny, tmp_path):
     import pty
     import re

@@ -267,6 +267,7 @@ while True:
 
 
 @pytest.mark.timeout(120)
+@pytest.mark.slow
 def test_sigkill_during_save_never_leaves_a_torn_file(tmp_path):
     from burnlike.record.tensor.tensor_data import tensor_to_data
 

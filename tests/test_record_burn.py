@@ -42,6 +42,7 @@ def read_idx(path: Path) -> np.ndarray:
 
 
 @needs_burn
+@pytest.mark.slow
 def test_burn_written_mnist_model_loads_classifies_and_writes_back_byte_identical(tmp_path):
     models = {v: BurnMnist().load_file(path, BinFileRecorder()).eval() for v, path in FILES.items()}
     for a, b in zip(models["0.19.0"].state_dict().values(), models["0.21.0"].state_dict().values()):
@@ -165,6 +166,7 @@ def fuzz_case(files: list[tuple[Path, object, type]], i: int, rng: random.Random
 
 
 @pytest.mark.timeout(240)
+@pytest.mark.slow
 def test_fuzz_only_record_errors(tmp_path):
     rng = random.Random(1234)
     files = valid_files(tmp_path)
@@ -184,6 +186,7 @@ def test_msgpack_file_never_uses_ext_or_pickle(tmp_path):
     msgpack.unpackb(path.read_bytes(), raw=False, ext_hook=lambda code, data: pytest.fail("ext type used"))
 
 
+@pytest.mark.slow
 def test_loads_and_saves_leave_no_reference_cycles(tmp_path):
     """A cycle keeps a load's whole file buffer (or a save's scratch buffers and file) alive until
     the next full collection: a process loading many records (the fuzz benchmark: +66 MB over 90k

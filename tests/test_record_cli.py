@@ -27,6 +27,7 @@ def checkpoint(tmp_path, net):
     return path
 
 
+@pytest.mark.slow
 def test_help_is_useful():
     out = subprocess.run([sys.executable, "-m", "burnlike.cli", "--help"], capture_output=True, text=True, check=True)
     assert "inspect" in out.stdout and "convert" in out.stdout and "Examples" in out.stdout
@@ -85,6 +86,7 @@ def test_convert_refuses_unsafe_pickles_and_bad_files(tmp_path, capsys):
     assert "bad.mpk" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_inspect_and_checkpoint_weights_never_import_lightning(tmp_path):
     """Lightning takes seconds to import; looking at a file or loading weights shouldn't pay it."""
     net = torch.nn.Linear(4, 5)
@@ -101,6 +103,7 @@ def test_inspect_and_checkpoint_weights_never_import_lightning(tmp_path):
     assert out.stdout.strip().endswith("lightning imported: False")
 
 
+@pytest.mark.slow
 def test_inspect_into_a_closed_pipe_exits_without_a_traceback(tmp_path):
     path = DefaultRecorder().save_module(torch.nn.Sequential(*[torch.nn.Linear(1, 1) for _ in range(1500)]),
                                           tmp_path / "many")  # ~3000 rows: more than a pipe buffer

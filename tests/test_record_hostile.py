@@ -240,6 +240,7 @@ def test_convert_one_line_exit_2(hostile: dict[str, Path], case: str, tmp_path: 
     assert not (tmp_path / "out.mpk").exists()
 
 
+@pytest.mark.slow
 def test_cli_subprocess_never_tracebacks(hostile: dict[str, Path]) -> None:
     out = subprocess.run([sys.executable, "-m", "burnlike.cli", "inspect", str(hostile["dtype-empty-map.mpk"])],
                          capture_output=True, text=True)

@@ -20,6 +20,7 @@ def run(artifact: Path, mode: str) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.timeout(600)
+@pytest.mark.slow
 def test_sigkill_mid_epoch_then_resume_matches_an_uninterrupted_run(tmp_path):
     killed = tmp_path / "killed"
     proc = subprocess.Popen([sys.executable, str(SCRIPT), str(killed), "kill"], stdout=subprocess.PIPE,

@@ -190,6 +190,7 @@ REAL = Path(os.environ.get("BURNLIKE_DATA") or Path(__file__).resolve().parents[
 
 
 @pytest.mark.skipif(not (REAL / "MNIST" / "raw").is_dir(), reason="real MNIST not present")
+@pytest.mark.slow
 def test_guide_model_learns_on_a_real_mnist_subset(tmp_path):
     """Integration: the guide's model, data pipeline, metrics and compact checkpoints on real MNIST."""
     import burnlike
