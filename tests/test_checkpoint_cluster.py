@@ -145,13 +145,21 @@ def test_no_thread_outlives_a_save_and_lightnings_async_wrapper_works(tmp_path):
     io.save_checkpoint(ckpt, tmp_path / "a.ckpt")  # replaces a file
     assert burnlike_threads() == []
 
+    # Every epoch's checkpoint is kept: Lightning's AsyncCheckpointIO doesn't override
+    # remove_checkpoint, so its top-1 removal of epoch 0's file can run before its queued write
+    # (then two files remain: Lightning's race, seen on a loaded machine; burnlike's own async
+    # mode waits for pending writes before a removal).
+    keep_all = L.pytorch.callbacks.ModelCheckpoint(dirpath=tmp_path / "checkpoints", save_top_k=-1)
     trainer = L.Trainer(max_epochs=2, plugins=[AsyncCheckpointIO(RecorderCheckpointIO(DefaultRecorder()))],
                         logger=False, enable_progress_bar=False, enable_model_summary=False,
-                        default_root_dir=tmp_path)
+                        default_root_dir=tmp_path, callbacks=[keep_all])
     torch.manual_seed(0)
     module = StepModule(Classifier(), AdamConfig(), 1e-2)
     trainer.fit(module, loader(64, 16))
-    [saved] = list((tmp_path / "checkpoints").glob("*.ckpt"))
+    saved = {p.name: p for p in (tmp_path / "checkpoints").glob("*.ckpt")}
+    assert sorted(saved) == ["epoch=0-step=4.ckpt", "epoch=1-step=8.ckpt"]
+    assert load_checkpoint(saved["epoch=0-step=4.ckpt"])["global_step"] == 4
+    saved = saved["epoch=1-step=8.ckpt"]
     assert load_checkpoint(saved)["global_step"] == 8
     assert same_weights(Classifier().load_file(saved), module.model)
     assert burnlike_threads() == []
