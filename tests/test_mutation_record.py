@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import errno
 import functools
-import io
+import gzip
 import json
 import os
-import pathlib
 import pickle
 import subprocess
 import sys
@@ -25,6 +24,7 @@ from typing import Any
 
 import fsspec
 import lightning as L
+import msgpack
 import pytest
 import torch
 from torch import nn
@@ -360,3 +360,278 @@ def test_an_unstorable_hparam_error_names_file_key_and_the_call_to_make(tmp_path
 def test_hyperparameters_stored_as_pairs_load(tmp_path):
     path = pair_checkpoint(tmp_path / "last.ckpt", hyper_parameters=[["width", 2]])  # Lightning updates from pairs
     assert load_lightning_module(Pair, path).hparams.width == 2
+
+
+def test_map_location_dict_keys_are_location_tags_matched_exactly(tmp_path):
+    path = save_checkpoint(tmp_path / "last.ckpt", {"w": torch.arange(3.0)})
+    kept = load_checkpoint(path, map_location={"cuda:0": "meta", "CPU": "meta"})["state_dict"]["w"]
+    assert kept.device.type == "cpu" and torch.equal(kept, torch.arange(3.0))
+    assert load_checkpoint(path, map_location={"cpu": "meta"})["state_dict"]["w"].device.type == "meta"
+
+
+# --- RecordError and quote ----------------------------------------------------------------------------------
+
+def test_quote_cuts_only_past_its_limit():
+    exact = "x" * (QUOTE_CHARS - 2)  # its repr is QUOTE_CHARS characters
+    assert quote(exact) == repr(exact)
+    over = exact + "x"
+    assert quote(over) == f"{repr(over)[:QUOTE_CHARS]}… ({QUOTE_CHARS + 1} characters)"
+
+
+def test_a_record_error_cuts_a_key_only_past_the_quote_limit():
+    assert RecordError("bad", None, "k" * QUOTE_CHARS).key == "k" * QUOTE_CHARS
+    long = RecordError("bad", None, "k" * (QUOTE_CHARS + 1))
+    assert long.key == f"{'k' * QUOTE_CHARS}… ({QUOTE_CHARS + 1} characters)"
+    assert str(long) == f"at '{long.key}': bad"
+
+
+def test_a_record_error_without_a_file_is_just_its_message():
+    e = RecordError("bad")
+    assert (str(e), e.path, e.key) == ("bad", None, None)
+    assert str(RecordError("bad", "f.mpk")) == "f.mpk: bad"
+
+
+# --- MessagePack errors name the key being read --------------------------------------------------------------
+
+def test_invalid_messagepack_names_the_key_being_read(tmp_path):
+    path = tmp_path / "m.mpk"
+    data = msgpack.packb({"metadata": {}, "item": {"layer": {"name": "Z"}}, "_b": []}, use_bin_type=True)
+    path.write_bytes(data.replace(b"\xa1Z", b"\xa1\xff"))  # a one-byte string that isn't UTF-8
+    with pytest.raises(RecordError) as e:
+        NamedMpkFileRecorder().load(path)
+    assert e.value.key == "item.layer.name" and e.value.path == str(path)
+    assert str(e.value).startswith(f"{path}: at 'item.layer.name': not valid MessagePack: string is not UTF-8")
+    path.write_bytes(b"\xc1")  # fails before any key
+    with pytest.raises(RecordError) as e:
+        NamedMpkFileRecorder().load(path)
+    assert e.value.key is None and str(e.value).startswith(f"{path}: not valid MessagePack: unsupported type byte")
+
+
+# --- JSON recorders ----------------------------------------------------------------------------------------
+
+def test_json_records_are_burns_layout_pretty_or_compact(tmp_path):
+    module = seeded_linear(0)
+    pretty = PrettyJsonFileRecorder().save_module(module, tmp_path / "m").read_text()
+    doc = json.loads(pretty)
+    assert list(doc) == ["metadata", "item", "_b"] and doc["_b"] is None  # serde_json's PhantomData
+    assert pretty == json.dumps(doc, indent=2)
+    compact = gzip.decompress(JsonGzFileRecorder().save_module(module, tmp_path / "m").read_bytes()).decode()
+    assert compact == json.dumps(json.loads(compact), separators=(",", ":"))
+    assert json.loads(compact)["item"] == doc["item"] and json.loads(compact)["_b"] is None
+
+
+def test_a_json_record_of_empty_maps_is_refused_by_the_budget(tmp_path):
+    path = tmp_path / "flood.json"
+    path.write_text('{"metadata":{},"item":[' + ",".join(["{}"] * 100_000) + '],"_b":null}')
+    with pytest.raises(RecordError, match="refusing to decode"):
+        PrettyJsonFileRecorder().load(path)
+
+
+def test_a_json_recorder_refuses_non_finite_floats_saying_what_to_use(tmp_path):
+    with pytest.raises(RecordError) as e:
+        RecorderCheckpointIO(PrettyJsonFileRecorder()).save_checkpoint(
+            {"state_dict": {}, "pytorch-lightning_version": PL_VERSION, "best": float("inf")}, tmp_path / "c.json")
+    assert str(e.value) == "JSON recorders can't store inf; use a MessagePack recorder"
+
+
+# --- recorders and settings compare by what they write ----------------------------------------------------------
+
+def test_recorders_are_equal_only_with_the_same_format_precision_and_version():
+    assert DefaultRecorder() == NamedMpkFileRecorder(FullPrecisionSettings)
+    assert DefaultRecorder() != CompactRecorder()  # precision
+    assert NamedMpkFileRecorder() != BinFileRecorder()  # format
+    assert DefaultRecorder() != DefaultRecorder("0.19.0")  # version
+    assert CompactRecorder("0.19.0").burn_version == "0.19.0"
+    assert FullPrecisionSettings() != HalfPrecisionSettings() and HalfPrecisionSettings() == HalfPrecisionSettings()
+
+
+def test_a_tensor_with_no_finite_value_takes_the_half_precision_dtype():
+    t = torch.tensor([float("inf"), float("-inf"), float("nan")])
+    assert storage_dtype(t, HalfPrecisionSettings()) == torch.float16  # f16 holds inf and nan
+
+
+# --- atomic writes ---------------------------------------------------------------------------------------------
+
+def test_atomic_write_puts_bytes_on_an_fsspec_filesystem(memory_dir):
+    target = memory_dir / "deep" / "model.bin"
+    atomic_write(target, b"\x01\x02")
+    assert target.read_bytes() == b"\x01\x02"
+
+
+def failing(error: OSError):
+    def write(f: Any) -> None:
+        f.write(b"partial")
+        raise error
+
+    return write
+
+
+@pytest.mark.parametrize(("error", "text"), [
+    (OSError(errno.ENOSPC, "No space left on device"),
+     "No space left on device; could not save (the previous file, if any, is unchanged): the disk is full: "
+     "free space there or save elsewhere"),
+    (OSError(errno.EIO, "Input/output error"),
+     "Input/output error; could not save (the previous file, if any, is unchanged): check the destination"),
+    (OSError("the device went away"),
+     "the device went away; could not save (the previous file, if any, is unchanged): check the destination"),
+])
+def test_a_failed_save_says_what_to_do_and_names_the_destination(tmp_path, error, text):
+    path = tmp_path / "model.mpk"
+    with pytest.raises(OSError) as e:
+        atomic_write(path, failing(error))
+    assert (e.value.errno, e.value.strerror, e.value.filename) == (error.errno, text, str(path))
+    assert not path.exists() and os.listdir(tmp_path) == []
+
+
+def temp_for(directory: Path, pid: int | str) -> Path:
+    """An atomic-write temp file as process `pid` of this host would leave it."""
+    path = directory / f"{temp_prefix(directory / 'model.mpk')}abc.tmp".replace(f".{os.getpid()}.", f".{pid}.")
+    path.write_bytes(b"")
+    return path
+
+
+def test_a_temp_naming_a_pid_no_process_can_have_is_stale(tmp_path):
+    temp = temp_for(tmp_path, 10**30)  # os.kill raises OverflowError
+    assert remove_stale_temps(tmp_path) == [temp] and not temp.exists()
+
+
+def test_a_temp_of_another_users_live_process_stays(tmp_path):
+    temp = temp_for(tmp_path, 1)  # pid 1 runs as root: os.kill(1, 0) is refused to anyone else
+    if os.getuid() != 0:
+        assert remove_stale_temps(tmp_path) == [] and temp.exists()
+        return
+    tmp_path.chmod(0o777)  # root: look from a forked child running as nobody
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child reports through its exit status only
+        code = 2
+        try:
+            os.chdir(tmp_path)
+            os.setgid(65534)
+            os.setuid(65534)
+            code = 0 if remove_stale_temps(Path(".")) == [] else 1
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0 and temp.exists()
+
+
+CHILD = """
+import signal, sys
+got = []
+signal.signal(signal.SIGHUP, lambda *_: got.append(1))
+print("ready", flush=True)
+sys.stdin.read()
+print("signalled" if got else "untouched", flush=True)
+"""
+
+
+def test_stale_temps_of_a_dead_writer_go_and_a_live_writers_stay_untouched(tmp_path):
+    def temp_of(pid: int) -> Path:
+        return temp_for(tmp_path, pid)
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()  # reaped: its pid names no process
+    live = subprocess.Popen([sys.executable, "-c", CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert live.stdout is not None and live.stdin is not None
+        assert live.stdout.readline().strip() == "ready"
+        dead_temp, live_temp = temp_of(dead.pid), temp_of(live.pid)
+        assert remove_stale_temps(tmp_path) == [dead_temp]
+        assert live_temp.exists() and not dead_temp.exists()
+        live.stdin.close()
+        assert live.stdout.readline().strip() == "untouched"  # asking whether it runs sends it nothing
+    finally:
+        live.kill()
+        live.wait()
+
+
+# --- RemotePath ------------------------------------------------------------------------------------------------
+
+@pytest.fixture
+def memory_dir(request) -> Any:
+    name = f"krec-{request.node.name}".replace("[", "-").replace("]", "")
+    fs = fsspec.filesystem("memory")
+    yield RemotePath(f"memory://{name}")
+    if fs.exists(f"/{name}"):
+        fs.rm(f"/{name}", recursive=True)
+
+
+def test_a_url_is_split_at_its_first_scheme_separator():
+    p = RemotePath("s3://bucket/mirror/https://site/x")  # an object key may hold '://'
+    assert (p.protocol, p.rest, p.name) == ("s3", "bucket/mirror/https://site/x", "x")
+
+
+@pytest.mark.parametrize("url", ["model.mpk", "://bucket/model.mpk"])
+def test_a_path_without_a_protocol_is_not_a_remote_path(url):
+    with pytest.raises(ValueError, match=rf"not a filesystem URL: '{url}' \(expected 'protocol://...'\)"):
+        RemotePath(url)
+
+
+@pytest.mark.parametrize(("url", "rest"), [("memory:///", "/"), ("memory://run/", "run"), ("memory://run/MAX/", "run/MAX"),
+                                            ("memory://X/", "X"), ("memory://", "")])
+def test_trailing_slashes_are_dropped_but_a_root_stays(url, rest):
+    assert RemotePath(url).rest == rest and str(RemotePath(url)) == f"memory://{rest}"
+
+
+def test_remote_paths_join_hash_and_keep_their_storage_options():
+    root = RemotePath("memory://", {"skip_instance_cache": True})
+    child = root / "run" / "model.mpk"
+    assert str(child) == "memory://run/model.mpk" and child == RemotePath("memory://run/model.mpk")
+    assert child.storage_options == {"skip_instance_cache": True} == child.parent.storage_options
+    assert len({hash(RemotePath(f"memory://run/{i}")) for i in range(20)}) == 20  # not one bucket for all
+
+
+def test_unlink_of_a_missing_remote_file_raises_naming_it_unless_missing_ok(memory_dir):
+    missing = memory_dir / "gone.mpk"
+    with pytest.raises(FileNotFoundError, match=f"^{missing}$"):
+        missing.unlink()
+    missing.unlink(missing_ok=True)
+
+
+def test_iterdir_yields_each_entry_by_its_exact_name(memory_dir):
+    for name in ("MAX", "notes ", "a.mpk", "sub/b.mpk"):
+        (memory_dir / name).write_bytes(b"x")
+    assert sorted(p.name for p in memory_dir.iterdir()) == ["MAX", "a.mpk", "notes ", "sub"]
+    rooted = RemotePath("dir://", {"path": memory_dir.fs_path, "target_protocol": "memory"})  # names without '/'
+    assert sorted(str(p) for p in rooted.iterdir()) == ["dir://MAX", "dir://a.mpk", "dir://notes ", "dir://sub"]
+
+
+# --- ViewsAhead: the save's worker threads ----------------------------------------------------------------------
+
+def big(n: int = 1, extra: int = 0) -> list[TensorBytes]:
+    """Tensors whose record bytes (an f16 cast) are `_AHEAD_BYTES` + `extra` each: prepared ahead."""
+    return [TensorBytes(torch.full(((_AHEAD_BYTES + extra) // 2,), float(i)), torch.float16) for i in range(n)]
+
+
+def expected(tb: TensorBytes) -> bytes:
+    return bytes(tb.view(Scratch()))
+
+
+def save_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith("burnlike-save_")]
+
+
+@pytest.mark.parametrize(("workers", "n", "ahead"), [(1, 3, 0), (2, 1, 0), (2, 2, 2), (2, 3, 3)])
+def test_views_are_prepared_ahead_only_with_two_workers_and_two_big_tensors(workers, n, ahead):
+    order = big(n)
+    with ViewsAhead(order, workers=workers) as views:
+        assert (views.pool is not None) == bool(ahead)
+        assert [bytes(views.view(tb)) for tb in order] == [expected(tb) for tb in order]
+        assert views.prepared == ahead
+
+
+def test_save_workers_are_named_and_gone_once_closed():
+    order = big(3)
+    views = ViewsAhead(order, workers=2)
+    assert len(save_threads()) >= 1
+    views.close()
+    assert save_threads() == []
+
+
+def test_a_big_tensor_asked_out_of_order_stops_preparing_ahead():
+    order = big(3)  # each exactly _AHEAD_BYTES
+    with ViewsAhead(order, workers=2) as views:
+        assert bytes(views.view(order[1])) == expected(order[1])
+        assert views.pool is None
+        assert [bytes(views.view(tb)) for tb in (order[0], order[2])] == [expected(order[0]), expected(order[2])]
+        assert views.prepared == 0
