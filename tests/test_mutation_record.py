@@ -635,3 +635,94 @@ def test_a_big_tensor_asked_out_of_order_stops_preparing_ahead():
         assert views.pool is None
         assert [bytes(views.view(tb)) for tb in (order[0], order[2])] == [expected(order[0]), expected(order[2])]
         assert views.prepared == 0
+
+
+# --- more error texts and limits ---------------------------------------------------------------------------------
+
+class Wrapper(nn.Module):
+    """A module whose own entries start with `model.` (a submodule named `model`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.model = seeded_linear(0)
+
+
+def test_a_bare_checkpoint_of_a_module_with_a_model_submodule_loads(tmp_path):
+    src = Wrapper()
+    path = save_checkpoint(tmp_path / "model-1.mpk", src.state_dict())  # keys `model.weight`, `model.bias`
+    dst = Wrapper()
+    with torch.no_grad():
+        dst.model.weight.zero_()
+    assert torch.equal(load_weights(dst, path).model.weight, src.model.weight)
+
+
+class Stack(nn.Module):
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.layers = nn.Sequential(*[nn.Linear(2, 2) for _ in range(n)])
+
+
+def test_a_bincode_record_with_another_layer_count_names_the_sequence(tmp_path):
+    path = BinFileRecorder().save_module(Stack(2), tmp_path / "stack")
+    with pytest.raises(RecordError) as e:
+        BinFileRecorder().load_module(Stack(3), path)
+    assert str(e.value).startswith(f"{path}: at 'layers': record has 2 entries, the model's Sequential has 3 (byte ")
+    assert e.value.key == "layers"
+
+
+def test_invalid_json_is_refused_naming_the_file_and_quoting_the_parser(tmp_path):
+    path = tmp_path / "m.json"
+    path.write_text('{"metadata": {}, "item": [1, 2')
+    with pytest.raises(RecordError) as e:
+        PrettyJsonFileRecorder().load(path)
+    assert str(e.value) == f"{path}: not valid JSON (\"Expecting ',' delimiter: line 1 column 31 (char 30)\")"
+    assert e.value.path == str(path)
+
+
+def test_json_checkpoints_keep_finite_floats(tmp_path):
+    path = tmp_path / "c.json"
+    RecorderCheckpointIO(PrettyJsonFileRecorder()).save_checkpoint(
+        {"state_dict": {}, "pytorch-lightning_version": PL_VERSION, "best": 0.25}, path)
+    assert load_checkpoint(path)["best"] == 0.25
+
+
+def test_a_gzip_record_may_inflate_to_its_ratio_limit_past_the_minimum(tmp_path):
+    from burnlike.record.format.files import MAX_RATIO, MIN_LIMIT, gunzip
+
+    body = os.urandom(1 << 20) + bytes(MIN_LIMIT)  # ~1 MiB compressed, inflating past MIN_LIMIT
+    data = gzip.compress(body, compresslevel=1)
+    assert MIN_LIMIT < len(body) < MAX_RATIO * len(data)
+    assert gunzip(data, tmp_path / "m.mpk.gz") == body
+
+
+def test_a_zlib_stream_is_not_gzip(tmp_path):
+    import zlib
+
+    from burnlike.record.format.files import gunzip
+
+    with pytest.raises(RecordError, match="not valid gzip"):
+        gunzip(zlib.compress(b"\x83" * 100), tmp_path / "m.mpk.gz")
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="sync_file_range is Linux-only")
+def test_sync_file_range_takes_64_bit_offsets_and_reports_its_result(tmp_path):
+    from burnlike.record.format import files
+
+    fn = files._sync_file_range()
+    assert fn is not None
+    with open(tmp_path / "f", "wb") as f:
+        f.write(b"x" * 4096)
+        f.flush()
+        assert fn(f.fileno(), 0, 4096, 2) == 0
+        assert fn(f.fileno(), 1 << 31, 1 << 33, 2) == 0  # past 2 GiB (not a C int): a big checkpoint's tail
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="sync_file_range is Linux-only")
+def test_writeback_starts_at_each_full_step(tmp_path, monkeypatch):
+    from burnlike.record.format import files
+
+    started: list[tuple[int, int]] = []
+    monkeypatch.setattr(files, "_SYNC_FILE_RANGE", lambda fd, offset, n, flags: started.append((offset, n)) or 0)
+    monkeypatch.setattr(files, "WRITEBACK_STEP", 1000)
+    atomic_write(tmp_path / "f.bin", lambda f: [f.write(b"x" * 500) for _ in range(5)])
+    assert started == [(0, 1000), (1000, 1000)]  # exactly one step written: handed over at once
