@@ -237,3 +237,207 @@ def test_decoder_and_mode_refusals_are_named(tmp_path):
         decode_image(path, "torchvision", mode="CMYK")
     interlaced = _write(tmp_path, "adam7.png", adam7_png(pixels(0, 0, size=5)))
     assert np.array_equal(decode_image(interlaced, "torchvision"), pixels(0, 0, size=5))
+
+
+# --- ImageBatcher ---------------------------------------------------------------------------------
+
+
+def _items(tmp_path: Path, shapes: list[tuple[int, int]], channels: int = 3) -> list:
+    from burnlike.data.dataset import ImageFolderDataset
+
+    paths = []
+    for i, (h, w) in enumerate(shapes):
+        array = pixels(i, i, size=max(h, w), channels=channels)[:h, :w]
+        path = tmp_path / f"{i}.png"
+        Image.fromarray(array[:, :, 0] if channels == 1 else array).save(path)
+        paths.append((path, "c"))
+    ds = ImageFolderDataset.new_classification_with_items(paths, ["c"])
+    return [ds.get(i) for i in range(ds.len())]
+
+
+def test_normalise_applies_mean_and_std_per_channel_at_every_depth():
+    from burnlike.data import ImageBatcher
+
+    batcher = ImageBatcher(mean=(0.5, 0.25, 0.0), std=(0.5, 0.25, 2.0))
+    u8 = torch.tensor([[[[255, 0, 51]]]], dtype=torch.uint8)  # [B=1, H=1, W=1, C=3]
+    out = batcher.normalise(u8)
+    assert out.shape == (1, 3, 1, 1) and out.dtype == torch.float32
+    assert torch.allclose(out.flatten(), torch.tensor([1.0, -1.0, 0.1]), atol=1e-6)
+    u16 = torch.tensor([[[[65535, 0, 13107]]]], dtype=torch.int32).to(torch.uint16)
+    assert torch.allclose(batcher.normalise(u16).flatten(), torch.tensor([1.0, -1.0, 0.1]), atol=1e-6)
+    floats = torch.tensor([[[[1.0, 0.0, 0.2]]]])  # float images are already in [0, 1]
+    assert torch.allclose(batcher.normalise(floats).flatten(), torch.tensor([1.0, -1.0, 0.1]), atol=1e-6)
+    one = ImageBatcher(mean=(0.5,), std=(0.25,)).normalise(torch.full((2, 2, 3, 4), 255, dtype=torch.uint8))
+    assert one.shape == (2, 4, 2, 3) and torch.allclose(one, torch.full_like(one, 2.0))
+
+
+def test_image_batcher_refusals_name_what_is_wrong(tmp_path):
+    from burnlike.data import ImageBatcher
+    from burnlike.data.dataset import Annotation, Label, MultiLabel
+
+    with pytest.raises(ValueError, match=r"^mean and std need the same number of values \(one, or one per channel\), "
+                                         r"got \[0.1, 0.2\] and \[1.0\]$"):
+        ImageBatcher(mean=(0.1, 0.2), std=(1.0,))
+    with pytest.raises(ValueError, match=r"^std values must be > 0, got \[1.0, 0.0\]$"):
+        ImageBatcher(mean=(0.1, 0.2), std=(1.0, 0.0))
+    with pytest.raises(ValueError, match=r"^mean/std have 2 values but the images have 3 channels$"):
+        ImageBatcher(mean=(0.1, 0.2), std=(1.0, 1.0)).normalise(torch.zeros((1, 2, 2, 3), dtype=torch.uint8))
+    batcher = ImageBatcher()
+    with pytest.raises(ValueError, match=r"^cannot batch zero images$"):
+        batcher.batch([])
+    a, b = _items(tmp_path, [(2, 5), (3, 5)])
+    with pytest.raises(ValueError, match=rf"^images of different sizes in one batch: {re.escape(a.image_path)} is "
+                                         rf"5x2 \(3 channels\), {re.escape(b.image_path)} is 5x3 \(3 channels\); "
+                                         r"resize them to one size \(ImageFolderDataset\(\.\.\., size=\(H, W\)\), "
+                                         r"data\.size=\[H,W\] in the app\)$"):
+        batcher.batch([a, b])
+    deep = dataclasses_replace(a, image=a.image.to(torch.int32).to(torch.uint16))
+    with pytest.raises(ValueError, match=rf"^images of different depths in one batch: {re.escape(a.image_path)} is "
+                                         rf"torch.uint8, {re.escape(a.image_path)} is torch.uint16$"):
+        batcher.batch([a, deep])
+    with pytest.raises(ValueError, match=r"^one batch mixes annotation kinds \['Label', 'MultiLabel'\]$"):
+        batcher.targets([Label(0), MultiLabel([1])])
+    with pytest.raises(ValueError, match=r"^multi-label targets need ImageBatcher\(num_classes=\.\.\.\)$"):
+        batcher.targets([MultiLabel([1])])
+
+    class Box(Annotation):
+        pass
+
+    with pytest.raises(ValueError, match=r"^unsupported annotation Box$"):
+        batcher.targets([Box()])
+    hot = ImageBatcher(num_classes=3).targets([MultiLabel([0, 2]), MultiLabel([])])
+    assert hot.dtype == torch.int64 and hot.tolist() == [[1, 0, 1], [0, 0, 0]]
+
+
+def dataclasses_replace(item, **changes):
+    import dataclasses
+
+    return dataclasses.replace(item, **changes)
+
+
+def test_a_batch_goes_to_the_device_asked_for(tmp_path):
+    from burnlike.data import ImageBatcher
+
+    items = _items(tmp_path, [(2, 3), (2, 3)])
+    here = ImageBatcher().batch(items)
+    assert here.images.device.type == "cpu" and here.targets.tolist() == [0, 0]
+    moved = ImageBatcher().batch(items, device="meta")
+    assert moved.images.device.type == "meta" and moved.targets.device.type == "meta"
+    assert moved.image_paths == [i.image_path for i in items]
+
+
+# --- ImageFolderDataset ---------------------------------------------------------------------------
+
+
+def test_image_folder_items_report_width_and_height_and_batch_by_shape(tmp_path):
+    from burnlike.data.dataset import ImageFolderDataset, ImageItems, Label
+
+    shapes = [(2, 5), (3, 5), (2, 5)]
+    for i, (h, w) in enumerate(shapes):
+        Image.fromarray(pixels(0, i, size=5)[:h, :w]).save(tmp_path / f"{i}.png")
+    ds = ImageFolderDataset.new_classification_with_items([(tmp_path / f"{i}.png", "k") for i in range(3)], ["j", "k"])
+    item = ds.get(1)
+    assert (item.image_width, item.image_height) == (5, 3) and item.annotation == Label(1)
+    mixed = ds.__getitems__([0, 1])
+    assert isinstance(mixed, list)
+    assert [(m.image_width, m.image_height, m.annotation) for m in mixed] == [(5, 2, Label(1)), (5, 3, Label(1))]
+    same = ds.__getitems__([0, 2])
+    assert isinstance(same, ImageItems) and same.images.shape == (2, 2, 5, 3)
+    assert ds.__getitems__([]) == []
+    with pytest.raises(IndexError, match=r"^index 3 is out of range for ImageFolderDataset of length 3$"):
+        ds.__getitems__([0, 3])
+    with pytest.raises(Exception, match="label 'z' is not one of the classes"):
+        ImageFolderDataset.new_classification_with_items([(tmp_path / "0.png", "z")], ["j", "k"])
+    grey = ImageFolderDataset.new_classification_with_items([(tmp_path / "0.png", "k")], ["k"], mode="L", size=(4, 4))
+    assert grey.get(0).image.shape == (4, 4, 1)
+    multi = ImageFolderDataset.new_multilabel_classification_with_items([(tmp_path / "0.png", ["k"])], ["j", "k"],
+                                                                        size=(4, 4))
+    assert multi.get(0).image.shape == (4, 4, 3)
+
+
+def test_image_folder_options_are_checked(tmp_path):
+    from burnlike.data.dataset import DatasetError, ImageFolderDataset
+
+    Image.fromarray(pixels(0, 0, size=3)).save(tmp_path / "a.png")
+    items = [(tmp_path / "a.png", "c")]
+    assert ImageFolderDataset.new_classification_with_items(items, ["c"], size=(1, 1)).get(0).image.shape == (1, 1, 3)
+    for size in [(5,), (0, 3), (3, 0, 1)]:
+        with pytest.raises(ValueError, match=rf"^size must be \(height, width\) with both >= 1, got {re.escape(repr(size))}$"):
+            ImageFolderDataset.new_classification_with_items(items, ["c"], size=size)
+    with pytest.raises(DatasetError, match=r"^Invalid file extension: 'txt' \(supported: bmp, jpg, jpeg, png, gif, tif, "
+                                           r"tiff, webp\)$"):
+        ImageFolderDataset.new_classification_with(tmp_path, [".TXT"])
+    with pytest.raises(DatasetError, match=r"^Invalid file extension: '\(none\)'"):
+        ImageFolderDataset.new_classification_with_items([(tmp_path / "noext", "c")], ["c"])
+    with pytest.raises(DatasetNotFoundError, match=rf"^image folder {re.escape(str(tmp_path / 'a.png'))} not found "
+                                                   r"\(it is a file\)$"):
+        ImageFolderDataset.new_classification(tmp_path / "a.png")
+    with pytest.raises(DatasetNotFoundError, match=rf"^image folder {re.escape(str(tmp_path / 'nope'))} not found$"):
+        ImageFolderDataset.new_classification(tmp_path / "nope")
+
+
+def test_image_folders_follow_symlinked_class_folders(tmp_path):
+    from burnlike.data.dataset import ImageFolderDataset
+
+    elsewhere = tmp_path / "elsewhere" / "cats"
+    elsewhere.mkdir(parents=True)
+    Image.fromarray(pixels(0, 0, size=3)).save(elsewhere / "a.png")
+    (tmp_path / "root").mkdir()
+    Image.fromarray(pixels(0, 1, size=3)).save(tmp_path / "root" / "b.png")
+    (tmp_path / "root" / "cats").symlink_to(elsewhere, target_is_directory=True)
+    ds = ImageFolderDataset.new_classification(tmp_path / "root")
+    assert ds.len() == 2 and ds.classes == ["cats", "root"]
+
+
+def test_segmentation_masks_resize_and_skip_when_corrupt(tmp_path):
+    from burnlike.data.dataset import ImageFolderDataset, SegmentationMask
+
+    Image.fromarray(pixels(0, 0, size=4)).save(tmp_path / "img.png")
+    mask = np.array([[0, 0, 2, 2], [0, 0, 2, 2], [1, 1, 3, 3], [1, 1, 3, 3]], dtype=np.uint8)
+    Image.fromarray(np.dstack([mask, mask * 0 + 9, mask * 0 + 9])).save(tmp_path / "mask.png")
+    ds = ImageFolderDataset.new_segmentation_with_items([(tmp_path / "img.png", tmp_path / "mask.png")], ["a", "b"])
+    got = ds.get(0).annotation
+    assert isinstance(got, SegmentationMask) and got.mask.dtype == torch.int64 and np.array_equal(got.mask, mask)
+    small = ImageFolderDataset.new_segmentation_with_items([(tmp_path / "img.png", tmp_path / "mask.png")], ["a"],
+                                                           size=(2, 2), decoder="pil")
+    assert small.get(0).image.shape == (2, 2, 3) and small.get(0).annotation.mask.shape == (2, 2)
+    (tmp_path / "bad_mask.png").write_bytes(b"not a png")
+    with pytest.warns(UserWarning, match="skipped 1 of 2 images that don't decode: .*bad_mask.png: cannot decode"):
+        kept = ImageFolderDataset.new_segmentation_with_items(
+            [(tmp_path / "img.png", tmp_path / "mask.png"), (tmp_path / "img.png", tmp_path / "bad_mask.png")],
+            ["a"], skip_corrupt=True)
+    assert kept.len() == 1
+
+
+@pytest.mark.parametrize("bad", [5, 7])
+def test_the_skip_warning_lists_five_and_counts_the_rest(tmp_path, bad):
+    from burnlike.data.dataset import ImageFolderDataset
+
+    Image.fromarray(pixels(0, 0, size=3)).save(tmp_path / "good.png")
+    items = [(tmp_path / "good.png", "c")]
+    for i in range(bad):
+        (tmp_path / f"bad{i}.png").write_bytes(b"")
+        items.append((tmp_path / f"bad{i}.png", "c"))
+    with pytest.warns(UserWarning) as caught:
+        ds = ImageFolderDataset.new_classification_with_items(items, ["c"], skip_corrupt=True)
+    assert ds.len() == 1 and len(caught) == 1
+    message = str(caught[0].message)
+    shown = "; ".join(f"{tmp_path / f'bad{i}.png'}: cannot decode as an image ([^;]*)" for i in range(5))
+    more = "; and 2 more" if bad == 7 else ""
+    assert re.fullmatch(rf"ImageFolderDataset: skipped {bad} of {bad + 1} images that don't decode: {shown}{more}",
+                        message), message
+
+
+def test_the_skip_warning_points_at_the_callers_line(tmp_path):
+    """Not at a line inside burnlike.data: the constructors nest at different depths (under mutmut
+    its trampolines sit in between, hence the second alternative)."""
+    from burnlike.data.dataset import ImageFolderDataset
+
+    Image.fromarray(pixels(0, 0, size=3)).save(tmp_path / "good.png")
+    (tmp_path / "bad.png").write_bytes(b"")
+    for make in (lambda: ImageFolderDataset.new_classification(tmp_path, skip_corrupt=True),
+                 lambda: ImageFolderDataset.new_classification_with_items(
+                     [(tmp_path / "good.png", "c"), (tmp_path / "bad.png", "c")], ["c"], skip_corrupt=True)):
+        with pytest.warns(UserWarning, match="skipped 1 of 2") as caught:
+            make()
+        assert caught[0].filename == __file__ or "burnlike/data" not in caught[0].filename, caught[0].filename
