@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -97,6 +98,18 @@ class _Raw:
     value: Any  # class name | list of class names | mask path
 
 
+_PACKAGE = str(Path(__file__).resolve().parent.parent)  # burnlike/data
+
+
+def _caller_level() -> int:
+    """`stacklevel` of the first frame outside burnlike.data, so a warning names the user's line
+    (the constructors nest one or two deep, so no fixed level fits them all)."""
+    frame, level = sys._getframe(1), 1
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 def _extensions(extensions: Sequence[str]) -> tuple[str, ...]:
     out = []
     for ext in extensions:
@@ -166,7 +179,7 @@ class ImageFolderDataset(Dataset[ImageDatasetItem]):
         if bad:
             shown = "; ".join(bad[:5]) + (f"; and {len(bad) - 5} more" if len(bad) > 5 else "")
             warnings.warn(f"ImageFolderDataset: skipped {len(bad)} of {len(items)} images that don't decode: {shown}",
-                          stacklevel=3)
+                          stacklevel=_caller_level())
         if not kept:
             raise EmptySplitError(f"none of the {len(items)} images decode")
         return kept
