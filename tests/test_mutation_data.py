@@ -429,9 +429,10 @@ def test_the_skip_warning_lists_five_and_counts_the_rest(tmp_path, bad):
                         message), message
 
 
+@pytest.mark.stack
 def test_the_skip_warning_points_at_the_callers_line(tmp_path):
-    """Not at a line inside burnlike.data: the constructors nest at different depths (under mutmut
-    its trampolines sit in between, hence the second alternative)."""
+    """Not at a line inside burnlike.data: the constructors nest at different depths. (Marked
+    `stack`: left out under mutmut, whose trampolines add frames.)"""
     from burnlike.data.dataset import ImageFolderDataset
 
     Image.fromarray(pixels(0, 0, size=3)).save(tmp_path / "good.png")
@@ -441,4 +442,4 @@ def test_the_skip_warning_points_at_the_callers_line(tmp_path):
                      [(tmp_path / "good.png", "c"), (tmp_path / "bad.png", "c")], ["c"], skip_corrupt=True)):
         with pytest.warns(UserWarning, match="skipped 1 of 2") as caught:
             make()
-        assert caught[0].filename == __file__ or "burnlike/data" not in caught[0].filename, caught[0].filename
+        assert caught[0].filename == __file__, caught[0].filename
