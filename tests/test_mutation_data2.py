@@ -459,13 +459,6 @@ def test_headerless_csv_errors_name_the_line(tmp_path):
         InMemDataset.from_csv(path, Pair, has_headers=False)
 
 
-def test_text_folder_refusals_name_txt(tmp_path):
-    from burnlike.data.dataset import TextFolderDataset
-
-    with pytest.raises(EmptySplitError, match=r"\(\*\.txt\)"):
-        TextFolderDataset.new_classification(tmp_path)
-
-
 # --- Dataset base -------------------------------------------------------------------------------------
 
 
