@@ -88,11 +88,11 @@ def _download_allowed(download: bool | None) -> bool:
 
 
 def _download(root: Path) -> None:
-    """torchvision's downloader (mirrors + checksums) into `<root>/MNIST/raw/`; only when allowed."""
+    """torchvision's downloader (mirrors + checksums) into `<root>/MNIST/raw/`; only when allowed.
+    One call fetches all four files (`train` only picks which split torchvision then reads)."""
     from torchvision.datasets import MNIST
 
-    for train in (True, False):
-        MNIST(str(root), train=train, download=True)
+    MNIST(str(root), download=True)
 
 
 @dataclass
