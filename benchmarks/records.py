@@ -1,6 +1,7 @@
 """CompactRecorder vs torch.save vs safetensors: file size, save time, load time, peak memory.
 
-For models of ~1M, ~10M and ~100M parameters (stacks of Linear layers), in one process:
+For models of ~1M, ~10M and ~100M parameters (stacks of Linear layers), in one process (torch.save
+also a second time made as durable as CompactRecorder's save: temp file, fsync, rename):
     python benchmarks/records.py [--sizes 1e6,1e7,1e8] [--repeats 3] [--threads N] [--no-memory]
 Repeats are interleaved across the three ways (median reported), after a warm-up of each; wall
 time and process CPU time (all threads) are both reported.
@@ -75,6 +76,18 @@ def save_torch(model: nn.Module, path: Path) -> Path:
     return target
 
 
+def save_torch_durable(model: nn.Module, path: Path) -> Path:
+    """torch.save made as durable as CompactRecorder's save: temp file, fsync, rename."""
+    target = path.with_suffix(".durable.pt")
+    tmp = target.with_suffix(".tmp")
+    with open(tmp, "wb") as f:
+        torch.save(model.state_dict(), f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, target)
+    return target
+
+
 def load_torch(model: nn.Module, path: Path) -> None:
     model.load_state_dict(torch.load(path, weights_only=True))
 
@@ -96,6 +109,7 @@ def load_st(model: nn.Module, path: Path) -> None:
 WAYS: dict[str, tuple[Callable[..., Path], Callable[..., None]]] = {
     "CompactRecorder (.mpk, f16)": (save_burn, load_burn),
     "torch.save (.pt, f32)": (save_torch, load_torch),
+    "torch.save+fsync+rename": (save_torch_durable, load_torch),
     "safetensors (f32)": (save_st, load_st),
 }
 
