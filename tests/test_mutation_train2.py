@@ -1,0 +1,263 @@
+"""Behaviour of burnlike.train's checkpointing, early stopping, evaluator, live view, loggers and
+preemption that the rest of the suite left unpinned (issue 17: each test here kills mutants that
+survived it). Real components throughout: Lightning Trainers on tiny data, rich consoles, the
+loggers' own classes."""
+
+from __future__ import annotations
+
+import logging
+
+import lightning as L
+import pytest
+import torch
+from toy import Batch, Classifier, loader
+
+import burnlike.train
+from burnlike.optim import AdamConfig, SgdConfig
+from burnlike.record import DefaultRecorder, PrettyJsonFileRecorder
+from burnlike.train import (
+    ClassificationOutput,
+    ComposedCheckpointingStrategy,
+    Direction,
+    KeepLastNCheckpoints,
+    LearnerBuilder,
+    LearnerSummary,
+    MetricCheckpointingStrategy,
+    MetricEarlyStoppingStrategy,
+    MetricStore,
+    Split,
+    StepModule,
+)
+from burnlike.train.checkpoint import Delete, MetricEarlyStopping, Save, newest_checkpoint
+from burnlike.train.logger import read_epochs, tagged_test_split
+from burnlike.train.metric import LossMetric
+from burnlike.train.quiet import DropMessages
+
+NAN = float("nan")
+
+
+def store_with(values: dict[int, float], name: str = "Loss", split: Split = Split.VALID) -> MetricStore:
+    store = MetricStore()
+    for epoch, value in values.items():
+        store.record(split, epoch, name, value)
+    return store
+
+
+# --- burnlike.train's lazy names ----------------------------------------------------------------------
+
+def test_lazy_names_resolve_once_and_unknown_names_are_refused_by_name():
+    from burnlike.train.evaluator import Evaluator
+
+    burnlike.train.__dict__.pop("Evaluator", None)  # resolved afresh, whatever ran before
+    assert burnlike.train.__getattr__("Evaluator") is Evaluator
+    assert vars(burnlike.train)["Evaluator"] is Evaluator  # cached: the next lookup needs no import
+    with pytest.raises(AttributeError, match=r"^module 'burnlike.train' has no attribute 'Evaluater'$"):
+        burnlike.train.__getattr__("Evaluater")
+    assert not hasattr(burnlike.train, "NoSuchName")
+
+
+# --- checkpointing strategies: state across a resume --------------------------------------------------
+
+def test_metric_checkpointing_state_round_trip_deletes_the_old_best_after_resume():
+    straight = MetricCheckpointingStrategy("Loss", direction=Direction.LOWEST)
+    store = store_with({1: 0.5, 2: 0.7})
+    assert straight.checkpointing(1, store) == [Save()]
+    assert straight.checkpointing(2, store) == []
+    assert straight.state_dict() == {"current": 1}
+    resumed = MetricCheckpointingStrategy("Loss", direction=Direction.LOWEST)
+    resumed.load_state_dict(straight.state_dict())
+    assert resumed.current == 1
+    store.record(Split.VALID, 3, "Loss", 0.1)  # a new best: the resumed strategy drops epoch 1's files
+    assert resumed.checkpointing(3, store) == [Delete(1), Save()]
+
+
+def composed() -> ComposedCheckpointingStrategy:
+    return ComposedCheckpointingStrategy([KeepLastNCheckpoints(1),
+                                          MetricCheckpointingStrategy("Loss", direction=Direction.LOWEST)])
+
+
+def test_composed_strategy_resumes_with_what_each_child_had_deleted():
+    store = store_with({1: 0.5, 2: 0.7})
+    straight = composed()
+    assert straight.checkpointing(1, store) == [Save()]
+    assert straight.checkpointing(2, store) == [Save()]  # epoch 1 is still the best: kept
+    state = straight.state_dict()
+    assert state == {"deleted": [[1], [2]], "children": [{}, {"current": 1}]}
+    resumed = composed()
+    resumed.load_state_dict(state)
+    store.record(Split.VALID, 3, "Loss", 0.1)
+    # epoch 3 is the best: epoch 1 (best so far) and epoch 2 (last-1 already let it go) both go
+    assert resumed.checkpointing(3, store) == [Save(), Delete(1), Delete(2)]
+    assert straight.checkpointing(3, store) == [Save(), Delete(1), Delete(2)]
+
+
+def test_composed_strategy_takes_a_state_with_either_part_missing():
+    strategy = composed()
+    strategy.load_state_dict({"children": [{}, {"current": 4}]})  # no deletions recorded: none assumed
+    assert strategy.deleted == [set(), set()] and strategy.strategies[1].current == 4
+    strategy.load_state_dict({"deleted": [[2], [3]]})  # no children's states: theirs stay
+    assert strategy.deleted == [{2}, {3}] and strategy.strategies[1].current == 4
+
+
+# --- newest_checkpoint ---------------------------------------------------------------------------------
+
+def write_checkpoint(path, step, recorder=None):
+    (recorder or DefaultRecorder()).record(
+        {"state_dict": {}, "pytorch-lightning_version": L.__version__, "global_step": step}, path, exact_path=True)
+
+
+def test_newest_checkpoint_reads_only_the_asked_format_and_old_single_file_checkpoints(tmp_path):
+    folder = tmp_path / "checkpoint"
+    folder.mkdir()
+    assert newest_checkpoint(tmp_path, "mpk") is None  # a folder with nothing in it
+    write_checkpoint(folder / "trainer-1.mpk", 4)
+    write_checkpoint(folder / "trainer-3.json", 12, PrettyJsonFileRecorder())  # another recorder's run
+    assert newest_checkpoint(tmp_path, "mpk") == folder / "trainer-1.mpk"
+    write_checkpoint(folder / "model-2.mpk", 8)  # before per-epoch files: the whole checkpoint in model-N
+    assert newest_checkpoint(tmp_path, "mpk") == folder / "model-2.mpk"
+    write_checkpoint(folder / "optim-3.mpk", 99)  # not a kind that holds a resumable checkpoint
+    assert newest_checkpoint(tmp_path, "mpk") == folder / "model-2.mpk"
+
+
+def test_newest_checkpoint_skips_a_checkpoint_whose_step_is_not_an_integer(tmp_path):
+    folder = tmp_path / "checkpoint"
+    folder.mkdir()
+    write_checkpoint(folder / "trainer-1.mpk", 4)
+    write_checkpoint(folder / "trainer-2.mpk", "8")
+    DefaultRecorder().record({"global_step": 50}, folder / "trainer-3.mpk", exact_path=True)  # not a checkpoint
+    DefaultRecorder().record([1, 2, 3], folder / "trainer-4.mpk", exact_path=True)
+    assert newest_checkpoint(tmp_path, "mpk") == folder / "trainer-1.mpk"
+
+
+# --- FileCheckpointer in a run ------------------------------------------------------------------------
+
+def test_checkpointer_logs_each_file_it_removes(tmp_path, caplog):
+    builder = (LearnerBuilder(tmp_path).metric_valid_numeric(LossMetric()).num_epochs(2).progress_bar(False)
+               .with_application_logger(False).with_file_checkpointer(DefaultRecorder())
+               .with_checkpointing_strategy(KeepLastNCheckpoints(1)).devices(["cpu"]))
+    learner = builder.build(Classifier(), SgdConfig(), 0.01)
+    preempted = tmp_path / "checkpoint" / "preempted-3.mpk"
+    preempted.parent.mkdir(parents=True)
+    write_checkpoint(preempted, 3)
+    with caplog.at_level(logging.INFO, logger="burnlike.train"):
+        learner.fit(loader(32, 16), loader(16, 16))
+    messages = [r.getMessage() for r in caplog.records]
+    for kind in ("trainer", "scheduler", "optim", "model"):  # trainer first: never a half epoch
+        assert f"removing checkpoint {tmp_path / 'checkpoint' / f'{kind}-1.mpk'}" in messages
+    assert f"removing {preempted}: the checkpoint of step 4 supersedes it" in messages
+    assert sorted(p.name for p in (tmp_path / "checkpoint").iterdir()) == [
+        "model-2.mpk", "optim-2.mpk", "scheduler-2.mpk", "trainer-2.mpk"]
+
+
+# --- early stopping ------------------------------------------------------------------------------------
+
+def test_early_stopping_counts_from_epoch_one_when_no_value_ever_improves():
+    strategy = MetricEarlyStoppingStrategy("Loss", direction=Direction.LOWEST)
+    store = store_with({1: NAN, 2: NAN})
+    assert strategy.should_stop(1, store) is False
+    assert strategy.should_stop(2, store) is True  # one epoch without improvement since epoch 1
+
+
+def test_warmup_epochs_take_zero_and_refuse_booleans():
+    strategy = MetricEarlyStoppingStrategy("Loss", direction=Direction.LOWEST)
+    assert strategy.with_warmup_epochs(0).warmup_epochs == 0
+    for bad in (True, -1, "3"):
+        with pytest.raises(ValueError, match="with_warmup_epochs: expected None or an integer >= 0"):
+            strategy.with_warmup_epochs(bad)
+
+
+def test_early_stopping_uses_the_registered_metrics_direction_and_logs_its_decisions(caplog):
+    store = store_with({1: 0.5, 2: 0.6})
+    store.register([LossMetric()])
+    strategy = MetricEarlyStoppingStrategy("Loss")  # no direction given: the Loss metric's (lowest)
+    with caplog.at_level(logging.INFO, logger="burnlike.train"):
+        assert strategy.should_stop(1, store) is False
+        assert strategy.should_stop(2, store) is True
+        assert strategy.should_stop(3, store) is False  # no value for epoch 3
+    messages = [r.getMessage() for r in caplog.records]
+    assert messages == ["stopping: valid/Loss has not improved since epoch 1 (0.5), now 0.6",
+                        "early stopping: no valid/Loss value for epoch 3"]
+
+
+class ConstantTrainLoss(Classifier):
+    """Its train loss is the same every epoch: never an improvement."""
+
+    def train_step(self, batch: Batch):
+        out = super().train_step(batch)
+        return type(out)(out.model, out.grads, ClassificationOutput(torch.tensor(1.0), out.item.output,
+                                                                    out.item.targets))
+
+
+def early_stopping_run(tmp_path, **trainer_kwargs):
+    strategy = MetricEarlyStoppingStrategy("Loss", direction=Direction.LOWEST, split=Split.TRAIN)
+    learner = (LearnerBuilder(tmp_path).metric_train_numeric(LossMetric()).metric_valid_numeric(LossMetric())
+               .num_epochs(5).progress_bar(False).with_application_logger(False).devices(["cpu"])
+               .early_stopping(strategy).trainer_kwargs(**trainer_kwargs)
+               .build(ConstantTrainLoss(), SgdConfig(), 0.01))
+    learner.fit(loader(16, 16), loader(16, 16))
+    return learner, strategy
+
+
+def test_early_stopping_decides_after_each_train_epoch_even_without_validation(tmp_path):
+    learner, strategy = early_stopping_run(tmp_path, check_val_every_n_epoch=3)
+    callback = learner.trainer.early_stopping_callback
+    assert isinstance(callback, MetricEarlyStopping)
+    assert callback.monitor == "train/Loss"
+    assert learner.trainer.current_epoch == 2  # stopped after epoch 2, not at the validation of epoch 3
+    assert callback.stopped_epoch == 1  # Lightning counts from 0
+    state = callback.state_dict()
+    assert state == {"strategy": {"best_epoch": 1, "best_value": 1.0}, "stopped_epoch": 1}
+    again = MetricEarlyStopping(MetricEarlyStoppingStrategy("Loss", direction=Direction.LOWEST, split=Split.TRAIN))
+    again.load_state_dict(state)
+    assert again.stopped_epoch == 1 and again.strategy.best_value == 1.0
+
+
+def test_two_early_stoppings_keep_their_states_apart():
+    a = MetricEarlyStopping(MetricEarlyStoppingStrategy("Loss", direction=Direction.LOWEST))
+    b = MetricEarlyStopping(MetricEarlyStoppingStrategy("Accuracy", direction=Direction.HIGHEST))
+    assert a.state_key != b.state_key and "valid/Loss" in a.state_key
+
+
+def test_a_fast_dev_run_leaves_early_stopping_untouched(tmp_path):
+    learner, strategy = early_stopping_run(tmp_path, fast_dev_run=True)
+    assert strategy.best_value is None and learner.trainer.early_stopping_callback.stopped_epoch == 0
+
+
+# --- small pieces: logger folders, summary, quiet, StepModule -----------------------------------------
+
+def test_tagged_test_split_names():
+    assert tagged_test_split() == "test"
+    assert tagged_test_split(" My Set ") == "test/my-set"
+
+
+def test_read_epochs_reads_only_epoch_n_folders(tmp_path):
+    for folder in ("epoch-1", "epoch-2-old", "epoch-old-3"):
+        (tmp_path / "valid" / folder).mkdir(parents=True)
+        (tmp_path / "valid" / folder / "Loss.log").write_text("0.5,1\n")
+    assert read_epochs(tmp_path, "valid", "Loss") == {1: 0.5}
+
+
+def test_summary_from_dir_keeps_the_model_and_get_answers_none_for_a_missing_row(tmp_path):
+    (tmp_path / "train" / "epoch-1").mkdir(parents=True)
+    (tmp_path / "train" / "epoch-1" / "Loss.log").write_text("0.25,1\n")
+    summary = LearnerSummary.from_dir(tmp_path, ["Loss"], [], model="Net(hidden=3)")
+    assert summary.model == "Net(hidden=3)" and "Model:\nNet(hidden=3)" in str(summary)
+    assert summary.get("train", "Loss").min_value == 0.25
+    assert summary.get("valid", "Loss") is None
+
+
+def test_drop_messages_drops_only_records_containing_its_texts():
+    drop = DropMessages(("advert",))
+
+    def record(msg):
+        return logging.LogRecord("x", logging.INFO, __file__, 1, msg, None, None)
+
+    assert drop.filter(record("an advert here")) is False
+    assert drop.filter(record("a real problem")) is True
+
+
+def test_step_module_forwards_keyword_arguments_to_the_model():
+    model = Classifier()
+    module = StepModule(model, AdamConfig(), 1e-3, [], [])
+    x = torch.randn(2, 4)
+    assert torch.equal(module(x=x), model(x))
