@@ -6,11 +6,18 @@ loggers' own classes."""
 from __future__ import annotations
 
 import logging
+import math
+import signal
+import sys
+import warnings
 
 import lightning as L
 import pytest
 import torch
-from toy import Batch, Classifier, loader
+from lightning.pytorch.callbacks import ModelSummary
+from lightning.pytorch.loggers import CSVLogger, Logger, TensorBoardLogger
+from torch.utils.data import DataLoader
+from toy import Batch, Classifier, Regressor, UntypedRegressor, blobs, collate, loader
 
 import burnlike.train
 from burnlike.optim import AdamConfig, SgdConfig
@@ -19,19 +26,26 @@ from burnlike.train import (
     ClassificationOutput,
     ComposedCheckpointingStrategy,
     Direction,
+    EvaluatorBuilder,
     KeepLastNCheckpoints,
+    Learner,
     LearnerBuilder,
     LearnerSummary,
     MetricCheckpointingStrategy,
     MetricEarlyStoppingStrategy,
+    MetricInputError,
     MetricStore,
     Split,
     StepModule,
+    SupervisedTraining,
 )
 from burnlike.train.checkpoint import Delete, MetricEarlyStopping, Save, newest_checkpoint
 from burnlike.train.logger import read_epochs, tagged_test_split
-from burnlike.train.metric import LossMetric
+from burnlike.train.metric import AccuracyMetric, LearningRateMetric, LossMetric
+from burnlike.train.preemption import Preemption
 from burnlike.train.quiet import DropMessages
+from burnlike.train.summary import MetricSummary
+from burnlike.train.tracking import continue_run
 
 NAN = float("nan")
 
@@ -261,3 +275,199 @@ def test_step_module_forwards_keyword_arguments_to_the_model():
     module = StepModule(model, AdamConfig(), 1e-3, [], [])
     x = torch.randn(2, 4)
     assert torch.equal(module(x=x), model(x))
+
+
+# --- resuming logger runs (tracking) --------------------------------------------------------------------
+
+def messages_of(caplog):
+    return [r.getMessage() for r in caplog.records if r.name == "burnlike.train"]
+
+
+def test_continue_run_refuses_another_kind_a_missing_version_and_a_started_run(tmp_path, caplog):
+    csv = CSVLogger(tmp_path)
+    with caplog.at_level(logging.INFO, logger="burnlike.train"):
+        continue_run(csv, {"kind": "TensorBoardLogger", "version": 3})
+        continue_run(csv, {"kind": "CSVLogger", "version": None})
+        assert csv.experiment is not None  # its run starts: too late to point it elsewhere
+        continue_run(csv, {"kind": "CSVLogger", "version": 7})
+    assert messages_of(caplog) == [
+        "resume: logger CSVLogger is not the checkpoint's (TensorBoardLogger); it starts a new run",
+        "resume: logger CSVLogger is not the checkpoint's (CSVLogger); it starts a new run",
+        "resume: CSVLogger already started a run; it can't continue run 7"]
+    assert csv.version == 0
+
+
+class OwnLogger(Logger):
+    name = "own"
+    version = "v1"
+
+    def log_metrics(self, metrics, step=None):
+        pass
+
+    def log_hyperparams(self, params, *args, **kwargs):
+        pass
+
+
+def test_continue_run_says_which_loggers_it_cannot_continue_and_which_it_does(tmp_path, caplog):
+    board = TensorBoardLogger(tmp_path)
+    with caplog.at_level(logging.INFO, logger="burnlike.train"):
+        continue_run(OwnLogger(), {"kind": "OwnLogger", "version": "v0"})
+        continue_run(board, {"kind": "TensorBoardLogger", "version": 5})
+    assert messages_of(caplog) == ["resume: burnlike can't continue a OwnLogger run; it starts a new one",
+                                   "resume: TensorBoardLogger continues run 5"]
+    assert board.version == 5
+
+
+def test_continuing_a_csv_run_silences_only_lightnings_existing_directory_warning(tmp_path):
+    csv = CSVLogger(tmp_path)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        continue_run(csv, {"kind": "CSVLogger", "version": 0})
+        warnings.warn(f"Experiment logs directory {csv.log_dir} exists and is not empty.", UserWarning, stacklevel=1)
+        warnings.warn("something else", UserWarning, stacklevel=1)
+    assert [str(w.message) for w in caught] == ["something else"]
+
+
+def test_continuing_a_wandb_run_resumes_it_by_id(tmp_path):
+    from lightning.pytorch.loggers import WandbLogger
+
+    logger = WandbLogger(save_dir=str(tmp_path), offline=True, project="p")
+    continue_run(logger, {"kind": "WandbLogger", "version": "run42"})
+    assert logger.version == "run42"
+    assert logger._wandb_init["id"] == "run42" and logger._wandb_init["resume"] == "allow"  # what wandb.init gets
+
+
+# --- preemption's signal handler ------------------------------------------------------------------------
+
+def test_preemption_handler_chains_keeps_sigterm_from_lightning_and_survives_its_trainer(tmp_path):
+    seen = []
+
+    def own(signum, frame):
+        seen.append((signum, frame))
+
+    saved = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGUSR1)}
+    signal.signal(signal.SIGUSR1, own)
+    try:
+        trainer = L.Trainer(logger=False, enable_progress_bar=False, enable_model_summary=False)
+        preemption = Preemption(lambda step: tmp_path / f"preempted-{step}.mpk")
+        preemption.on_train_start(trainer, Classifier())
+        frame = sys._getframe()
+        trainer._signal_connector.received_sigterm = True  # Lightning's own handler saw a SIGTERM
+        signal.getsignal(signal.SIGUSR1)(signal.SIGUSR1, frame)
+        assert seen == [(signal.SIGUSR1, frame)] and preemption.received == signal.SIGUSR1
+        assert trainer.received_sigterm is True  # a SIGUSR1 leaves Lightning's SIGTERM flag alone
+        notice = signal.getsignal(signal.SIGTERM)
+        notice(signal.SIGTERM, frame)
+        assert trainer.received_sigterm is False  # taken back: the next step saves instead
+        assert preemption.received == signal.SIGTERM
+
+        def later(signum, frame):  # someone installs a handler over ours and chains to it
+            notice(signum, frame)
+
+        signal.signal(signal.SIGTERM, later)
+        preemption.teardown(trainer, Classifier(), "fit")
+        assert signal.getsignal(signal.SIGUSR1) is own and signal.getsignal(signal.SIGTERM) is later
+        preemption.received = None
+        later(signal.SIGTERM, frame)  # no trainer any more: the signal is only noted
+        assert preemption.received == signal.SIGTERM
+    finally:
+        for signum, handler in saved.items():
+            signal.signal(signum, handler)
+
+
+# --- builder and SupervisedTraining translations -------------------------------------------------------
+
+def test_builder_refuses_a_non_interrupter_naming_its_type(tmp_path):
+    with pytest.raises(TypeError, match="with_interrupter expects a burnlike.train.Interrupter, got str"):
+        LearnerBuilder(tmp_path).with_interrupter("stop")
+
+
+def test_builder_application_logger_and_cuda_graph_switches_take_their_last_value(tmp_path):
+    generator = torch.Generator()
+    builder = LearnerBuilder(tmp_path).devices(["cpu"]).progress_bar(False)
+    learner = builder.with_application_logger(False).with_application_logger(True).build(Classifier(), SgdConfig(), 0.1)
+    assert learner.application_logger is True
+    graphed = builder.cuda_graph(True, generators=[generator]).build(Classifier(), SgdConfig(), 0.1)
+    assert tuple(graphed.module.graph_step.config.generators) == (generator,)
+    eager = builder.cuda_graph(False).build(Classifier(), SgdConfig(), 0.1)
+    assert eager.module.graph_step is None
+
+
+def test_launch_refuses_a_non_learner_naming_its_type(tmp_path):
+    with pytest.raises(TypeError, match=r"launch expects Learner\(model, optim, lr\), got Classifier"):
+        SupervisedTraining(tmp_path, loader(16, 16)).launch(Classifier())
+
+
+class NoParameters(Classifier):
+    """A train step over a model with no parameters (nothing to optimise)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        del self.linear
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x[:, :3]
+
+
+def test_launch_of_a_model_without_parameters_gets_the_optimizers_error(tmp_path):
+    with pytest.raises(ValueError, match="empty parameter list"):
+        SupervisedTraining(tmp_path, loader(16, 16)).progress_bar(False).with_application_logger(False) \
+            .launch(Learner(NoParameters(), SgdConfig(), 0.1))
+
+
+# --- the evaluator --------------------------------------------------------------------------------------
+
+def test_evaluator_defaults_translate_to_a_quiet_test_trainer(tmp_path, capsys):
+    evaluator = EvaluatorBuilder(tmp_path).metrics(AccuracyMetric(), LossMetric()).build(Classifier())
+    result = evaluator.eval("My Set", loader(32, 16))
+    assert result.name == "My Set" and result.summary is None  # no summary unless asked
+    assert set(result.metrics) == {"Accuracy", "Loss"}
+    trainer = result.trainer
+    assert trainer.default_root_dir == str(tmp_path)
+    assert trainer.logger is None and trainer.checkpoint_callback is None
+    assert not any(isinstance(c, ModelSummary) for c in trainer.callbacks)
+    assert trainer.progress_bar_callback is not None  # shown by default
+    assert not (tmp_path / "lightning_logs").exists()
+    assert any(line.endswith(" burnlike.train: evaluating Classifier on test/my-set")
+               for line in (tmp_path / "evaluation.log").read_text().splitlines())
+    assert "Learner Summary" not in capsys.readouterr().out
+
+
+def test_evaluator_progress_bar_switch(tmp_path):
+    builder = EvaluatorBuilder(tmp_path).metrics(LossMetric()).with_application_logger(False)
+    assert builder.progress_bar(False).build(Classifier()).eval("a", loader(16, 16)).trainer.progress_bar_callback is None
+    assert builder.progress_bar().build(Classifier()).eval("a", loader(16, 16)).trainer.progress_bar_callback is not None
+
+
+def test_evaluator_refuses_a_non_metric_naming_its_type(tmp_path):
+    with pytest.raises(TypeError, match=r"expected a burnlike Metric \(e.g. AccuracyMetric\(\)\), got str"):
+        EvaluatorBuilder(tmp_path).metric("Accuracy")
+
+
+def test_evaluator_summary_rows_are_the_test_epoch(tmp_path, capsys):
+    evaluator = (EvaluatorBuilder(tmp_path).metrics(AccuracyMetric()).summary().progress_bar(False)
+                 .with_application_logger(False).build(Classifier()))
+    result = evaluator.eval("mnist/digits", loader(32, 16))
+    value = result.metrics["Accuracy"]
+    assert result.summary.get("test (mnist/digits)", "Accuracy") == MetricSummary(
+        "test (mnist/digits)", "Accuracy", value, 1, value, 1, {1: value})
+    assert "Learner Summary" in capsys.readouterr().out
+
+
+def test_evaluator_feeds_context_metrics_and_checks_untyped_outputs_at_the_first_step(tmp_path):
+    builder = EvaluatorBuilder(tmp_path).progress_bar(False).with_application_logger(False)
+    rate = builder.metrics(LearningRateMetric()).build(Classifier()).eval("lr", loader(16, 16))
+    assert math.isnan(rate.metrics["Learning Rate"])  # no optimizer, no learning rate
+    checked = EvaluatorBuilder(tmp_path).metrics(AccuracyMetric()).progress_bar(False).with_application_logger(False)
+    with pytest.raises(MetricInputError, match=r"^test metric 'Accuracy' \(AccuracyMetric\) needs"):
+        checked.build(UntypedRegressor()).eval("r", loader(16, 16))
+    with pytest.raises(MetricInputError, match=r"^test metric 'Accuracy'"):
+        checked.build(Regressor())  # typed: refused before any data
+
+
+def test_evaluator_on_an_empty_loader_and_a_model_without_parameters(tmp_path):
+    builder = EvaluatorBuilder(tmp_path).metrics(AccuracyMetric()).progress_bar(False).with_application_logger(False)
+    empty = DataLoader(blobs(0), batch_size=4, collate_fn=collate)
+    assert builder.build(Classifier()).eval("empty", empty).metrics == {}
+    result = builder.build(NoParameters()).eval("fixed", loader(32, 16))
+    assert 0 <= result.metrics["Accuracy"] <= 100 and result.trainer.num_devices == 1
