@@ -5,10 +5,13 @@ loggers' own classes."""
 
 from __future__ import annotations
 
+import io
 import logging
 import math
 import signal
 import sys
+import threading
+import time
 import warnings
 
 import lightning as L
@@ -16,6 +19,7 @@ import pytest
 import torch
 from lightning.pytorch.callbacks import ModelSummary
 from lightning.pytorch.loggers import CSVLogger, Logger, TensorBoardLogger
+from rich.console import Console
 from torch.utils.data import DataLoader
 from toy import Batch, Classifier, Regressor, UntypedRegressor, blobs, collate, loader
 
@@ -45,7 +49,8 @@ from burnlike.train.metric import AccuracyMetric, LearningRateMetric, LossMetric
 from burnlike.train.preemption import Preemption
 from burnlike.train.quiet import DropMessages
 from burnlike.train.summary import MetricSummary
-from burnlike.train.tracking import continue_run
+from burnlike.train.tracking import continue_logger_runs, continue_run
+from burnlike.train.tui import LiveView, _duration
 
 NAN = float("nan")
 
@@ -115,9 +120,10 @@ def test_composed_strategy_takes_a_state_with_either_part_missing():
 
 # --- newest_checkpoint ---------------------------------------------------------------------------------
 
-def write_checkpoint(path, step, recorder=None):
+def write_checkpoint(path, step, recorder=None, **extra):
     (recorder or DefaultRecorder()).record(
-        {"state_dict": {}, "pytorch-lightning_version": L.__version__, "global_step": step}, path, exact_path=True)
+        {"state_dict": {}, "pytorch-lightning_version": L.__version__, "global_step": step, **extra}, path,
+        exact_path=True)
 
 
 def test_newest_checkpoint_reads_only_the_asked_format_and_old_single_file_checkpoints(tmp_path):
@@ -245,10 +251,10 @@ def test_tagged_test_split_names():
 
 
 def test_read_epochs_reads_only_epoch_n_folders(tmp_path):
-    for folder in ("epoch-1", "epoch-2-old", "epoch-old-3"):
+    for folder in ("epoch-1", "epoch-2-old", "epoch-old-3", "epoch-4", "epoch-x", "epoch-5"):
         (tmp_path / "valid" / folder).mkdir(parents=True)
         (tmp_path / "valid" / folder / "Loss.log").write_text("0.5,1\n")
-    assert read_epochs(tmp_path, "valid", "Loss") == {1: 0.5}
+    assert read_epochs(tmp_path, "valid", "Loss") == {1: 0.5, 4: 0.5, 5: 0.5}  # the others are skipped
 
 
 def test_summary_from_dir_keeps_the_model_and_get_answers_none_for_a_missing_row(tmp_path):
@@ -295,6 +301,18 @@ def test_continue_run_refuses_another_kind_a_missing_version_and_a_started_run(t
         "resume: logger CSVLogger is not the checkpoint's (CSVLogger); it starts a new run",
         "resume: CSVLogger already started a run; it can't continue run 7"]
     assert csv.version == 0
+
+
+def test_resuming_from_a_checkpoint_without_logger_runs_starts_new_ones(tmp_path):
+    csv = CSVLogger(tmp_path / "csv")
+    learner = (LearnerBuilder(tmp_path).with_file_checkpointer(DefaultRecorder()).with_logger(csv).devices(["cpu"])
+               .progress_bar(False).build(Classifier(), SgdConfig(), 0.1))
+    for name, extra in (("bare.mpk", {}), ("no-bridge.mpk", {"callbacks": {}})):  # e.g. saved by a run without loggers
+        write_checkpoint(tmp_path / name, 4, **extra)
+        continue_logger_runs(learner.trainer, tmp_path / name)
+    assert csv._version is None  # not pointed anywhere: its own next version
+    plain = L.Trainer(logger=CSVLogger(tmp_path / "plain"), enable_progress_bar=False)  # no burnlike bridge
+    continue_logger_runs(plain, tmp_path / "missing.mpk")  # nothing to read: the file is never opened
 
 
 class OwnLogger(Logger):
@@ -471,3 +489,112 @@ def test_evaluator_on_an_empty_loader_and_a_model_without_parameters(tmp_path):
     assert builder.build(Classifier()).eval("empty", empty).metrics == {}
     result = builder.build(NoParameters()).eval("fixed", loader(32, 16))
     assert 0 <= result.metrics["Accuracy"] <= 100 and result.trainer.num_devices == 1
+
+
+# --- the live view (tui) ----------------------------------------------------------------------------
+
+def step_module():
+    return StepModule(Classifier(), AdamConfig(), 1e-3, [LossMetric(), AccuracyMetric()], [LossMetric()])
+
+
+def rendered(view, trainer, module, now, **console):
+    out = Console(file=io.StringIO(), width=120, **({"color_system": None} | console))
+    out.print(view.render(trainer, module, now))
+    return out.file.getvalue()
+
+
+def cells(frame, first):
+    line = next(line for line in frame.splitlines() if line.startswith(f"│ {first} "))
+    return [c.strip() for c in line.strip("│").replace("┃", "│").split("│")]
+
+
+def test_a_fresh_live_view_renders_an_empty_table_of_the_modules_metrics():
+    frame = rendered(LiveView(), L.Trainer(max_epochs=3, logger=False), step_module(), now=100.0)
+    lines = frame.splitlines()
+    assert "─ burnlike ─" in lines[0]
+    assert lines[1].strip("│ ") == "Epoch 1/3 · train 0/0 · 0.0 it/s"
+    assert cells(frame, "Metric") == ["Metric", "Train", "train per epoch", "Valid", "valid per epoch"]
+    assert cells(frame, "Loss") == ["Loss", "", "", "", ""]  # no running value, no epoch yet
+    assert lines[3].count("━") > 100  # the table spans the panel
+
+
+def test_live_view_speed_below_one_second():
+    view = LiveView()
+    view._begin("train", 10)
+    view._batches = 5
+    assert "Epoch 1/2 · train 5/10 · 10.0 it/s · ETA 0:00:00" in rendered(
+        view, L.Trainer(max_epochs=2, logger=False), step_module(), now=view._start + 0.5)
+
+
+def test_live_view_of_a_run_without_an_epoch_limit_counts_epochs_only():
+    """A max_steps run has no epoch limit (Lightning: max_epochs None or -1): no "1/None" or "-1/-1"."""
+    view = LiveView()
+    view._begin("train", 10)
+    view._batches = 5
+    module = step_module()
+    for trainer in (L.Trainer(max_steps=100, logger=False), L.Trainer(max_epochs=-1, logger=False)):
+        assert rendered(view, trainer, module, now=view._start + 1.0).splitlines()[1].startswith("│ Epoch 1 · train 5/10")
+
+
+def test_live_view_header_is_bold_and_the_border_dim():
+    frame = rendered(LiveView(), L.Trainer(max_epochs=1, logger=False), step_module(), now=1.0,
+                     force_terminal=True, color_system="standard")
+    assert frame.startswith("\x1b[2m╭") and "\x1b[1mEpoch 1/1 · train 0/0" in frame
+
+
+def test_duration_minutes_just_below_an_hour():
+    assert _duration(3540) == "0:59:00"
+
+
+class Watch(L.Callback):
+    """Notes rich refresh threads running while training."""
+
+    threads: list[str]
+
+    def on_train_batch_end(self, trainer, pl_module, *args):
+        self.threads = [type(t).__name__ for t in threading.enumerate()]
+
+
+def live_fit(tmp_path, view, *callbacks, model=None):
+    learner = (LearnerBuilder(tmp_path).metrics(AccuracyMetric(), LossMetric()).devices(["cpu"]).num_epochs(1)
+               .with_application_logger(False).callback(view, *callbacks)
+               .build(model or Classifier(), AdamConfig(), 1e-2))
+    learner.fit(loader(64, 16), loader(32, 16))
+    return learner
+
+
+def terminal():
+    return Console(file=io.StringIO(), force_terminal=True, width=120, color_system=None)
+
+
+def test_every_live_frame_shows_the_metric_rows_and_no_thread_redraws(tmp_path):
+    console, watch = terminal(), Watch()
+    learner = live_fit(tmp_path, LiveView(refresh=0.0, console=console), watch)
+    frames = console.file.getvalue().split("╭")[1:]
+    assert len(frames) >= 8  # a frame per train and valid batch, plus the epoch ends
+    for frame in frames:
+        assert "│ Accuracy " in frame and "│ Loss " in frame
+    assert "_RefreshThread" not in watch.threads  # redrawn from the loop only
+    learner.trainer.validate(learner.module, loader(32, 16))  # after the run: the panel is gone, no redraw
+
+
+def test_live_view_skips_redraws_within_its_refresh_interval(tmp_path):
+    console = terminal()
+    live_fit(tmp_path, LiveView(refresh=time.monotonic(), console=console))  # longer than the run
+    assert "train 1/4" not in console.file.getvalue() and "train 4/4" in console.file.getvalue()
+
+
+class FailsInTraining(Classifier):
+    def train_step(self, batch: Batch):
+        raise RuntimeError("boom")
+
+
+def test_validating_after_a_failed_live_run_draws_nothing(tmp_path):
+    console = terminal()
+    view = LiveView(refresh=0.0, console=console)
+    with pytest.raises(RuntimeError, match="boom"):
+        live_fit(tmp_path, view, model=FailsInTraining())
+    drawn = console.file.getvalue()
+    trainer = L.Trainer(logger=False, callbacks=[view], enable_model_summary=False)
+    trainer.validate(StepModule(Classifier(), AdamConfig(), 1e-2, [], [LossMetric()]), loader(32, 16))
+    assert console.file.getvalue() == drawn
