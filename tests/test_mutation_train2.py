@@ -42,6 +42,7 @@ from burnlike.train import (
     Split,
     StepModule,
     SupervisedTraining,
+    tracking,
 )
 from burnlike.train.checkpoint import Delete, MetricEarlyStopping, Save, newest_checkpoint
 from burnlike.train.logger import read_epochs, tagged_test_split
@@ -284,6 +285,13 @@ def test_step_module_forwards_keyword_arguments_to_the_model():
 
 
 # --- resuming logger runs (tracking) --------------------------------------------------------------------
+
+@pytest.fixture(autouse=True)
+def own_resume_notes(monkeypatch):
+    """continue_run notes loggers by id(); these tests' loggers die young and their ids get reused."""
+    monkeypatch.setattr(tracking, "_CONTINUED", set())
+    monkeypatch.setattr(tracking, "_PREVIOUS_ROWS", {})
+
 
 def messages_of(caplog):
     return [r.getMessage() for r in caplog.records if r.name == "burnlike.train"]
