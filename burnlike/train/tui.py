@@ -126,8 +126,10 @@ class LiveView(ProgressBar):
         elapsed = max(now - self._start, 1e-9)
         speed = self._batches / elapsed
         known = isinstance(self._total, int) or (isinstance(self._total, float) and math.isfinite(self._total))
-        epoch = min(trainer.current_epoch + 1, trainer.max_epochs or trainer.current_epoch + 1)  # done: the last
-        parts = [f"Epoch {epoch}/{trainer.max_epochs}",
+        limit = trainer.max_epochs  # None or -1: no epoch limit (a max_steps run)
+        bounded = limit is not None and limit >= 0
+        epoch = min(trainer.current_epoch + 1, limit) if bounded else trainer.current_epoch + 1  # done: the last
+        parts = [f"Epoch {epoch}/{limit}" if bounded else f"Epoch {epoch}",
                  f"{self._split} {self._batches:,}/{int(self._total):,}" if known else f"{self._split} {self._batches:,}",
                  f"{speed:,.1f} it/s"]
         if known and speed > 0:
