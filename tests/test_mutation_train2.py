@@ -5,6 +5,7 @@ loggers' own classes."""
 
 from __future__ import annotations
 
+import gc
 import io
 import logging
 import math
@@ -288,9 +289,21 @@ def test_step_module_forwards_keyword_arguments_to_the_model():
 
 @pytest.fixture(autouse=True)
 def own_resume_notes(monkeypatch):
-    """continue_run notes loggers by id(); these tests' loggers die young and their ids get reused."""
-    monkeypatch.setattr(tracking, "_CONTINUED", set())
-    monkeypatch.setattr(tracking, "_PREVIOUS_ROWS", {})
+    """Each test starts with empty resume notes of the containers' own kind."""
+    monkeypatch.setattr(tracking, "_CONTINUED", type(tracking._CONTINUED)())
+    monkeypatch.setattr(tracking, "_PREVIOUS_ROWS", type(tracking._PREVIOUS_ROWS)())
+
+
+def test_a_logger_that_never_trained_leaves_no_resume_note(tmp_path):
+    """Notes go with their logger: with id() keys, a later logger at the same address looked continued."""
+    from lightning.pytorch.loggers import CSVLogger
+
+    logger = CSVLogger(tmp_path, name="r", version=0)
+    tracking.continue_run(logger, {"kind": "CSVLogger", "version": 0})
+    assert logger in tracking._CONTINUED and logger in tracking._PREVIOUS_ROWS
+    del logger
+    gc.collect()
+    assert len(tracking._CONTINUED) == 0 and len(tracking._PREVIOUS_ROWS) == 0
 
 
 def messages_of(caplog):

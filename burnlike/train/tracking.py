@@ -18,6 +18,7 @@ import math
 import os
 import re
 import warnings
+import weakref
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
@@ -54,15 +55,15 @@ class MetricLoggerBridge(L.Callback):
             self._listening.add(id(pl_module))
 
         for logger in trainer.loggers:  # their runs started just before this hook
-            rows = _PREVIOUS_ROWS.pop(id(logger), None)
+            rows = _PREVIOUS_ROWS.pop(logger, None)
             if rows:
                 cast(Any, logger).experiment.metrics.extend(rows)
 
     def on_fit_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         if self.hyperparams and trainer.is_global_zero:
             for logger in trainer.loggers:
-                if id(logger) in _CONTINUED:  # its run has them (MLflow refuses changed params)
-                    _CONTINUED.discard(id(logger))
+                if logger in _CONTINUED:  # its run has them (MLflow refuses changed params)
+                    _CONTINUED.discard(logger)
                     log.info("resume: %s keeps the hyperparameters its run started with", type(logger).__name__)
                 else:
                     log_hyperparams(logger, self.hyperparams)
@@ -135,7 +136,7 @@ def continue_run(logger: Logger, run: Mapping[str, Any]) -> None:
     if kind in ("TensorBoardLogger", "CSVLogger"):
         logger._version = version  # type: ignore[attr-defined]
         if kind == "CSVLogger":  # its writer deletes an existing metrics.csv: keep the rows to write back
-            _PREVIOUS_ROWS[id(logger)] = _csv_rows(logger)
+            _PREVIOUS_ROWS[logger] = _csv_rows(logger)
             warnings.filterwarnings("ignore", message=re.escape(f"Experiment logs directory {logger.log_dir} exists"))
     elif kind == "MLFlowLogger":
         logger._run_id = version  # type: ignore[attr-defined]
@@ -145,12 +146,14 @@ def continue_run(logger: Logger, run: Mapping[str, Any]) -> None:
     else:
         log.warning("resume: burnlike can't continue a %s run; it starts a new one", kind)
         return
-    _CONTINUED.add(id(logger))
+    _CONTINUED.add(logger)
     log.info("resume: %s continues run %s", kind, version)
 
 
-_PREVIOUS_ROWS: dict[int, list[dict[str, float]]] = {}
-_CONTINUED: set[int] = set()
+# Keyed by the logger itself, weakly: an entry goes with its logger (one that never reached `fit`
+# must not make a later logger at the same address look continued, as `id()` keys did).
+_PREVIOUS_ROWS: weakref.WeakKeyDictionary[Logger, list[dict[str, float]]] = weakref.WeakKeyDictionary()
+_CONTINUED: weakref.WeakSet[Logger] = weakref.WeakSet()
 
 
 def _csv_rows(logger: Logger) -> list[dict[str, float]]:

@@ -127,9 +127,10 @@ class LiveView(ProgressBar):
         speed = self._batches / elapsed
         known = isinstance(self._total, int) or (isinstance(self._total, float) and math.isfinite(self._total))
         limit = trainer.max_epochs  # None or -1: no epoch limit (a max_steps run)
-        bounded = limit is not None and limit >= 0
-        epoch = min(trainer.current_epoch + 1, limit) if bounded else trainer.current_epoch + 1  # done: the last
-        parts = [f"Epoch {epoch}/{limit}" if bounded else f"Epoch {epoch}",
+        if limit is not None and limit < 0:
+            limit = None
+        epoch = trainer.current_epoch + 1 if limit is None else min(trainer.current_epoch + 1, limit)  # done: the last
+        parts = [f"Epoch {epoch}" if limit is None else f"Epoch {epoch}/{limit}",
                  f"{self._split} {self._batches:,}/{int(self._total):,}" if known else f"{self._split} {self._batches:,}",
                  f"{speed:,.1f} it/s"]
         if known and speed > 0:
