@@ -1,0 +1,265 @@
+"""Training-loop behaviour the other tests leave open, found by mutation testing (issue 17): the
+interrupter's log line and its no-op when never stopped, the device strategies' error messages and
+custom strategies, the evaluator's summary rows, the progress displays in the valid split and
+across runs, warm-up and early-stopping state, and the fast path's optimizer setup. Real Lightning
+fits on tiny data."""
+
+import functools
+import io
+import logging
+
+import pytest
+import torch
+from lightning.pytorch.callbacks import Callback
+from lightning.pytorch.strategies import DDPStrategy
+from rich.console import Console
+from toy import Batch, Classifier, loader
+
+import burnlike
+from burnlike.optim import AdamConfig
+from burnlike.train import (
+    EvaluatorBuilder,
+    Interrupter,
+    Learner,
+    LearnerBuilder,
+    LearningStrategy,
+    MetricEarlyStoppingStrategy,
+    TrainingStrategy,
+)
+from burnlike.train.evaluator import TEST_EPOCH
+from burnlike.train.graph_step import host_lr
+from burnlike.train.metric import AccuracyMetric, LossMetric
+from burnlike.train.metric.store import Split
+from burnlike.train.quiet import DropMessages
+from burnlike.train.renderer import BurnProgressBar
+from burnlike.train.summary import MetricSummary
+from burnlike.train.tui import LiveView
+
+
+def builder(tmp_path, epochs=1):
+    return (LearnerBuilder(tmp_path).metrics(AccuracyMetric(), LossMetric()).devices(["cpu"]).num_epochs(epochs)
+            .with_application_logger(False).progress_bar(False))
+
+
+# Interrupter --------------------------------------------------------------------------------------
+def test_interrupter_keeps_its_reason():
+    interrupter = Interrupter()
+    assert interrupter.get_message() is None and not interrupter.should_stop()
+    interrupter.stop("disk almost full")
+    assert interrupter.should_stop() and interrupter.get_message() == "disk almost full"
+    interrupter.reset()
+    assert not interrupter.should_stop()
+
+
+def test_an_interrupter_never_stopped_changes_nothing(tmp_path):
+    learner = builder(tmp_path, epochs=2).with_interrupter(Interrupter()).build(Classifier(), AdamConfig(), 1e-2)
+    learner.fit(loader(64, 16))
+    assert learner.trainer.global_step == 8  # 4 steps an epoch, both epochs
+
+
+@pytest.mark.parametrize(("reason", "logged"), [("user asked", "user asked"), (None, "Reason unknown")])
+def test_an_interrupted_run_logs_why_and_after_which_step(tmp_path, caplog, reason, logged):
+    interrupter = Interrupter()
+    interrupter.stop(reason)  # already set: the run stops after its first step
+    learner = builder(tmp_path, epochs=2).with_interrupter(interrupter).build(Classifier(), AdamConfig(), 1e-2)
+    with caplog.at_level(logging.INFO, logger="burnlike.train"):
+        learner.fit(loader(64, 16))
+    assert learner.trainer.global_step == 1
+    assert f"Training interrupted: {logged} (after step 1)" in [r.getMessage() for r in caplog.records]
+
+
+def test_with_interrupter_names_what_it_got(tmp_path):
+    with pytest.raises(TypeError, match=r"^with_interrupter expects a burnlike\.train\.Interrupter, got Event$"):
+        LearnerBuilder(tmp_path).with_interrupter(__import__("threading").Event())
+
+
+# Device strategies --------------------------------------------------------------------------------
+@pytest.mark.parametrize(("make", "what"), [
+    (LearningStrategy.multi_device_naive, "LearningStrategy.multi_device_naive"),
+    (LearningStrategy.ddp, "LearningStrategy.ddp"),
+    (TrainingStrategy.ddp, "TrainingStrategy.ddp"),
+    (functools.partial(TrainingStrategy.custom, "ddp"), "TrainingStrategy.custom"),
+])
+def test_strategies_refuse_a_single_device_naming_themselves(make, what):
+    with pytest.raises(TypeError, match=rf"^{what} takes a list of devices, got the single device 'cpu': "
+                                        r"use \['cpu'\]$"):
+        make("cpu")
+
+
+@pytest.mark.parametrize(("make", "what"), [(LearningStrategy.ddp, "LearningStrategy.ddp"),
+                                            (TrainingStrategy.ddp, "TrainingStrategy.ddp")])
+def test_ddp_strategies_name_a_wrong_config(make, what):
+    with pytest.raises(TypeError, match=rf"^{what}: config must be a DistributedConfig/CollectiveConfig, got dict$"):
+        make(["cpu", "cpu"], {"num_nodes": 2})
+
+
+def test_a_custom_strategy_reaches_the_trainer_with_or_without_devices(tmp_path):
+    alone = TrainingStrategy.custom("ddp")
+    assert alone.devices == () and alone.trainer_kwargs() == {"strategy": "ddp"}
+    two = TrainingStrategy.custom("ddp", ["cpu", "cpu"])
+    assert two.trainer_kwargs() == {"accelerator": "cpu", "devices": 2, "strategy": "ddp"}
+    trainer = (LearnerBuilder(tmp_path).learning_strategy(two).progress_bar(False)
+               .build(Classifier(), AdamConfig(), 1e-3).trainer)
+    assert isinstance(trainer.strategy, DDPStrategy) and trainer.num_devices == 2
+
+
+# Evaluator, learner -------------------------------------------------------------------------------
+def test_evaluator_summary_rows_are_the_test_values_at_the_test_epoch(tmp_path):
+    burnlike.seed(0)
+    evaluator = (EvaluatorBuilder(tmp_path).metrics(AccuracyMetric(), LossMetric()).summary().progress_bar(False)
+                 .with_application_logger(False).build(Classifier()))
+    result = evaluator.eval("Blobs", loader(32, 16))
+    rows = {m.name: m for m in evaluator.summary().metrics if m.split.startswith("test")}
+    assert set(rows) == {"Accuracy", "Loss"}
+    for name, row in rows.items():
+        value = result.metrics[name]
+        assert row == MetricSummary("test (blobs)", name, value, TEST_EPOCH, value, TEST_EPOCH, {TEST_EPOCH: value})
+
+
+def test_a_plain_learner_says_how_to_train_it():
+    with pytest.raises(TypeError) as error:
+        Learner(Classifier(), AdamConfig(), 1e-2).fit(loader(32, 16))
+    assert str(error.value) == (
+        "Learner(model, optim, lr) holds what to train (Burn 0.20); train it with "
+        "SupervisedTraining(dir, train_loader, valid_loader)....launch(learner), or build a fitting "
+        "learner with LearnerBuilder(dir)....build(model, optim, lr).fit(train_loader, valid_loader)")
+
+
+def test_the_lightning_module_passes_keyword_arguments_to_the_model(tmp_path):
+    learner = builder(tmp_path).build(Classifier(), AdamConfig(), 1e-2)
+    x = torch.randn(3, 4)
+    assert torch.equal(learner.module(x=x), learner.module.model(x))
+
+
+# Progress displays --------------------------------------------------------------------------------
+class ProbeBar(Callback):
+    """Reads the progress bar's metrics in the middle of the valid epoch."""
+
+    def __init__(self, bar: BurnProgressBar) -> None:
+        self.bar, self.seen = bar, []
+
+    def on_validation_batch_end(self, trainer, pl_module, *args):
+        valid_loss = next(m for m in pl_module.metrics("valid") if m.name == "Loss")
+        self.seen.append((self.bar.get_metrics(trainer, pl_module).get("Loss"), f"{valid_loss.running():.4g}"))
+
+
+def test_the_progress_bar_shows_the_valid_running_means_while_validating(tmp_path):
+    bar = BurnProgressBar()
+    probe = ProbeBar(bar)
+    builder(tmp_path).progress_bar(True).callback(bar, probe).build(Classifier(), AdamConfig(), 1e-2).fit(
+        loader(64, 16), loader(32, 16))
+    assert len(probe.seen) == 2 and all(shown == valid for shown, valid in probe.seen)
+
+
+def terminal():
+    return Console(file=io.StringIO(), force_terminal=True, width=120, color_system=None)
+
+
+def loss_cells(frame):
+    line = next(line for line in frame.splitlines() if line.startswith("│ Loss "))
+    return [cell.strip() for cell in line.split("│")[2:-1]]  # train, train plot, valid, valid plot
+
+
+def test_live_view_shows_valid_values_drawn_at_the_end_of_validation(tmp_path):
+    console = terminal()
+    learner = builder(tmp_path).progress_bar(True).callback(LiveView(refresh=1e9, console=console)).build(Classifier(), AdamConfig(), 1e-2)
+    learner.fit(loader(64, 16), loader(32, 16))
+    out = console.file.getvalue()
+    frame = out[out.rindex("╭"):]
+    (valid,) = learner.module.store.epochs(Split.VALID, "Loss").values()
+    assert loss_cells(frame)[2] == f"{valid:.4g}"
+
+
+def test_live_view_shows_the_valid_running_value_during_validation(tmp_path):
+    console = terminal()
+    learner = builder(tmp_path).progress_bar(True).callback(LiveView(refresh=0.0, console=console)).build(Classifier(), AdamConfig(), 1e-2)
+    learner.fit(loader(64, 16), loader(32, 16))
+    out = console.file.getvalue()
+    frames = [f for f in out.split("╭") if "valid 1/2" in f]  # drawn after the first valid batch
+    assert frames and all(loss_cells(f)[2] for f in frames)
+
+
+class FailsOnce(Classifier):
+    failed = False
+
+    def train_step(self, batch: Batch):
+        if not FailsOnce.failed:
+            FailsOnce.failed = True
+            raise RuntimeError("boom")
+        return super().train_step(batch)
+
+
+def test_a_live_view_serves_another_run_after_one_ended_or_failed(tmp_path):
+    console = terminal()
+    view = LiveView(refresh=0.0, console=console)
+    with pytest.raises(RuntimeError, match="boom"):
+        builder(tmp_path / "fails").progress_bar(True).callback(view).build(FailsOnce(), AdamConfig(), 1e-2).fit(loader(32, 16))
+    view.disable()  # the next run draws nothing: the failed run's display is gone
+    builder(tmp_path / "quiet").progress_bar(True).callback(view).build(Classifier(), AdamConfig(), 1e-2).fit(loader(32, 16))
+    view.enable()
+    builder(tmp_path / "ends").progress_bar(True).callback(view).build(Classifier(), AdamConfig(), 1e-2).fit(loader(32, 16))
+    view.disable()  # and after a run that ended, too
+    before = console.file.getvalue()
+    builder(tmp_path / "quiet2").progress_bar(True).callback(view).build(Classifier(), AdamConfig(), 1e-2).fit(loader(32, 16))
+    assert console.file.getvalue() == before
+
+
+def test_drop_messages_filters_records_containing_its_texts():
+    drop = DropMessages(("tip: use", "noise"))
+
+    def record(message):
+        return logging.LogRecord("lightning", logging.INFO, __file__, 1, message, None, None)
+
+    assert not drop.filter(record("a tip: use more workers"))
+    assert not drop.filter(record("some noise here"))
+    assert drop.filter(record("Epoch 1 done"))
+
+
+# Early stopping state -----------------------------------------------------------------------------
+def test_warmup_accepts_zero_and_refuses_booleans_and_fractions():
+    strategy = MetricEarlyStoppingStrategy(LossMetric())
+    assert strategy.with_warmup_epochs(0).warmup_epochs == 0
+    for bad in (True, 1.5, "2"):
+        with pytest.raises(ValueError, match=rf"^with_warmup_epochs: expected None or an integer >= 0, got {bad!r}$"):
+            strategy.with_warmup_epochs(bad)
+
+
+def test_early_stopping_callback_restores_the_epoch_it_stopped_at():
+    callback = MetricEarlyStoppingStrategy(LossMetric()).to_callback()
+    callback.load_state_dict({"strategy": {"best_epoch": 2, "best_value": 0.5}, "stopped_epoch": 4})
+    assert callback.stopped_epoch == 4 and callback.strategy.best_epoch == 2
+    assert callback.state_dict() == {"strategy": {"best_epoch": 2, "best_value": 0.5}, "stopped_epoch": 4}
+
+
+# The fast path's optimizer setup (host side) ------------------------------------------------------
+def test_host_lr_leaves_checkpoints_without_optimizer_parts_alone():
+    for checkpoint in ({}, {"optimizer_states": [{}]}, {"lr_schedulers": [{}]}):
+        before = {k: list(v) for k, v in checkpoint.items()}
+        host_lr(checkpoint)
+        assert checkpoint == before
+    checkpoint = {"optimizer_states": [{"param_groups": [{"lr": torch.tensor(0.25)}]}],
+                  "lr_schedulers": [{"_last_lr": [torch.tensor(0.5), 0.125]}]}
+    host_lr(checkpoint)
+    assert checkpoint == {"optimizer_states": [{"param_groups": [{"lr": 0.25}]}],
+                          "lr_schedulers": [{"_last_lr": [0.5, 0.125]}]}
+    assert type(checkpoint["optimizer_states"][0]["param_groups"][0]["lr"]) is float
+
+
+def fast_path(tmp_path, optim):
+    learner = (LearnerBuilder(tmp_path).metrics(LossMetric()).devices(["cpu"]).cuda_graph().progress_bar(False)
+               .with_application_logger(False).build(Classifier(), optim, 1e-2))
+    learner.fit(loader(32, 16))
+    return learner.module.graph_step
+
+
+def test_preparing_for_capture_keeps_a_device_lr_and_leaves_fused_optimizers_as_they_are(tmp_path):
+    step = fast_path(tmp_path / "adam", AdamConfig())
+    step._prepare_optimizer()
+    lr = step._optimizer().param_groups[0]["lr"]
+    step._prepare_optimizer()  # again: the lr tensor already on the model's device is kept
+    assert step._optimizer().param_groups[0]["lr"] is lr
+    fused = fast_path(tmp_path / "fused", functools.partial(torch.optim.Adam, fused=True))
+    fused._prepare_optimizer()
+    group = fused._optimizer().param_groups[0]
+    assert group["fused"] is True and group["capturable"] is False  # fused steps need no capturable mode
+    assert isinstance(group["lr"], torch.Tensor) and float(group["lr"]) == pytest.approx(1e-2)
