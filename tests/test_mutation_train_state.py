@@ -1,0 +1,147 @@
+"""Evaluator settings and the checkpointing/early-stopping state that the other tests leave open,
+found by mutation testing (issue 17): the evaluator's Trainer settings and result, a test metric
+checked at the first step, the strategies' restored state, early stopping's initial best epoch,
+its log lines, its Lightning callback settings and its skip under `fast_dev_run`."""
+
+import logging
+
+import pytest
+import torch
+from torch import nn
+from toy import Classifier, Regressor, loader
+
+import burnlike
+from burnlike.optim import AdamConfig
+from burnlike.train import EvaluatorBuilder, LearnerBuilder, MetricEarlyStoppingStrategy, MetricInputError
+from burnlike.train.checkpoint import (
+    ComposedCheckpointingStrategy,
+    Direction,
+    KeepLastNCheckpoints,
+    MetricCheckpointingStrategy,
+    Split,
+    StoppingCondition,
+)
+from burnlike.train.metric import AccuracyMetric, LearningRateMetric, LossMetric
+from burnlike.train.metric.store import MetricStore
+
+
+# Evaluator ----------------------------------------------------------------------------------------
+def test_evaluator_trainer_settings_by_default(tmp_path):
+    builder = EvaluatorBuilder(tmp_path)
+    assert builder.trainer_kwargs_for(Classifier()) == {
+        "default_root_dir": str(tmp_path), "logger": False, "enable_checkpointing": False,
+        "enable_model_summary": False, "enable_progress_bar": True, "accelerator": "cpu", "devices": 1}
+    assert builder.progress_bar(False).trainer_kwargs_for(Classifier())["enable_progress_bar"] is False
+    assert builder.progress_bar().trainer_kwargs_for(Classifier())["enable_progress_bar"] is True
+    # a model without parameters: Lightning picks the device
+    assert "accelerator" not in builder.trainer_kwargs_for(nn.Identity())
+
+
+def test_evaluator_refuses_a_non_metric_naming_it(tmp_path):
+    with pytest.raises(TypeError, match=r"^expected a burnlike Metric \(e\.g\. AccuracyMetric\(\)\), got str$"):
+        EvaluatorBuilder(tmp_path).metric("Accuracy")
+
+
+def test_a_valid_step_models_output_is_checked_at_build(tmp_path):
+    with pytest.raises(MetricInputError, match="test metric 'Accuracy'"):
+        EvaluatorBuilder(tmp_path).metrics(AccuracyMetric()).build(Regressor())  # RegressionOutput: no accuracy
+
+
+class Untyped(nn.Module):
+    """An inference step without type hints: the output is only known at the first step."""
+
+    def __init__(self):
+        super().__init__()
+        self.inner = Regressor()
+
+    def inference_step(self, batch):
+        return self.inner.step(batch)
+
+
+def test_an_untyped_models_output_is_checked_at_the_first_test_step(tmp_path):
+    evaluator = EvaluatorBuilder(tmp_path).metrics(AccuracyMetric()).progress_bar(False).build(Untyped())
+    with pytest.raises(MetricInputError, match="test metric 'Accuracy'"):
+        evaluator.eval("blobs", loader(32, 16))
+
+
+def test_evaluation_result_names_its_run_and_prints_no_summary_unless_asked(tmp_path, capsys, caplog):
+    burnlike.seed(0)
+    evaluator = (EvaluatorBuilder(tmp_path).metrics(LossMetric()).metrics_text(LearningRateMetric())
+                 .progress_bar(False).with_application_logger(False).build(Classifier()))
+    with caplog.at_level(logging.INFO, logger="burnlike.train"):
+        result = evaluator.eval("Blobs Test", loader(32, 16))
+    assert result.name == "Blobs Test" and result.summary is None
+    assert capsys.readouterr().out == ""  # no summary table, no Lightning results table
+    assert "evaluating Classifier on test/blobs-test" in [r.getMessage() for r in caplog.records]
+    assert torch.isnan(torch.tensor(result.metrics["Learning Rate"]))  # no learning rate in a test
+    assert evaluator.results == {"blobs-test": {"Loss": result.metrics["Loss"]}}  # numeric metrics only
+
+
+# Checkpointing strategies' state -----------------------------------------------------------------
+def test_composed_strategy_restores_its_deletions_and_its_childrens_state():
+    best = MetricCheckpointingStrategy("Loss", direction=Direction.LOWEST)
+    composed = ComposedCheckpointingStrategy([KeepLastNCheckpoints(2), best])
+    state = {"deleted": [[1], []], "children": [{}, {"current": 3}]}
+    composed.load_state_dict(state)
+    assert composed.deleted == [{1}, set()] and best.current == 3
+    assert composed.state_dict() == state
+    fresh = ComposedCheckpointingStrategy([KeepLastNCheckpoints(2)])
+    fresh.load_state_dict({})  # a state from before these fields: nothing to restore
+    assert fresh.deleted == [set()]
+
+
+# Early stopping ----------------------------------------------------------------------------------
+def losses(*values):
+    store = MetricStore()
+    store.register([LossMetric()])
+    for epoch, value in enumerate(values, 1):
+        store.record(Split.VALID, epoch, "Loss", value)
+    return store
+
+
+def test_early_stopping_counts_from_epoch_one_when_nothing_improves():
+    strategy = MetricEarlyStoppingStrategy(LossMetric(), condition=StoppingCondition.no_improvement_since(1))
+    store = losses(float("nan"), float("nan"))
+    assert not strategy.should_stop(1, store)
+    assert strategy.should_stop(2, store)  # NaN never improves: best is still Burn's initial epoch 1
+
+
+def test_early_stopping_logs_a_missing_value_and_why_it_stops(caplog):
+    strategy = MetricEarlyStoppingStrategy(LossMetric(), condition=StoppingCondition.no_improvement_since(1))
+    store = losses(0.5, 0.75)
+    with caplog.at_level(logging.INFO, logger="burnlike.train"):
+        assert not strategy.should_stop(1, store)
+        assert strategy.should_stop(2, store)
+        assert not strategy.should_stop(3, store)
+    assert [r.getMessage() for r in caplog.records] == [
+        "stopping: valid/Loss has not improved since epoch 1 (0.5), now 0.75",
+        "early stopping: no valid/Loss value for epoch 3",
+    ]
+
+
+def test_the_early_stopping_callback_watches_the_strategys_metric():
+    callback = MetricEarlyStoppingStrategy(LossMetric()).to_callback()
+    assert callback.monitor == "valid/Loss"
+    assert callback.state_key == "MetricEarlyStopping{'monitor': 'valid/Loss', 'strategy': 'burn'}"
+
+
+def test_early_stopping_is_checked_after_every_train_epoch_even_without_validation(tmp_path):
+    stop = MetricEarlyStoppingStrategy(LossMetric(), split=Split.TRAIN, condition=StoppingCondition(2))
+    learner = (LearnerBuilder(tmp_path).metrics(LossMetric()).devices(["cpu"]).num_epochs(8).progress_bar(False)
+               .with_application_logger(False).early_stopping(stop).trainer_kwargs(check_val_every_n_epoch=2)
+               .build(Classifier(), AdamConfig(), 0.0))  # lr 0: the train loss never improves after epoch 1
+    learner.fit(loader(32, 16), loader(32, 16))
+    assert learner.trainer.current_epoch == 3  # stopped after epoch 3 (3 - 1 >= 2), not at a validation epoch
+    callback = learner.trainer.early_stopping_callback
+    assert callback.stopped_epoch == 2  # Lightning's 0-based epoch of the stop
+
+
+def test_early_stopping_sits_out_a_fast_dev_run(tmp_path, caplog):
+    stop = MetricEarlyStoppingStrategy(LossMetric(), split=Split.TRAIN)
+    learner = (LearnerBuilder(tmp_path).metrics(LossMetric()).devices(["cpu"]).num_epochs(3).progress_bar(False)
+               .with_application_logger(False).early_stopping(stop).trainer_kwargs(fast_dev_run=True)
+               .build(Classifier(), AdamConfig(), 1e-2))
+    with caplog.at_level(logging.INFO, logger="burnlike.train"):
+        learner.fit(loader(32, 16))
+    assert stop.best_value is None  # never consulted
+    assert not [r for r in caplog.records if "stopping" in r.getMessage()]
