@@ -263,3 +263,40 @@ def test_preparing_for_capture_keeps_a_device_lr_and_leaves_fused_optimizers_as_
     group = fused._optimizer().param_groups[0]
     assert group["fused"] is True and group["capturable"] is False  # fused steps need no capturable mode
     assert isinstance(group["lr"], torch.Tensor) and float(group["lr"]) == pytest.approx(1e-2)
+
+
+def trained(tmp_path, *, fast, accumulation, n):
+    burnlike.seed(0)
+    builder = (LearnerBuilder(tmp_path).metrics(LossMetric()).devices(["cpu"]).grads_accumulation(accumulation)
+               .progress_bar(False).with_application_logger(False))
+    learner = (builder.cuda_graph() if fast else builder).build(Classifier(), AdamConfig(), 1e-2)
+    learner.fit(loader(n, 16))
+    return learner
+
+
+# 4 batches in windows of 2; 5 batches in windows of 3 (a step after the 3rd and the short 5th)
+@pytest.mark.parametrize(("accumulation", "n"), [(2, 64), (3, 80)])
+def test_the_eager_fast_path_accumulates_as_the_default_path(tmp_path, caplog, accumulation, n):
+    default = trained(tmp_path / "default", fast=False, accumulation=accumulation, n=n).module.model.state_dict()
+    with caplog.at_level(logging.WARNING, logger="burnlike.train"):
+        learner = trained(tmp_path / "fast", fast=True, accumulation=accumulation, n=n)
+    assert learner.trainer.global_step == 2
+    assert [r.getMessage() for r in caplog.records if "cuda_graph" in r.getMessage()] == [
+        "cuda_graph: the training step runs eagerly: torch sees no CUDA device"]
+    for key, value in learner.module.model.state_dict().items():
+        assert torch.equal(value, default[key]), key  # each loss divided by k, as Lightning's accumulation
+    # eager steps free the gradients (only captured graphs need their tensors kept)
+    assert all(p.grad is None for p in learner.module.model.parameters())
+
+
+def test_cuda_graph_false_keeps_the_default_path(tmp_path):
+    learner = LearnerBuilder(tmp_path).devices(["cpu"]).progress_bar(False).cuda_graph(False).build(
+        Classifier(), AdamConfig(), 1e-2)
+    assert learner.module.graph_step is None and learner.module.automatic_optimization
+
+
+def test_the_application_logger_writes_the_experiment_log_when_enabled(tmp_path):
+    learner = (LearnerBuilder(tmp_path).metrics(LossMetric()).devices(["cpu"]).progress_bar(False)
+               .with_application_logger(True).build(Classifier(), AdamConfig(), 1e-2))
+    learner.fit(loader(32, 16))
+    assert (tmp_path / "experiment.log").is_file()

@@ -6,6 +6,7 @@ checked against torchmetrics or a hand computation."""
 
 import logging
 import math
+import time
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +29,7 @@ from burnlike.train.metric import (
     DiceMetricConfig,
     FBetaScoreMetric,
     HammingScore,
+    IterationSpeedMetric,
     MsSsimMetric,
     MsSsimMetricConfig,
     PerplexityMetric,
@@ -40,6 +42,7 @@ from burnlike.train.metric import (
     TopKAccuracyMetric,
     WordErrorRate,
 )
+from burnlike.train.metric.base import MetricContext
 from burnlike.train.metric.store import MetricStore
 from burnlike.train.metric.system import cpu_temperature
 from burnlike.train.metric.text import edit_distance
@@ -416,3 +419,26 @@ def test_cuda_metrics_say_once_why_they_record_nothing(caplog):
         "CudaMetric: no CUDA device or NVML, nothing will be recorded",
         "CudaUtilization: no CUDA device or NVML, nothing will be recorded",
     ]
+
+
+def advance_clock(seconds):
+    """Busy-wait until perf_counter has moved on by `seconds` (the metric reads that clock)."""
+    start = time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        pass
+
+
+def test_iteration_speed_counts_iterations_since_the_epochs_first_update():
+    metric = IterationSpeedMetric()
+    for _ in range(2):  # a second epoch starts over
+        before = time.perf_counter()
+        metric.update(None, MetricContext())  # the first update starts the clock: no speed yet
+        after_first = time.perf_counter()
+        advance_clock(0.005)
+        before_second = time.perf_counter()
+        metric.update(None, MetricContext())
+        after = time.perf_counter()
+        _, [(first, first_count), (second, second_count)] = metric.finish_epoch()  # Burn's log lines
+        assert first == 0.0 and first_count == second_count == 1
+        # 2 iterations over the time between the two reads of the clock, which lies between these
+        assert 2 / (after - before) <= second <= 2 / (before_second - after_first)
