@@ -13,17 +13,21 @@ import torch
 from lightning.pytorch.callbacks import Callback
 from lightning.pytorch.strategies import DDPStrategy
 from rich.console import Console
-from toy import Batch, Classifier, loader
+from torch.utils.data import DataLoader, IterableDataset
+from toy import Batch, Classifier, blobs, collate, loader
 
 import burnlike
 from burnlike.optim import AdamConfig
 from burnlike.train import (
+    DistributedConfig,
     EvaluatorBuilder,
+    ExecutionStrategy,
     Interrupter,
     Learner,
     LearnerBuilder,
     LearningStrategy,
     MetricEarlyStoppingStrategy,
+    ReduceOperation,
     TrainingStrategy,
 )
 from burnlike.train.evaluator import TEST_EPOCH
@@ -79,6 +83,8 @@ def test_with_interrupter_names_what_it_got(tmp_path):
     (LearningStrategy.ddp, "LearningStrategy.ddp"),
     (TrainingStrategy.ddp, "TrainingStrategy.ddp"),
     (functools.partial(TrainingStrategy.custom, "ddp"), "TrainingStrategy.custom"),
+    (ExecutionStrategy.multi, "ExecutionStrategy.multi"),
+    (ExecutionStrategy.ddp, "ExecutionStrategy.ddp"),
 ])
 def test_strategies_refuse_a_single_device_naming_themselves(make, what):
     with pytest.raises(TypeError, match=rf"^{what} takes a list of devices, got the single device 'cpu': "
@@ -87,10 +93,25 @@ def test_strategies_refuse_a_single_device_naming_themselves(make, what):
 
 
 @pytest.mark.parametrize(("make", "what"), [(LearningStrategy.ddp, "LearningStrategy.ddp"),
-                                            (TrainingStrategy.ddp, "TrainingStrategy.ddp")])
+                                            (TrainingStrategy.ddp, "TrainingStrategy.ddp"),
+                                            (ExecutionStrategy.ddp, "ExecutionStrategy.ddp")])
 def test_ddp_strategies_name_a_wrong_config(make, what):
     with pytest.raises(TypeError, match=rf"^{what}: config must be a DistributedConfig/CollectiveConfig, got dict$"):
         make(["cpu", "cpu"], {"num_nodes": 2})
+
+
+def test_distributed_config_and_strategy_errors_say_what_to_use(tmp_path):
+    with pytest.raises(NotImplementedError, match=r"^DistributedConfig\(all_reduce_op=ReduceOperation\.SUM\): Lightning's "
+                                                  r"DDP averages gradients across processes; use ReduceOperation\.MEAN "
+                                                  r"\(and scale the learning rate if you relied on sums\)$"):
+        DistributedConfig(all_reduce_op=ReduceOperation.SUM)
+    for nodes in (0, 1.5):
+        with pytest.raises(ValueError, match=rf"^DistributedConfig\.num_nodes must be an integer >= 1, got {nodes}$"):
+            DistributedConfig(num_nodes=nodes)
+    with pytest.raises(TypeError, match=r"^expected a device strategy such as LearningStrategy\.single_device\('cpu'\), "
+                                        r"ExecutionStrategy\.ddp\(\['cuda:0', 'cuda:1'\]\) or "
+                                        r"TrainingStrategy\.custom\(\.\.\.\), got str$"):
+        LearnerBuilder(tmp_path).learning_strategy("cpu")
 
 
 def test_a_custom_strategy_reaches_the_trainer_with_or_without_devices(tmp_path):
@@ -300,3 +321,18 @@ def test_the_application_logger_writes_the_experiment_log_when_enabled(tmp_path)
                .with_application_logger(True).build(Classifier(), AdamConfig(), 1e-2))
     learner.fit(loader(32, 16))
     assert (tmp_path / "experiment.log").is_file()
+
+
+class Stream(IterableDataset):
+    """Five batches of 16 from a loader that can't say how long it is."""
+
+    def __iter__(self):
+        yield from blobs(80)
+
+
+def test_the_eager_fast_path_steps_at_the_end_of_a_loader_without_length(tmp_path):
+    burnlike.seed(0)
+    learner = (LearnerBuilder(tmp_path).metrics(LossMetric()).devices(["cpu"]).grads_accumulation(3).cuda_graph()
+               .progress_bar(False).with_application_logger(False).build(Classifier(), AdamConfig(), 1e-2))
+    learner.fit(DataLoader(Stream(), batch_size=16, collate_fn=collate))
+    assert learner.trainer.global_step == 2  # after the 3rd batch, and after the short window the loader ends with

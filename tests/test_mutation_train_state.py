@@ -4,9 +4,11 @@ checked at the first step, the strategies' restored state, early stopping's init
 its log lines, its Lightning callback settings and its skip under `fast_dev_run`."""
 
 import logging
+import warnings
 
 import pytest
 import torch
+from lightning.pytorch.loggers import CSVLogger, Logger, TensorBoardLogger
 from torch import nn
 from toy import Classifier, Regressor, loader
 
@@ -23,6 +25,7 @@ from burnlike.train.checkpoint import (
 )
 from burnlike.train.metric import AccuracyMetric, LearningRateMetric, LossMetric
 from burnlike.train.metric.store import MetricStore
+from burnlike.train.tracking import continue_run
 
 
 # Evaluator ----------------------------------------------------------------------------------------
@@ -145,3 +148,62 @@ def test_early_stopping_sits_out_a_fast_dev_run(tmp_path, caplog):
         learner.fit(loader(32, 16))
     assert stop.best_value is None  # never consulted
     assert not [r for r in caplog.records if "stopping" in r.getMessage()]
+
+
+def test_an_evaluation_tag_keeps_its_slashes_in_the_summary(tmp_path):
+    evaluator = (EvaluatorBuilder(tmp_path).metrics(LossMetric()).progress_bar(False).with_application_logger(False)
+                 .build(Classifier()))
+    result = evaluator.eval("mnist/test", loader(16, 16))
+    assert evaluator.results == {"mnist/test": {"Loss": result.metrics["Loss"]}}
+
+
+# Continuing a logger's run on resume -------------------------------------------------------------
+def messages(caplog):
+    return [r.getMessage() for r in caplog.records if r.name == "burnlike.train"]
+
+
+def test_continue_run_points_csv_and_tensorboard_loggers_at_the_checkpoints_version(tmp_path, caplog):
+    csv, board = CSVLogger(tmp_path / "csv"), TensorBoardLogger(tmp_path / "tb")
+    with caplog.at_level(logging.INFO, logger="burnlike.train"), warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        continue_run(csv, {"kind": "CSVLogger", "version": 3})
+        continue_run(board, {"kind": "TensorBoardLogger", "version": 5})
+        # Lightning's warning about the existing folder of the continued run is silenced, no other
+        warnings.warn(f"Experiment logs directory {csv.log_dir} exists and is not empty.", UserWarning, stacklevel=1)
+        warnings.warn("something else", UserWarning, stacklevel=1)
+    assert csv.version == 3 and board.version == 5
+    assert [str(w.message) for w in seen] == ["something else"]
+    assert messages(caplog) == ["resume: CSVLogger continues run 3", "resume: TensorBoardLogger continues run 5"]
+
+
+def test_continue_run_resumes_a_wandb_run_by_id(tmp_path):
+    wandb = pytest.importorskip("lightning.pytorch.loggers").WandbLogger(offline=True, save_dir=str(tmp_path))
+    continue_run(wandb, {"kind": "WandbLogger", "version": "run-7"})
+    assert wandb._id == "run-7" and wandb._wandb_init["id"] == "run-7" and wandb._wandb_init["resume"] == "allow"
+
+
+class OwnLogger(Logger):
+    name, version = "own", 0
+
+    def log_hyperparams(self, params, *args, **kwargs):
+        pass
+
+    def log_metrics(self, metrics, step=None):
+        pass
+
+
+def test_continue_run_says_why_a_logger_starts_a_new_run(tmp_path, caplog):
+    csv = CSVLogger(tmp_path / "csv")
+    with caplog.at_level(logging.INFO, logger="burnlike.train"):
+        continue_run(csv, {"kind": "TensorBoardLogger", "version": 3})  # another kind
+        continue_run(csv, {"kind": "CSVLogger"})  # no version
+        continue_run(OwnLogger(), {"kind": "OwnLogger", "version": 1})
+        csv.experiment  # noqa: B018  (starts its run)
+        continue_run(csv, {"kind": "CSVLogger", "version": 3})
+    assert csv.version == 0
+    assert messages(caplog) == [
+        "resume: logger CSVLogger is not the checkpoint's (TensorBoardLogger); it starts a new run",
+        "resume: logger CSVLogger is not the checkpoint's (CSVLogger); it starts a new run",
+        "resume: burnlike can't continue a OwnLogger run; it starts a new one",
+        "resume: CSVLogger already started a run; it can't continue run 3",
+    ]
