@@ -7,9 +7,11 @@ fits on tiny data."""
 import functools
 import io
 import logging
+import time
 
 import pytest
 import torch
+from lightning.pytorch import Trainer
 from lightning.pytorch.callbacks import Callback
 from lightning.pytorch.strategies import DDPStrategy
 from rich.console import Console
@@ -37,7 +39,7 @@ from burnlike.train.metric.store import Split
 from burnlike.train.quiet import DropMessages
 from burnlike.train.renderer import BurnProgressBar
 from burnlike.train.summary import MetricSummary
-from burnlike.train.tui import LiveView
+from burnlike.train.tui import LiveView, _duration
 
 
 def builder(tmp_path, epochs=1):
@@ -336,3 +338,59 @@ def test_the_eager_fast_path_steps_at_the_end_of_a_loader_without_length(tmp_pat
                .progress_bar(False).with_application_logger(False).build(Classifier(), AdamConfig(), 1e-2))
     learner.fit(DataLoader(Stream(), batch_size=16, collate_fn=collate))
     assert learner.trainer.global_step == 2  # after the 3rd batch, and after the short window the loader ends with
+
+
+def test_live_view_header_without_an_epoch_limit_counts_epochs_alone(tmp_path):
+    learner = builder(tmp_path).build(Classifier(), AdamConfig(), 1e-2)
+    learner.fit(loader(32, 16))
+    view = LiveView(console=terminal())
+    view._begin("train", 2)
+    for max_epochs in (-1, None):  # Lightning's "no limit", and a trainer without max_epochs at all
+        unbounded = Trainer(max_epochs=max_epochs, max_steps=10, logger=False, enable_progress_bar=False,
+                            enable_checkpointing=False)
+        console = Console(file=io.StringIO(), width=120, color_system=None)
+        console.print(view.render(unbounded, learner.module, now=view._start + 1.0))
+        assert "Epoch 1 · train 0/2" in console.file.getvalue()
+    assert _duration(3540) == "0:59:00" and _duration(3661) == "1:01:01"
+
+
+def test_live_view_frame_is_a_dim_panel_titled_burnlike_with_a_bold_header(tmp_path):
+    console = Console(file=io.StringIO(), force_terminal=True, width=100, color_system="standard")
+    builder(tmp_path).progress_bar(True).callback(LiveView(refresh=1e9, console=console)).build(
+        Classifier(), AdamConfig(), 1e-2).fit(loader(32, 16))
+    out = console.file.getvalue()
+    assert "\x1b[2m╭─" in out and " burnlike " in out  # the border dim, the title in it
+    assert "\x1b[1mEpoch 1/1 · train 2/2" in out  # the header bold
+
+
+def test_live_view_draws_running_train_values_between_forced_draws(tmp_path):
+    console = terminal()
+    builder(tmp_path).progress_bar(True).callback(LiveView(refresh=0.0, console=console)).build(
+        Classifier(), AdamConfig(), 1e-2).fit(loader(64, 16), loader(32, 16))
+    frames = [f for f in console.file.getvalue().split("╭") if "· train 1/4 ·" in f]  # after the first batch
+    assert frames and all(loss_cells(f)[0] for f in frames)
+
+
+def test_live_view_draws_the_train_values_at_each_epochs_end(tmp_path):
+    console = terminal()
+    builder(tmp_path, epochs=2).progress_bar(True).callback(LiveView(refresh=1e9, console=console)).build(
+        Classifier(), AdamConfig(), 1e-2).fit(loader(64, 16), loader(32, 16))
+    frames = [f for f in console.file.getvalue().split("╭") if "Epoch 1/2 · train 4/4" in f]
+    assert frames and all(loss_cells(f)[0] for f in frames)
+
+
+def test_live_view_refresh_is_the_time_since_the_last_draw(tmp_path):
+    console = terminal()
+    refresh = time.monotonic()  # longer than this run, and shorter than twice the clock's reading
+    builder(tmp_path).progress_bar(True).callback(LiveView(refresh=refresh, console=console)).build(
+        Classifier(), AdamConfig(), 1e-2).fit(loader(64, 16))
+    assert "train 1/4" not in console.file.getvalue()  # forced draws only
+
+
+def test_burnlike_train_exports_resolve_lazily_to_their_modules():
+    import burnlike.train as train
+    from burnlike.train.interrupter import Interrupter as defined
+
+    assert train.__getattr__("Interrupter") is defined and vars(train)["Interrupter"] is defined
+    with pytest.raises(AttributeError, match=r"^module 'burnlike\.train' has no attribute 'Nope'$"):
+        train.__getattr__("Nope")

@@ -126,8 +126,9 @@ class LiveView(ProgressBar):
         elapsed = max(now - self._start, 1e-9)
         speed = self._batches / elapsed
         known = isinstance(self._total, int) or (isinstance(self._total, float) and math.isfinite(self._total))
-        epoch = min(trainer.current_epoch + 1, trainer.max_epochs or trainer.current_epoch + 1)  # done: the last
-        parts = [f"Epoch {epoch}/{trainer.max_epochs}",
+        total = trainer.max_epochs if trainer.max_epochs and trainer.max_epochs > 0 else None  # -1: no limit
+        epoch = trainer.current_epoch + 1 if total is None else min(trainer.current_epoch + 1, total)  # done: the last
+        parts = [f"Epoch {epoch}/{total}" if total is not None else f"Epoch {epoch}",
                  f"{self._split} {self._batches:,}/{int(self._total):,}" if known else f"{self._split} {self._batches:,}",
                  f"{speed:,.1f} it/s"]
         if known and speed > 0:
