@@ -14,7 +14,13 @@ from toy import Classifier, Regressor, loader
 
 import burnlike
 from burnlike.optim import AdamConfig
-from burnlike.train import EvaluatorBuilder, LearnerBuilder, MetricEarlyStoppingStrategy, MetricInputError
+from burnlike.train import (
+    EvaluatorBuilder,
+    LearnerBuilder,
+    MetricEarlyStoppingStrategy,
+    MetricInputError,
+    SupervisedTraining,
+)
 from burnlike.train.checkpoint import (
     ComposedCheckpointingStrategy,
     Direction,
@@ -23,8 +29,10 @@ from burnlike.train.checkpoint import (
     Split,
     StoppingCondition,
 )
+from burnlike.train.logger import tagged_test_split
 from burnlike.train.metric import AccuracyMetric, LearningRateMetric, LossMetric
 from burnlike.train.metric.store import MetricStore
+from burnlike.train.summary import LearnerSummary
 from burnlike.train.tracking import continue_run
 
 
@@ -207,3 +215,21 @@ def test_continue_run_says_why_a_logger_starts_a_new_run(tmp_path, caplog):
         "resume: burnlike can't continue a OwnLogger run; it starts a new one",
         "resume: CSVLogger already started a run; it can't continue run 3",
     ]
+
+
+def test_launch_names_what_it_got_instead_of_a_learner(tmp_path):
+    with pytest.raises(TypeError, match=r"^launch expects Learner\(model, optim, lr\), got Classifier$"):
+        SupervisedTraining(tmp_path, loader(32, 16)).launch(Classifier())
+
+
+def test_summary_from_a_run_dir_keeps_the_model_and_misses_unknown_rows(tmp_path):
+    learner = (LearnerBuilder(tmp_path).metrics(LossMetric()).devices(["cpu"]).progress_bar(False)
+               .with_application_logger(False).build(Classifier(), AdamConfig(), 1e-2))
+    learner.fit(loader(32, 16))
+    summary = LearnerSummary.from_dir(tmp_path, ["Loss"], ["Loss"], model="Classifier(4 -> 3)")
+    assert summary.model == "Classifier(4 -> 3)" and "Model:\nClassifier(4 -> 3)" in str(summary)
+    assert summary.get("train", "Loss") is not None and summary.get("valid", "Accuracy") is None
+
+
+def test_the_untagged_test_split_is_test():
+    assert tagged_test_split() == "test" and tagged_test_split(" My Set ") == "test/my-set"
