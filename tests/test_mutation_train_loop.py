@@ -7,6 +7,7 @@ fits on tiny data."""
 import functools
 import io
 import logging
+import re
 import time
 
 import pytest
@@ -37,7 +38,7 @@ from burnlike.train.graph_step import host_lr
 from burnlike.train.metric import AccuracyMetric, LossMetric
 from burnlike.train.metric.store import Split
 from burnlike.train.quiet import DropMessages
-from burnlike.train.renderer import BurnProgressBar
+from burnlike.train.renderer import BurnProgressBar, PlainProgress
 from burnlike.train.summary import MetricSummary
 from burnlike.train.tui import LiveView, _duration
 
@@ -394,3 +395,59 @@ def test_burnlike_train_exports_resolve_lazily_to_their_modules():
     assert train.__getattr__("Interrupter") is defined and vars(train)["Interrupter"] is defined
     with pytest.raises(AttributeError, match=r"^module 'burnlike\.train' has no attribute 'Nope'$"):
         train.__getattr__("Nope")
+
+
+# Plain progress lines -----------------------------------------------------------------------------
+LINE = re.compile(r"^(epoch \d+/\d+ (?:train|valid)(?: \d+/\d+)?) Accuracy=(\S+)% Loss=(\S+) ([\d,]+|\d+\.\d\d) it/s$")
+
+
+def plain_run(tmp_path, interval, train=64, valid=32, **trainer_kwargs):
+    stream = io.StringIO()
+    learner = (builder(tmp_path).progress_bar(True).callback(PlainProgress(interval=interval, stream=stream))
+               .trainer_kwargs(**trainer_kwargs).build(Classifier(), AdamConfig(), 1e-2))
+    learner.fit(loader(train, 16), loader(valid, 16))
+    return learner, [LINE.match(line) for line in stream.getvalue().splitlines()]
+
+
+def test_plain_progress_writes_a_line_per_batch_and_one_per_split_at_its_end(tmp_path):
+    assert PlainProgress().interval == 30.0
+    learner, lines = plain_run(tmp_path, interval=0.0)
+    assert all(lines)
+    assert [m.group(1) for m in lines] == ["epoch 1/1 train 1/4", "epoch 1/1 train 2/4", "epoch 1/1 train 3/4",
+                                           "epoch 1/1 train 4/4", "epoch 1/1 valid 1/2", "epoch 1/1 valid 2/2",
+                                           "epoch 1/1 valid", "epoch 1/1 train"]
+    store = learner.module.store
+    (train_loss,) = store.epochs(Split.TRAIN, "Loss").values()
+    (valid_loss,) = store.epochs(Split.VALID, "Loss").values()
+    # the last step's running value, and the split's end line, are the epoch value
+    assert [m.group(3) for m in lines if m.group(1).startswith("epoch 1/1 train 4")] == [f"{train_loss:.4g}"]
+    assert lines[-1].group(3) == f"{train_loss:.4g}"
+    assert lines[5].group(3) == lines[6].group(3) == f"{valid_loss:.4g}"
+
+
+def test_plain_progress_returns_to_the_train_counts_after_a_mid_epoch_validation(tmp_path):
+    _, lines = plain_run(tmp_path, interval=0.0, valid=16, val_check_interval=0.5)
+    assert all(lines)
+    assert [m.group(1) for m in lines][:5] == ["epoch 1/1 train 1/4", "epoch 1/1 train 2/4", "epoch 1/1 valid 1/1",
+                                               "epoch 1/1 valid", "epoch 1/1 train 3/4"]
+
+
+def test_plain_progress_interval_is_the_time_since_the_last_line(tmp_path):
+    _, lines = plain_run(tmp_path, interval=time.monotonic())  # longer than the run, shorter than 2× the clock
+    assert [m.group(1) for m in lines] == ["epoch 1/1 valid", "epoch 1/1 train"]  # the split ends only
+
+
+def test_plain_progress_line_counts_and_speed(tmp_path):
+    learner = builder(tmp_path).build(Classifier(), AdamConfig(), 1e-2)
+    learner.fit(loader(32, 16))
+    display = PlainProgress()
+    display._begin()
+    display._start = time.monotonic() - 100.0  # 100 s ago
+    for batches, total, want in ((5, 10.0, "train 5/10 "), (5, float("inf"), "train 5 "), (5000, 10, "train 5,000/10 ")):
+        display._batches = batches
+        line = display._line(learner.trainer, learner.module, "train", total, final=False)
+        assert want in line
+    display._batches = 5
+    assert display._line(learner.trainer, learner.module, "train", 10, final=False).endswith(" 0.05 it/s")
+    display._batches = 150_000
+    assert display._line(learner.trainer, learner.module, "train", 10, final=True).endswith(" 1,500 it/s")
