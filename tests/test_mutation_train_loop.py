@@ -38,7 +38,7 @@ from burnlike.train.graph_step import host_lr
 from burnlike.train.metric import AccuracyMetric, LossMetric
 from burnlike.train.metric.store import Split
 from burnlike.train.quiet import DropMessages
-from burnlike.train.renderer import BurnProgressBar, PlainProgress
+from burnlike.train.renderer import BurnProgressBar, PlainProgress, progress_display
 from burnlike.train.summary import MetricSummary
 from burnlike.train.tui import LiveView, _duration
 
@@ -352,6 +352,17 @@ def test_live_view_header_without_an_epoch_limit_counts_epochs_alone(tmp_path):
         console = Console(file=io.StringIO(), width=120, color_system=None)
         console.print(view.render(unbounded, learner.module, now=view._start + 1.0))
         assert "Epoch 1 · train 0/2" in console.file.getvalue()
+
+
+def test_live_view_speed_over_less_than_a_second_and_durations(tmp_path):
+    learner = builder(tmp_path).build(Classifier(), AdamConfig(), 1e-2)
+    learner.fit(loader(32, 16))
+    view = LiveView(console=terminal())
+    view._begin("train", 8)
+    view._batches = 4
+    console = Console(file=io.StringIO(), width=120, color_system=None)
+    console.print(view.render(learner.trainer, learner.module, now=view._start + 0.5))
+    assert "train 4/8 · 8.0 it/s · ETA 0:00:00" in console.file.getvalue()
     assert _duration(3540) == "0:59:00" and _duration(3661) == "1:01:01"
 
 
@@ -451,3 +462,17 @@ def test_plain_progress_line_counts_and_speed(tmp_path):
     assert display._line(learner.trainer, learner.module, "train", 10, final=False).endswith(" 0.05 it/s")
     display._batches = 150_000
     assert display._line(learner.trainer, learner.module, "train", 10, final=True).endswith(" 1,500 it/s")
+    display._start = time.monotonic() - 0.5  # half a second: 50 batches are 100 it/s
+    display._batches = 50
+    assert display._line(learner.trainer, learner.module, "train", 10, final=True).endswith(" 100 it/s")
+
+
+def test_progress_display_takes_plain_lines_for_a_stream_without_isatty():
+    class Sink:
+        def write(self, text):
+            return len(text)
+
+        def flush(self):
+            pass
+
+    assert isinstance(progress_display(Sink()), PlainProgress)
