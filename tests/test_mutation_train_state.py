@@ -10,7 +10,8 @@ import pytest
 import torch
 from lightning.pytorch.loggers import CSVLogger, Logger, TensorBoardLogger
 from torch import nn
-from toy import Classifier, Regressor, loader
+from torch.utils.data import DataLoader
+from toy import Classifier, Regressor, collate, loader
 
 import burnlike
 from burnlike.optim import AdamConfig
@@ -233,3 +234,12 @@ def test_summary_from_a_run_dir_keeps_the_model_and_misses_unknown_rows(tmp_path
 
 def test_the_untagged_test_split_is_test():
     assert tagged_test_split() == "test" and tagged_test_split(" My Set ") == "test/my-set"
+
+
+def test_evaluating_an_empty_loader_gives_no_values(tmp_path):
+    evaluator = (EvaluatorBuilder(tmp_path).metrics(LossMetric()).progress_bar(False).with_application_logger(False)
+                 .build(Classifier()))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # Lightning warns that the loader is empty
+        result = evaluator.eval("nothing", DataLoader([], batch_size=4, collate_fn=collate))
+    assert result.metrics == {} and evaluator.results == {"nothing": {}}
