@@ -203,21 +203,16 @@ def test_live_view_shows_the_valid_running_value_during_validation(tmp_path):
     assert frames and all(loss_cells(f)[2] for f in frames)
 
 
-class FailsOnce(Classifier):
-    failed = False
-
+class FailsAtOnce(Classifier):
     def train_step(self, batch: Batch):
-        if not FailsOnce.failed:
-            FailsOnce.failed = True
-            raise RuntimeError("boom")
-        return super().train_step(batch)
+        raise RuntimeError("boom")
 
 
 def test_a_live_view_serves_another_run_after_one_ended_or_failed(tmp_path):
     console = terminal()
     view = LiveView(refresh=0.0, console=console)
     with pytest.raises(RuntimeError, match="boom"):
-        builder(tmp_path / "fails").progress_bar(True).callback(view).build(FailsOnce(), AdamConfig(), 1e-2).fit(loader(32, 16))
+        builder(tmp_path / "fails").progress_bar(True).callback(view).build(FailsAtOnce(), AdamConfig(), 1e-2).fit(loader(32, 16))
     view.disable()  # the next run draws nothing: the failed run's display is gone
     builder(tmp_path / "quiet").progress_bar(True).callback(view).build(Classifier(), AdamConfig(), 1e-2).fit(loader(32, 16))
     view.enable()
@@ -462,6 +457,8 @@ def test_plain_progress_line_counts_and_speed(tmp_path):
     assert display._line(learner.trainer, learner.module, "train", 10, final=False).endswith(" 0.05 it/s")
     display._batches = 150_000
     assert display._line(learner.trainer, learner.module, "train", 10, final=True).endswith(" 1,500 it/s")
+    display._batches = 1_050  # 10.5 it/s: from 10 on, whole numbers
+    assert display._line(learner.trainer, learner.module, "train", 10, final=True).endswith(" 10 it/s")
     display._start = time.monotonic() - 0.5  # half a second: 50 batches are 100 it/s
     display._batches = 50
     assert display._line(learner.trainer, learner.module, "train", 10, final=True).endswith(" 100 it/s")
