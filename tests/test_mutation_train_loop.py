@@ -473,3 +473,19 @@ def test_progress_display_takes_plain_lines_for_a_stream_without_isatty():
             pass
 
     assert isinstance(progress_display(Sink()), PlainProgress)
+
+
+def test_live_view_table_fills_the_panel_and_leaves_missing_running_values_empty(tmp_path):
+    learner = builder(tmp_path).build(Classifier(), AdamConfig(), 1e-2)
+    learner.fit(loader(32, 16), loader(32, 16))
+    view = LiveView(console=terminal())
+    view._begin("train", 2)  # nothing drawn yet: no running value in either split
+    console = Console(file=io.StringIO(), width=100, color_system=None)
+    console.print(view.render(learner.trainer, learner.module, now=view._start + 1.0))
+    lines = console.file.getvalue().splitlines()
+    header = next(line for line in lines if "Metric" in line)
+    assert [cell.strip() for cell in header.strip("│ ").split("┃")] == [
+        "Metric", "Train", "train per epoch", "Valid", "valid per epoch"]
+    # the table spreads its columns over the panel instead of fitting them to their titles
+    assert header.rindex("┃") > len("│ Metric ┃ Train ┃ train per epoch ┃ Valid ┃") + 10
+    assert [loss_cells(line) for line in lines if line.startswith("│ Loss ")] == [["", "▁", "", "▁"]]
