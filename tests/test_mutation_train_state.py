@@ -5,6 +5,7 @@ its log lines, its Lightning callback settings and its skip under `fast_dev_run`
 
 import logging
 import warnings
+from pathlib import Path
 
 import pytest
 import torch
@@ -15,6 +16,7 @@ from toy import Classifier, Regressor, collate, loader
 
 import burnlike
 from burnlike.optim import AdamConfig
+from burnlike.record import CompactRecorder
 from burnlike.train import (
     EvaluatorBuilder,
     LearnerBuilder,
@@ -30,7 +32,7 @@ from burnlike.train.checkpoint import (
     Split,
     StoppingCondition,
 )
-from burnlike.train.logger import tagged_test_split
+from burnlike.train.logger import read_epochs, tagged_test_split
 from burnlike.train.metric import AccuracyMetric, LearningRateMetric, LossMetric
 from burnlike.train.metric.store import MetricStore
 from burnlike.train.summary import LearnerSummary
@@ -243,3 +245,25 @@ def test_evaluating_an_empty_loader_gives_no_values(tmp_path):
         warnings.simplefilter("ignore")  # Lightning warns that the loader is empty
         result = evaluator.eval("nothing", DataLoader([], batch_size=4, collate_fn=collate))
     assert result.metrics == {} and evaluator.results == {"nothing": {}}
+
+
+def test_read_epochs_skips_folders_that_are_not_an_epoch(tmp_path):
+    for folder, value in (("epoch-1", 0.5), ("epoch-old", 9.0), ("epoch-3-backup", 7.0), ("epoch-2", 0.25),
+                          ("epoch-x", 8.0), ("epoch-10", 0.125)):
+        (tmp_path / "train" / folder).mkdir(parents=True)
+        (tmp_path / "train" / folder / "Loss.log").write_text(f"{value},4\n")
+    assert read_epochs(tmp_path, "train", "Loss") == {1: 0.5, 2: 0.25, 10: 0.125}
+
+
+def test_checkpoints_of_an_epoch_the_strategy_drops_are_removed_and_logged(tmp_path, caplog):
+    learner = (LearnerBuilder(tmp_path).metrics(LossMetric()).devices(["cpu"]).num_epochs(2).progress_bar(False)
+               .with_application_logger(False).with_file_checkpointer(CompactRecorder())
+               .with_checkpointing_strategy(KeepLastNCheckpoints(1))
+               .build(Classifier(), AdamConfig(), 1e-2))
+    with caplog.at_level(logging.INFO, logger="burnlike.train"):
+        learner.fit(loader(32, 16))
+    removed = [m.removeprefix("removing checkpoint ") for m in messages(caplog) if m.startswith("removing checkpoint ")]
+    folder = tmp_path / "checkpoint"
+    assert removed and all(Path(p).parent == folder and Path(p).name.split(".")[0].endswith("-1") for p in removed)
+    assert not [p for p in folder.iterdir() if p.name.split(".")[0].endswith("-1")]  # epoch 1's files are gone
+    assert [p for p in folder.iterdir() if p.name.split(".")[0].endswith("-2")]  # epoch 2's are kept
