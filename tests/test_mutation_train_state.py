@@ -249,7 +249,7 @@ def test_evaluating_an_empty_loader_gives_no_values(tmp_path):
 
 def test_read_epochs_skips_folders_that_are_not_an_epoch(tmp_path):
     for folder, value in (("epoch-1", 0.5), ("epoch-old", 9.0), ("epoch-3-backup", 7.0), ("epoch-2", 0.25),
-                          ("epoch-x", 8.0), ("epoch-10", 0.125)):
+                          ("epoch-x", 8.0), ("epoch-old-4", 6.0), ("epoch-10", 0.125)):
         (tmp_path / "train" / folder).mkdir(parents=True)
         (tmp_path / "train" / folder / "Loss.log").write_text(f"{value},4\n")
     assert read_epochs(tmp_path, "train", "Loss") == {1: 0.5, 2: 0.25, 10: 0.125}
