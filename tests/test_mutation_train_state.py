@@ -31,6 +31,7 @@ from burnlike.train.checkpoint import (
     MetricCheckpointingStrategy,
     Split,
     StoppingCondition,
+    newest_checkpoint,
 )
 from burnlike.train.logger import read_epochs, tagged_test_split
 from burnlike.train.metric import AccuracyMetric, LearningRateMetric, LossMetric
@@ -267,3 +268,36 @@ def test_checkpoints_of_an_epoch_the_strategy_drops_are_removed_and_logged(tmp_p
     assert removed and all(Path(p).parent == folder and Path(p).name.split(".")[0].endswith("-1") for p in removed)
     assert not [p for p in folder.iterdir() if p.name.split(".")[0].endswith("-1")]  # epoch 1's files are gone
     assert [p for p in folder.iterdir() if p.name.split(".")[0].endswith("-2")]  # epoch 2's are kept
+
+
+def checkpointed_run(tmp_path, epochs=2):
+    learner = (LearnerBuilder(tmp_path).metrics(LossMetric()).devices(["cpu"]).num_epochs(epochs).progress_bar(False)
+               .with_application_logger(False).with_file_checkpointer(CompactRecorder())
+               .build(Classifier(), AdamConfig(), 1e-2))
+    learner.fit(loader(32, 16))
+    return tmp_path / "checkpoint", CompactRecorder().file_extension()
+
+
+def test_an_epoch_checkpoint_removes_the_preempted_ones_it_supersedes(tmp_path, caplog):
+    folder, ext = tmp_path / "checkpoint", CompactRecorder().file_extension()
+    folder.mkdir()
+    stale, later = folder / f"preempted-1.{ext}", folder / f"preempted-99.{ext}"
+    stale.write_bytes(b"left by an earlier run")
+    later.write_bytes(b"a later step")
+    with caplog.at_level(logging.INFO, logger="burnlike.train"):
+        checkpointed_run(tmp_path, epochs=1)  # epoch 1 ends at step 2
+    assert not stale.exists() and later.exists()
+    assert f"removing {stale}: the checkpoint of step 2 supersedes it" in messages(caplog)
+
+
+def test_newest_checkpoint_takes_an_older_single_file_model_checkpoint_and_none_from_an_empty_folder(tmp_path):
+    folder, ext = checkpointed_run(tmp_path)
+    newest = newest_checkpoint(tmp_path, ext)
+    assert newest == folder / f"trainer-2.{ext}"
+    for path in folder.iterdir():  # the older layout: one model-N file holding the training checkpoint
+        if path != newest:
+            path.unlink()
+    newest.rename(folder / f"model-2.{ext}")
+    assert newest_checkpoint(tmp_path, ext) == folder / f"model-2.{ext}"
+    (folder / f"model-2.{ext}").unlink()
+    assert newest_checkpoint(tmp_path, ext) is None
