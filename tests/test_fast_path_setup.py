@@ -39,8 +39,9 @@ def test_the_optimizer_prepared_for_capture_saves_plain_learning_rates(tmp_path)
     assert isinstance(group["lr"], torch.Tensor) and group["lr"].device.type == "cpu"
     assert float(group["lr"]) == pytest.approx(1e-2)
     assert all(s["step"].dtype == torch.float32 and float(s["step"]) == 2.0 for s in optimizer.state.values())
+    lr = group["lr"]
     step._prepare_optimizer()  # again: a tensor lr on the right device is kept as it is
-    assert optimizer.param_groups[0]["lr"] is group["lr"]
+    assert optimizer.param_groups[0]["lr"] is lr
     learner.trainer.save_checkpoint(tmp_path / "prepared.ckpt")
     saved = load_checkpoint(tmp_path / "prepared.ckpt")["optimizer_states"][0]["param_groups"][0]["lr"]
     assert type(saved) is float and saved == pytest.approx(1e-2)

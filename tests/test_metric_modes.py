@@ -44,16 +44,19 @@ def binary_item():
     return ClassificationOutput(LOSS, SCORES, TARGETS)
 
 
-@pytest.mark.parametrize(("metric", "name", "expected", "reference"), [
-    (PrecisionMetric.binary(), "Precision @ Threshold(0.5)", 50.0, tmc.binary_precision),
-    (PrecisionMetric.binary(0.3), "Precision @ Threshold(0.3)", 200 / 3, tmc.binary_precision),
-    (RecallMetric.binary(), "Recall @ Threshold(0.5)", 50.0, tmc.binary_recall),
-    (RecallMetric.binary(0.3), "Recall @ Threshold(0.3)", 100.0, tmc.binary_recall),
+# each metric is built inside its test (a factory per case), not at collection, so that mutation
+# testing sees which tests run the constructors
+@pytest.mark.parametrize(("make", "name", "expected", "reference"), [
+    (lambda: PrecisionMetric.binary(), "Precision @ Threshold(0.5)", 50.0, tmc.binary_precision),
+    (lambda: PrecisionMetric.binary(0.3), "Precision @ Threshold(0.3)", 200 / 3, tmc.binary_precision),
+    (lambda: RecallMetric.binary(), "Recall @ Threshold(0.5)", 50.0, tmc.binary_recall),
+    (lambda: RecallMetric.binary(0.3), "Recall @ Threshold(0.3)", 100.0, tmc.binary_recall),
     # F2 at 0.3: 5·P·R / (4·P + R) with P = 2/3, R = 1 → 10/11
-    (FBetaScoreMetric.binary(2.0, 0.3), "FBetaScore (2.0) @ Threshold(0.3)", 1000 / 11, tmc.binary_fbeta_score),
-    (FBetaScoreMetric.binary(), "FBetaScore (1.0) @ Threshold(0.5)", 50.0, tmc.binary_fbeta_score),
+    (lambda: FBetaScoreMetric.binary(2.0, 0.3), "FBetaScore (2.0) @ Threshold(0.3)", 1000 / 11, tmc.binary_fbeta_score),
+    (lambda: FBetaScoreMetric.binary(), "FBetaScore (1.0) @ Threshold(0.5)", 50.0, tmc.binary_fbeta_score),
 ])
-def test_binary_confusion_metrics(metric, name, expected, reference):
+def test_binary_confusion_metrics(make, name, expected, reference):
+    metric = make()
     value, lines = epoch(metric, binary_item())
     assert metric.name == name and metric.task == "binary"
     assert value == pytest.approx(expected)
@@ -70,23 +73,24 @@ ML_SCORES = torch.tensor([[0.9, 0.2, 0.7], [0.1, 0.8, 0.6]])
 ML_TARGETS = torch.tensor([[1, 0, 0], [0, 1, 1]])
 
 
-@pytest.mark.parametrize(("metric", "name", "expected", "reference", "extra"), [
-    (PrecisionMetric.multilabel(), "Precision @ Threshold(0.5) [Macro]", 250 / 3, tmc.multilabel_precision, {}),
-    (PrecisionMetric.multilabel(reduction=ClassReduction.MICRO), "Precision @ Threshold(0.5) [Micro]", 75.0,
+@pytest.mark.parametrize(("make", "name", "expected", "reference", "extra"), [
+    (lambda: PrecisionMetric.multilabel(), "Precision @ Threshold(0.5) [Macro]", 250 / 3, tmc.multilabel_precision, {}),
+    (lambda: PrecisionMetric.multilabel(reduction=ClassReduction.MICRO), "Precision @ Threshold(0.5) [Micro]", 75.0,
      tmc.multilabel_precision, {}),
-    (PrecisionMetric.multilabel(0.65), "Precision @ Threshold(0.65) [Macro]", 200 / 3, tmc.multilabel_precision, {}),
-    (RecallMetric.multilabel(0.65, ClassReduction.MICRO), "Recall @ Threshold(0.65) [Micro]", 200 / 3,
+    (lambda: PrecisionMetric.multilabel(0.65), "Precision @ Threshold(0.65) [Macro]", 200 / 3, tmc.multilabel_precision, {}),
+    (lambda: RecallMetric.multilabel(0.65, ClassReduction.MICRO), "Recall @ Threshold(0.65) [Micro]", 200 / 3,
      tmc.multilabel_recall, {}),
     # F1 of label 2 = 2/3; F2 of label 2 = 5·(1/2)·1 / (4·(1/2) + 1) = 5/6
-    (FBetaScoreMetric.multilabel(), "FBetaScore (1.0) @ Threshold(0.5) [Macro]", 100 * (2 + 2 / 3) / 3,
+    (lambda: FBetaScoreMetric.multilabel(), "FBetaScore (1.0) @ Threshold(0.5) [Macro]", 100 * (2 + 2 / 3) / 3,
      tmc.multilabel_fbeta_score, {"beta": 1.0}),
-    (FBetaScoreMetric.multilabel(2.0), "FBetaScore (2.0) @ Threshold(0.5) [Macro]", 100 * (2 + 5 / 6) / 3,
+    (lambda: FBetaScoreMetric.multilabel(2.0), "FBetaScore (2.0) @ Threshold(0.5) [Macro]", 100 * (2 + 5 / 6) / 3,
      tmc.multilabel_fbeta_score, {"beta": 2.0}),
-    (FBetaScoreMetric.multilabel(2.0, 0.65, ClassReduction.MICRO), "FBetaScore (2.0) @ Threshold(0.65) [Micro]",
+    (lambda: FBetaScoreMetric.multilabel(2.0, 0.65, ClassReduction.MICRO), "FBetaScore (2.0) @ Threshold(0.65) [Micro]",
      # micro at 0.65: TP 2, FP 1, FN 1 → P = R = 2/3 → F2 = 2/3
      200 / 3, tmc.multilabel_fbeta_score, {"beta": 2.0}),
 ])
-def test_multilabel_confusion_metrics(metric, name, expected, reference, extra):
+def test_multilabel_confusion_metrics(make, name, expected, reference, extra):
+    metric = make()
     item = MultiLabelClassificationOutput(LOSS, ML_SCORES, ML_TARGETS)
     value, lines = epoch(metric, item)
     assert metric.name == name and metric.task == "multilabel"
@@ -121,15 +125,16 @@ def test_unknown_task_is_refused():
 LOGITS = torch.tensor([[0.55, 0.2, 2.0], [-1.0, 0.3, 0.45]])
 
 
-@pytest.mark.parametrize(("metric", "name", "expected"), [
-    (HammingScore(), "Hamming Score @ Threshold(0.5)", 100 * 2 / 6),
-    (HammingScore().with_threshold(0.6), "Hamming Score @ Threshold(0.6)", 100 * 1 / 6),
-    (HammingScore().with_sigmoid(True), "Hamming Score @ Threshold(0.5)", 100 * 5 / 6),
-    (HammingScore().with_sigmoid(True).with_threshold(0.6), "Hamming Score @ Threshold(0.6)", 50.0),
-    (HammingScore().with_threshold(0.6).with_sigmoid(True), "Hamming Score @ Threshold(0.6)", 50.0),
-    (HammingScore(0.6, sigmoid=True).with_sigmoid(False), "Hamming Score @ Threshold(0.6)", 100 * 1 / 6),
+@pytest.mark.parametrize(("make", "name", "expected"), [
+    (lambda: HammingScore(), "Hamming Score @ Threshold(0.5)", 100 * 2 / 6),
+    (lambda: HammingScore().with_threshold(0.6), "Hamming Score @ Threshold(0.6)", 100 * 1 / 6),
+    (lambda: HammingScore().with_sigmoid(True), "Hamming Score @ Threshold(0.5)", 100 * 5 / 6),
+    (lambda: HammingScore().with_sigmoid(True).with_threshold(0.6), "Hamming Score @ Threshold(0.6)", 50.0),
+    (lambda: HammingScore().with_threshold(0.6).with_sigmoid(True), "Hamming Score @ Threshold(0.6)", 50.0),
+    (lambda: HammingScore(0.6, sigmoid=True).with_sigmoid(False), "Hamming Score @ Threshold(0.6)", 100 * 1 / 6),
 ])
-def test_hamming_threshold_and_sigmoid(metric, name, expected):
+def test_hamming_threshold_and_sigmoid(make, name, expected):
+    metric = make()
     item = MultiLabelClassificationOutput(LOSS, LOGITS, torch.ones(2, 3, dtype=torch.long))
     value, lines = epoch(metric, item)
     assert metric.name == name
