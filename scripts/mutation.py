@@ -182,6 +182,13 @@ def main() -> int:
     if args.recheck:
         recheck(args.only)
     sampled = None
+    if args.sample and not args.report_only and not verdicts():
+        # A fresh clone has no mutants to draw from yet: mutmut names them when it generates them, which
+        # it does (with the one-off stats run) on any run. A tiny module's run does that.
+        print("no mutants yet: generating them and the test stats (a run over burnlike.app.tree)")
+        first = mutmut("run", "--max-children", str(args.max_children), "burnlike.app.tree.*")
+        if first.returncode:
+            return first.returncode
     if args.sample:
         sampled = draw_sample(args.sample, packages) if not args.report_only or not SAMPLE.exists() \
             else json.loads(SAMPLE.read_text())
