@@ -5,8 +5,8 @@ the DDP child command keeps the job's config flags. Real Hydra composition, Ligh
 
 import io
 import json
-import re
 import logging
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -24,8 +24,17 @@ from torch import nn
 from burnlike.app import ddp
 from burnlike.app.data import DataConfigError, build_loaders
 from burnlike.app.loggers import _wandb, git_commit
-from burnlike.app.run import (AppConfigError, _single_console_log, build_model, check_devices, execution, is_rank_zero,
-                              run, trainer_strategy, validate)
+from burnlike.app.run import (
+    AppConfigError,
+    _single_console_log,
+    build_model,
+    check_devices,
+    execution,
+    is_rank_zero,
+    run,
+    trainer_strategy,
+    validate,
+)
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
 SMALL = ["model=mlp", "model.hidden_sizes=[8]", "learner.progress_bar=false", "learner.summary=false",
@@ -280,3 +289,11 @@ def test_config_tree_highlights_yaml_in_a_terminal(conf, monkeypatch):
     line = next(x for x in out.getvalue().splitlines() if "hidden_sizes" in x)
     codes = re.search(r"\x1b\[([0-9;]+)mhidden_sizes", line)
     assert codes and any(c.startswith(("3", "9")) for c in codes[1].split(";")), line  # the yaml key's colour
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_graph_keeps_the_data_on_the_gpu(conf, tmp_path):
+    tiny = write_mnist_idx(tmp_path / "mnist", n_train=128, n_test=64)
+    train, valid = build_loaders(conf(*SMALL, f"data.root={tiny}", "learner.cuda_graph=true", "trainer.devices=1"))
+    assert train.device == valid.device == torch.device("cuda:0")
