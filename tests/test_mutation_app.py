@@ -1,0 +1,299 @@
+"""The app's config reaches what it configures (issue 17's mutation sample of `burnlike.app`): the
+CSV options reach the dataset, errors name their key and what was expected, Burn's execution
+strategies pick Lightning's devices, git_commit reads a real checkout, wandb gets its project, and
+the DDP child command keeps the job's config flags. Real Hydra composition, Lightning and git."""
+
+import io
+import json
+import logging
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from hydra import compose, initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
+from hydra.core.hydra_config import HydraConfig
+from idx import write_mnist_idx
+from images import write_corrupt, write_splits
+from omegaconf import OmegaConf, open_dict
+from torch import nn
+
+from burnlike.app import ddp
+from burnlike.app.data import DataConfigError, build_loaders
+from burnlike.app.loggers import _wandb, git_commit
+from burnlike.app.run import (
+    AppConfigError,
+    _single_console_log,
+    build_model,
+    check_devices,
+    execution,
+    is_rank_zero,
+    run,
+    trainer_strategy,
+    validate,
+)
+
+CONF = Path(__file__).resolve().parents[1] / "conf"
+SMALL = ["model=mlp", "model.hidden_sizes=[8]", "learner.progress_bar=false", "learner.summary=false",
+         "learner.checkpointing=false"]
+TABLE = ["model=tabular", "data=csv", "data.train=t.csv", "data.target=kind", "model.num_features=2",
+         "model.num_outputs=2"]
+
+
+@pytest.fixture(scope="module")
+def conf():
+    from burnlike.app.schema import register_configs
+
+    register_configs()
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        yield lambda *overrides, **kw: compose("config", overrides=list(overrides), **kw)
+    GlobalHydra.instance().clear()
+
+
+def write_table(path: Path, delimiter: str = ",", n: int = 20) -> Path:
+    rows = [delimiter.join(["a", "b", "kind"])]
+    rows += [delimiter.join([f"{i / n:.3f}", f"{(i * 7 % n) / n:.3f}", "up" if i % 2 else "down"]) for i in range(n)]
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+# data=csv -----------------------------------------------------------------------------------------
+def test_csv_delimiter_default_features_and_min_max_reach_the_dataset(conf, tmp_path):
+    write_table(tmp_path / "t.csv", delimiter=";")
+    train, valid = build_loaders(conf(*TABLE, f"data.root={tmp_path}", "data.delimiter=';'", "data.normalize=min_max"))
+    assert (len(train.dataset), len(valid.dataset)) == (16, 4)
+    inputs = torch.cat([b.inputs for b in train])
+    assert inputs.shape == (16, 2)  # features: every column but the target
+    assert inputs.min().item() == pytest.approx(0.0) and inputs.max().item() == pytest.approx(1.0)
+
+
+def test_csv_normalize_names_its_choices(conf, tmp_path):
+    write_table(tmp_path / "t.csv")
+    with pytest.raises(DataConfigError, match=r"^data.normalize='zscore': expected standard, min_max or null$"):
+        build_loaders(conf(*TABLE, f"data.root={tmp_path}", "data.normalize=zscore"))
+
+
+def test_csv_class_count_mismatch_names_the_classes(conf, tmp_path):
+    write_table(tmp_path / "t.csv")
+    with pytest.raises(DataConfigError, match=r"model.num_outputs=3: the data has classes \['down', 'up'\]: "
+                                              r"set model.num_outputs=2"):
+        build_loaders(conf(*TABLE, f"data.root={tmp_path}", "model.num_outputs=3"))
+
+
+def test_csv_split_error_counts_rows(conf, tmp_path):
+    write_table(tmp_path / "t.csv")
+    with pytest.raises(DataConfigError, match=r"^data.valid_fraction=0.01: splits the 20 rows into 20 to train and 0 "
+                                              r"to validate; expected a fraction in \(0, 1\) that leaves both "
+                                              r"non-empty \(or set data.valid\)$"):
+        build_loaders(conf(*TABLE, f"data.root={tmp_path}", "data.valid_fraction=0.01"))
+
+
+# data=mnist and unknown options -------------------------------------------------------------------
+def test_missing_mnist_names_data_root(conf, tmp_path):
+    root = tmp_path / "nowhere"
+    with pytest.raises(DataConfigError, match=rf"^data.root='{root}': .*MNIST") as info:
+        build_loaders(conf(*SMALL, f"data.root={root}"))
+    assert "None" not in str(info.value)
+
+
+def test_an_unknown_data_type_is_named():
+    cfg = OmegaConf.create({"data": {"root": None}, "model": {"hidden_sizes": [8]}})
+    with pytest.raises(DataConfigError, match=r"^data: dict is not a data option this app knows: expected one of "
+                                              r"\['mnist', 'image_folder', 'csv'\]"):
+        build_loaders(cfg)
+
+
+def test_an_undecodable_first_image_names_the_train_folder(conf, tmp_path):
+    root = write_splits(tmp_path / "images", classes=2, train=2, valid=1)
+    write_corrupt(root / "train" / "class0" / "0000.png", "truncated")
+    with pytest.raises(DataConfigError, match=rf"^data.root='{root}' data.train='train': .*0000.png"):
+        build_loaders(conf("model=cnn", "data=image_folder", "model.num_classes=2", f"data.root={root}"))
+
+
+# run.py: devices, strategies, resume points ---------------------------------------------------------
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
+def test_a_gpu_accelerator_without_cuda_is_named(conf):
+    with pytest.raises(AppConfigError, match=r"^trainer.accelerator=gpu but torch sees no CUDA device \(use trainer=cpu"):
+        check_devices(conf("trainer.accelerator=gpu"))
+
+
+@pytest.mark.parametrize("devices", [0, -1])
+def test_execution_needs_a_device_count(conf, devices):
+    with pytest.raises(AppConfigError, match=rf"^learner.strategy=multi needs trainer.devices as a count or a list of "
+                                             rf"indices, got {devices}$"):
+        execution(conf("learner.strategy=multi", f"trainer.devices={devices}"))
+
+
+def test_execution_on_cuda_names_cuda_devices(conf):
+    kwargs = execution(conf("learner.strategy=single", "trainer.accelerator=cuda", "trainer.devices=1")).trainer_kwargs()
+    assert kwargs["accelerator"] in ("gpu", "cuda") and kwargs["devices"] == [0]
+
+
+def test_execution_auto_picks_the_gpu_torch_sees(conf, monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # what torch reports on a GPU machine
+    kwargs = execution(conf("learner.strategy=single", "trainer.devices=1")).trainer_kwargs()
+    assert kwargs["accelerator"] in ("gpu", "cuda") and kwargs["devices"] == [0]
+
+
+def test_rank_zero_reads_torchrun_rank(monkeypatch):
+    for key in ("LOCAL_RANK", "NODE_RANK", "RANK", "SLURM_PROCID"):
+        monkeypatch.delenv(key, raising=False)
+    assert is_rank_zero()
+    monkeypatch.setenv("RANK", "1")
+    assert not is_rank_zero()
+
+
+@pytest.mark.parametrize("value", ["abc", "0", "-1"])
+def test_a_resume_point_that_is_no_epoch_is_named(conf, value):
+    with pytest.raises(AppConfigError, match=rf"^learner.checkpoint={value} is invalid: expected an epoch >= 1 or 'last'"):
+        validate(conf(*SMALL, f"learner.checkpoint='{value}'"))
+
+
+def test_lightning_console_handler_leaves_for_hydras(monkeypatch):
+    import lightning  # noqa: F401
+
+    root, light = logging.getLogger(), logging.getLogger("lightning")
+    ours, theirs = logging.StreamHandler(), logging.StreamHandler()
+    monkeypatch.setattr(root, "handlers", [ours])
+    monkeypatch.setattr(light, "handlers", [theirs])
+    _single_console_log()
+    assert light.handlers == [] and root.handlers == [ours]
+
+
+class NeedsDevice:
+    """Another repo's model config whose init reads the device it is given."""
+
+    def init(self, device: str) -> nn.Module:
+        return nn.Linear(2, 2, device=torch.device(device))
+
+
+def test_build_model_hands_init_the_cpu():
+    model = build_model(OmegaConf.create({"model": {"_target_": f"{__name__}.NeedsDevice"}}))
+    assert isinstance(model, nn.Linear) and model.weight.device.type == "cpu"
+
+
+def test_run_creates_nested_run_dirs_before_the_data_checks(conf, tmp_path):
+    out = tmp_path / "a" / "b"
+    with pytest.raises(AppConfigError, match=r"^data.root="):
+        run(conf(*SMALL, f"data.root={tmp_path / 'nowhere'}"), out)
+    assert json.loads((out / "config.json").read_text())["learner"]["num_epochs"] >= 1
+
+
+def test_run_limits_batches_without_a_progress_bar(conf, tmp_path, capfd):
+    tiny = write_mnist_idx(tmp_path / "mnist", n_train=256, n_test=64)
+    value = run(conf(*SMALL, f"data.root={tiny}", "learner.num_epochs=1", "trainer.limit_train_batches=2",
+                             "optimized_metric=valid/Loss"), tmp_path / "run")
+    assert len((tmp_path / "run" / "train" / "epoch-1" / "Loss.log").read_text().splitlines()) == 2
+    text = (tmp_path / "run" / "result.json").read_text()
+    assert text == json.dumps(json.loads(text), indent=2) + "\n" and json.loads(text)["value"] == value
+    out, err = capfd.readouterr()
+    assert "it/s" not in out + err and "Epoch 0" not in out + err
+
+
+@pytest.fixture
+def multirun(conf, tmp_path):
+    """HydraConfig as a multirun job sees it (the job's overrides, its output dir)."""
+    cfg = conf("learner.num_epochs=2", return_hydra_config=True)
+    with open_dict(cfg):
+        cfg.hydra.mode = "MULTIRUN"
+        cfg.hydra.runtime.output_dir = str(tmp_path / "job0")
+        cfg.hydra.runtime.cwd = str(tmp_path)
+    HydraConfig.instance().set_config(cfg)
+    yield cfg
+    HydraConfig.instance().cfg = None
+
+
+def test_multirun_without_lightnings_hook_spawns_ddp(multirun, monkeypatch, caplog):
+    from lightning.pytorch.strategies.launchers import subprocess_script
+
+    monkeypatch.delattr(subprocess_script, "_hydra_subprocess_cmd")
+    with caplog.at_level(logging.WARNING, logger="burnlike.app"):
+        assert trainer_strategy(multirun, "ddp_find_unused_parameters_true") == "ddp_spawn_find_unused_parameters_true"
+        assert trainer_strategy(multirun, "ddp") == "ddp_spawn"
+    assert "multirun: this Lightning has no Hydra launcher hook; using ddp_spawn for this job" in caplog.messages
+
+
+def test_multirun_patches_lightnings_launcher_once(multirun, monkeypatch, caplog):
+    from lightning.pytorch.strategies.launchers import subprocess_script
+
+    monkeypatch.setattr(subprocess_script, "_hydra_subprocess_cmd", subprocess_script._hydra_subprocess_cmd)
+    with caplog.at_level(logging.INFO, logger="burnlike.app"):
+        assert ddp.patch_for_multirun() and ddp.patch_for_multirun()
+    assert caplog.messages == ["multirun: DDP ranks are launched for this job only (not the whole sweep)"]
+    assert subprocess_script._hydra_subprocess_cmd is ddp.job_subprocess_cmd
+
+
+@pytest.mark.parametrize(("argv", "flags"), [
+    (["--config-name=config", "seed=3"], ["--config-name=config"]),
+    (["-cn", "config", "seed=3"], ["-cn", "config"]),
+    (["seed=3", "-cn"], ["-cn"]),
+])
+def test_ddp_child_command_keeps_config_flags_and_the_job(multirun, monkeypatch, argv, flags, tmp_path):
+    monkeypatch.setattr(sys, "argv", [str(tmp_path / "train.py"), *argv])
+    command, cwd = ddp.job_subprocess_cmd(1)
+    assert command[2:] == [*flags, "learner.num_epochs=2", "hydra.mode=RUN", f'hydra.run.dir="{tmp_path / "job0"}"',
+                           "hydra.job.name=train_ddp_process_1", "hydra.output_subdir=null"]
+    assert cwd == str(tmp_path)
+
+
+# loggers.py -------------------------------------------------------------------------------------------
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
+
+
+def test_git_commit_of_a_checkout_and_its_local_changes(tmp_path, monkeypatch):
+    repo, elsewhere = tmp_path / "repo", tmp_path / "elsewhere"
+    repo.mkdir(), elsewhere.mkdir()
+    git(repo, "init", "-q")
+    (repo / "f.txt").write_text("one\n")
+    git(repo, "add", "f.txt")
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one")
+    sha = git(repo, "rev-parse", "HEAD")
+    monkeypatch.chdir(elsewhere)  # not a checkout: only `cwd` decides
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+    assert git_commit(repo) == sha
+    (repo / "untracked.txt").write_text("new\n")
+    assert git_commit(repo) == sha
+    (repo / "f.txt").write_text("two\n")
+    assert git_commit(repo) == f"{sha}-dirty"
+    assert git_commit(elsewhere) is None
+
+
+def test_wandb_logger_gets_the_project_offline(tmp_path):
+    logger = _wandb(tmp_path, "my-project", True)
+    assert logger.name == "my-project"
+    assert "anonymous" not in logger._wandb_init
+
+
+# tree.py ------------------------------------------------------------------------------------------------
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_config_tree_highlights_yaml_in_a_terminal(conf, monkeypatch):
+    import rich
+
+    from burnlike.app.tree import print_config
+
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setattr(rich, "_console", None)
+    out = Terminal()
+    monkeypatch.setattr(sys, "stdout", out)
+    print_config(conf("model=mlp", "model.hidden_sizes=[8]"))
+    line = next(x for x in out.getvalue().splitlines() if "hidden_sizes" in x)
+    codes = re.search(r"\x1b\[([0-9;]+)mhidden_sizes", line)
+    assert codes and any(c.startswith(("3", "9")) for c in codes[1].split(";")), line  # the yaml key's colour
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_graph_keeps_the_data_on_the_gpu(conf, tmp_path):
+    tiny = write_mnist_idx(tmp_path / "mnist", n_train=128, n_test=64)
+    train, valid = build_loaders(conf(*SMALL, f"data.root={tiny}", "learner.cuda_graph=true", "trainer.devices=1"))
+    assert train.device == valid.device == torch.device("cuda:0")
