@@ -233,8 +233,12 @@ def test_multirun_patches_lightnings_launcher_once(multirun, monkeypatch, caplog
     (["seed=3", "-cn"], ["-cn"]),
 ])
 def test_ddp_child_command_keeps_config_flags_and_the_job(multirun, monkeypatch, argv, flags, tmp_path):
+    import __main__
+
+    monkeypatch.setattr(__main__, "__spec__", None)  # started as a script (under `python -m pytest` it is a module)
     monkeypatch.setattr(sys, "argv", [str(tmp_path / "train.py"), *argv])
     command, cwd = ddp.job_subprocess_cmd(1)
+    assert command[:2] == [sys.executable, str(tmp_path / "train.py")]
     assert command[2:] == [*flags, "learner.num_epochs=2", "hydra.mode=RUN", f'hydra.run.dir="{tmp_path / "job0"}"',
                            "hydra.job.name=train_ddp_process_1", "hydra.output_subdir=null"]
     assert cwd == str(tmp_path)
@@ -264,6 +268,7 @@ def test_git_commit_of_a_checkout_and_its_local_changes(tmp_path, monkeypatch):
 
 
 def test_wandb_logger_gets_the_project_offline(tmp_path):
+    pytest.importorskip("wandb")
     logger = _wandb(tmp_path, "my-project", True)
     assert logger.name == "my-project"
     assert "anonymous" not in logger._wandb_init

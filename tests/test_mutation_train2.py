@@ -368,6 +368,7 @@ def test_continuing_a_csv_run_silences_only_lightnings_existing_directory_warnin
 
 
 def test_continuing_a_wandb_run_resumes_it_by_id(tmp_path):
+    pytest.importorskip("wandb")
     from lightning.pytorch.loggers import WandbLogger
 
     logger = WandbLogger(save_dir=str(tmp_path), offline=True, project="p")

@@ -189,6 +189,7 @@ def test_continue_run_points_csv_and_tensorboard_loggers_at_the_checkpoints_vers
 
 
 def test_continue_run_resumes_a_wandb_run_by_id(tmp_path):
+    pytest.importorskip("wandb")
     wandb = pytest.importorskip("lightning.pytorch.loggers").WandbLogger(offline=True, save_dir=str(tmp_path))
     continue_run(wandb, {"kind": "WandbLogger", "version": "run-7"})
     assert wandb._id == "run-7" and wandb._wandb_init["id"] == "run-7" and wandb._wandb_init["resume"] == "allow"
