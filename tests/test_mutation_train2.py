@@ -22,7 +22,7 @@ from lightning.pytorch.callbacks import ModelSummary
 from lightning.pytorch.loggers import CSVLogger, Logger, TensorBoardLogger
 from rich.console import Console
 from torch.utils.data import DataLoader
-from toy import Batch, Classifier, Regressor, UntypedRegressor, blobs, collate, loader
+from toy import Batch, Classifier, FailsInTraining, Regressor, UntypedRegressor, blobs, collate, loader
 
 import burnlike.train
 from burnlike.optim import AdamConfig, SgdConfig
@@ -605,10 +605,6 @@ def test_live_view_skips_redraws_within_its_refresh_interval(tmp_path):
     live_fit(tmp_path, LiveView(refresh=time.monotonic(), console=console))  # longer than the run
     assert "train 1/4" not in console.file.getvalue() and "train 4/4" in console.file.getvalue()
 
-
-class FailsInTraining(Classifier):
-    def train_step(self, batch: Batch):
-        raise RuntimeError("boom")
 
 
 def test_validating_after_a_failed_live_run_draws_nothing(tmp_path):

@@ -17,7 +17,7 @@ from lightning.pytorch.callbacks import Callback
 from lightning.pytorch.strategies import DDPStrategy
 from rich.console import Console
 from torch.utils.data import DataLoader, IterableDataset
-from toy import Batch, Classifier, blobs, collate, loader
+from toy import Classifier, FailsInTraining, blobs, collate, loader
 
 import burnlike
 from burnlike.optim import AdamConfig
@@ -203,16 +203,12 @@ def test_live_view_shows_the_valid_running_value_during_validation(tmp_path):
     assert frames and all(loss_cells(f)[2] for f in frames)
 
 
-class FailsAtOnce(Classifier):
-    def train_step(self, batch: Batch):
-        raise RuntimeError("boom")
-
 
 def test_a_live_view_serves_another_run_after_one_ended_or_failed(tmp_path):
     console = terminal()
     view = LiveView(refresh=0.0, console=console)
     with pytest.raises(RuntimeError, match="boom"):
-        builder(tmp_path / "fails").progress_bar(True).callback(view).build(FailsAtOnce(), AdamConfig(), 1e-2).fit(loader(32, 16))
+        builder(tmp_path / "fails").progress_bar(True).callback(view).build(FailsInTraining(), AdamConfig(), 1e-2).fit(loader(32, 16))
     view.disable()  # the next run draws nothing: the failed run's display is gone
     builder(tmp_path / "quiet").progress_bar(True).callback(view).build(Classifier(), AdamConfig(), 1e-2).fit(loader(32, 16))
     view.enable()

@@ -100,3 +100,10 @@ class SelfBackward(Classifier):
     def train_step(self, batch: Batch) -> TrainOutput[ClassificationOutput]:
         item = self.step(batch)
         return TrainOutput(self, item.loss.backward(), item)  # type: ignore[func-returns-value]
+
+
+class FailsInTraining(Classifier):
+    """Raises at its first train step: a run that fails mid-fit."""
+
+    def train_step(self, batch: Batch) -> TrainOutput[ClassificationOutput]:
+        raise RuntimeError("boom")
