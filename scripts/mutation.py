@@ -102,7 +102,8 @@ def verdicts() -> dict[str, int | None]:
 def draw_sample(n: int, packages: list[str]) -> dict[str, list[str]]:
     """A seeded random `n` mutants per package (the same names every time for the same code)."""
     names = sorted(verdicts())
-    sample = {}
+    # Other packages' samples stay: an `--only` run must not drop them from the file.
+    sample = json.loads(SAMPLE.read_text()) if SAMPLE.exists() else {}
     for package in packages:
         pool = [m for m in names if package_of(m) == package]
         sample[package] = sorted(random.Random(f"burnlike-{package}").sample(pool, min(n, len(pool))))
