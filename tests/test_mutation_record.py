@@ -617,7 +617,7 @@ def test_views_are_prepared_ahead_only_with_two_workers_and_two_big_tensors(work
     with ViewsAhead(order, workers=workers) as views:
         assert (views.pool is not None) == bool(ahead)
         assert [bytes(views.view(tb)) for tb in order] == [expected(tb) for tb in order]
-        assert views.prepared == ahead
+        assert views.prepared + views.stolen == ahead  # by a worker, or by the writer when no worker had started it
 
 
 def test_save_workers_are_named_and_gone_once_closed():
@@ -634,7 +634,7 @@ def test_a_big_tensor_asked_out_of_order_stops_preparing_ahead():
         assert bytes(views.view(order[1])) == expected(order[1])
         assert views.pool is None
         assert [bytes(views.view(tb)) for tb in (order[0], order[2])] == [expected(order[0]), expected(order[2])]
-        assert views.prepared == 0
+        assert views.prepared == 0 and views.stolen == 0
 
 
 # --- more error texts and limits ---------------------------------------------------------------------------------

@@ -3,13 +3,17 @@ files must be byte-identical to a one-thread save, and the writers must ask in t
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 import torch
 from torch import nn
 
-from burnlike.record import BinFileRecorder, CompactRecorder, NamedMpkFileRecorder
+from burnlike.record import BinFileRecorder, CompactRecorder, HalfPrecisionSettings, NamedMpkFileRecorder
+from burnlike.record.format import module_record
 from burnlike.record.tensor import ahead
 from burnlike.record.tensor.layout import TensorBytes
+from burnlike.record.tensor.precision import PrecisionSettings
 
 
 class Wide(nn.Module):
@@ -42,7 +46,7 @@ def test_save_with_workers_is_byte_identical_and_in_order(tmp_path, monkeypatch,
     assert one == two
     threaded = used[-1]
     assert len(threaded.queue) == 4  # the four big weights; biases and the norm are written inline
-    assert threaded.prepared == 4  # every big one came from a worker: the writer asked in order
+    assert threaded.prepared + threaded.stolen == 4  # every big one came from the queue: the writer asked in order
     assert threaded.pool is None  # workers stopped
 
 
@@ -65,3 +69,61 @@ def test_an_error_while_writing_stops_the_workers():
         views.view(tbs[0])
         raise RuntimeError("disk full")
     assert views.pool is None and not views.futures
+
+
+@pytest.mark.parametrize("recorder", [CompactRecorder(), BinFileRecorder(HalfPrecisionSettings)],
+                         ids=lambda r: type(r).__name__)
+def test_the_f16_range_check_runs_on_the_save_workers_and_still_keeps_f32(tmp_path, monkeypatch, recorder):
+    """Which dtype a big weight is stored at is decided while its bytes are produced, on a worker
+    (Burn writes a TensorData's bytes before its dtype): the main thread doesn't spend a pass over
+    the weights before the first byte. The guard still holds: a weight beyond f16 stays f32."""
+    model = Wide()
+    with torch.no_grad():
+        model.layers[1].weight[3, 5] = 1e5  # beyond f16's 65504
+    deciders: list[str] = []
+    original = module_record.storage_dtype
+
+    def spy(t: torch.Tensor, settings: PrecisionSettings | None) -> torch.dtype:
+        if t.numel() >= 1024 * 1024:
+            deciders.append(threading.current_thread().name)
+        return original(t, settings)
+
+    monkeypatch.setattr(module_record, "storage_dtype", spy)
+    monkeypatch.setattr(ahead, "WORKERS", 2)
+    module_record.module_to_record(model, HalfPrecisionSettings, lazy=True)
+    assert deciders == []  # building the record decides nothing: the writers' workers do
+    path = recorder.save_module(model, tmp_path / "m")
+    # once per big weight, while its bytes are produced: on a worker (or by the writer, for a job no
+    # worker had started yet)
+    assert len(deciders) == 3 and any(name.startswith("burnlike-save") for name in deciders), deciders
+    loaded = Wide()
+    recorder.load_module(loaded, path)
+    assert loaded.layers[1].weight[3, 5].item() == 1e5
+    assert torch.equal(loaded.layers[1].weight, model.layers[1].weight)  # f32: exact
+    assert not torch.equal(loaded.layers[0].weight, model.layers[0].weight)  # f16: rounded
+    assert torch.equal(loaded.layers[0].weight, model.layers[0].weight.half().float())
+
+
+def test_the_writer_does_a_job_no_worker_has_started_instead_of_waiting(monkeypatch):
+    """Workers busy elsewhere (here: held by a job of our own) must not stall the writer: it takes
+    the queued jobs back and prepares them itself, with the same bytes."""
+    release = threading.Event()
+
+    class BusyPool(ahead.ThreadPoolExecutor):
+        def __init__(self, workers: int, **kwargs: str) -> None:
+            super().__init__(workers, **kwargs)
+            for _ in range(workers):
+                self.submit(release.wait, 60)  # bounded: a regression fails the asserts, it doesn't hang
+
+    monkeypatch.setattr(ahead, "ThreadPoolExecutor", BusyPool)
+    torch.manual_seed(2)
+    tbs = [TensorBytes(torch.randn(1024, 1024), torch.float16, transpose=True) for _ in range(4)]
+    expected = [bytes(tb) for tb in tbs]
+    try:
+        with ahead.ViewsAhead(tbs, workers=2) as views:
+            assert [bytes(views.view(tb)) for tb in tbs] == expected
+            stolen, prepared = views.stolen, views.prepared
+            release.set()  # before the workers are joined on leaving the `with`
+    finally:
+        release.set()
+    assert (stolen, prepared) == (4, 0)

@@ -22,6 +22,7 @@ from burnlike.record.format.walker import Field, ModuleArray, Visitor, walk
 from burnlike.record.tensor.ahead import ViewsAhead, tensor_bytes_in
 from burnlike.record.tensor.dtypes import BINCODE_INDEX
 from burnlike.record.tensor.layout import TensorBytes
+from burnlike.record.tensor.tensor_data import DtypeField
 from burnlike.record.tensor.version import is_0_19
 
 METADATA_KEYS = ("float", "int", "format", "version", "settings")
@@ -182,6 +183,8 @@ class _Writer(Visitor[Any]):
         for d in data["shape"]:
             self.varint(d)
         dtype = data["dtype"]
+        if isinstance(dtype, DtypeField):  # decided by now: its bytes were written first
+            dtype = dtype.value()
         if isinstance(dtype, dict):
             self.varint(BINCODE_INDEX.index("Bool"))
             self.varint(0)

@@ -19,6 +19,7 @@ from burnlike.record.format.budget import MAX_DEPTH, Budget
 from burnlike.record.tensor.ahead import ViewsAhead, tensor_bytes_in
 from burnlike.record.tensor.file_slice import FileSlice
 from burnlike.record.tensor.layout import TensorBytes
+from burnlike.record.tensor.tensor_data import DtypeField
 
 BIG = 1 << 16  # bin values at least this long are streamed, not buffered
 
@@ -71,6 +72,8 @@ class _Writer:
             buf.clear()
             self.f.write(view)
         else:
+            if isinstance(o, DtypeField):  # decided by now: its bytes were written first
+                o = o.value()
             try:
                 buf.extend(packer.pack(o))
             except (TypeError, ValueError, OverflowError) as e:

@@ -18,7 +18,13 @@ from torch import nn
 
 from burnlike.record.error import RecordError, RecordPath, quote
 from burnlike.record.format.walker import Field, ModuleArray, Visitor, walk
-from burnlike.record.tensor.precision import PrecisionSettings, SettingsLike, as_settings, storage_dtype
+from burnlike.record.tensor.precision import (
+    PrecisionSettings,
+    SettingsLike,
+    as_settings,
+    storage_dtype,
+    target_dtype,
+)
 from burnlike.record.tensor.tensor_data import check_data, tensor_to_data
 from burnlike.record.tensor.transfer import Transfers
 from burnlike.record.tensor.version import DEFAULT_VERSION
@@ -60,11 +66,17 @@ class _ToRecord(Visitor[None]):
     def __init__(self, ids: dict[str, str], settings: PrecisionSettings | None, version: str, lazy: bool) -> None:
         self.ids, self.settings, self.version, self.lazy = ids, settings, version, lazy
 
+    def decide(self, t: torch.Tensor) -> torch.dtype:
+        return storage_dtype(t, self.settings)
+
     def leaf(self, node: None, key: str, field: Field) -> Any:
         if field.kind == "param":
             t = param_tensor(field).detach()
             transpose = field.transpose and t.dim() == 2
-            data = tensor_to_data(t, storage_dtype(t, self.settings), self.version, transpose=transpose, lazy=self.lazy)
+            target = target_dtype(t, self.settings)
+            # narrower than the tensor: `storage_dtype`'s guards decide (lazy: on a save worker)
+            decide = self.decide if target != t.dtype else None
+            data = tensor_to_data(t, target, self.version, transpose=transpose, lazy=self.lazy, decide=decide)
             return {"id": self.ids.setdefault(key, new_param_id()), "param": data}
         return [None, None] if field.kind == "nil2" else None
 

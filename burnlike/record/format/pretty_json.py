@@ -14,11 +14,14 @@ from burnlike.record.error import RecordError, quote
 from burnlike.record.format.budget import Budget
 from burnlike.record.format.recorder import Recorder
 from burnlike.record.tensor.layout import TensorBytes
+from burnlike.record.tensor.tensor_data import DtypeField
 
 
 def _jsonable(obj: Any) -> Any:
     if isinstance(obj, (TensorBytes, bytes, bytearray, memoryview)):
         return list(bytes(obj))
+    if isinstance(obj, DtypeField):
+        return obj.value()
     if isinstance(obj, dict):
         return {str(k): _jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):

@@ -1,11 +1,13 @@
-"""`ViewsAhead`: the record bytes of a save's big tensors, cast and transposed on worker threads
-while the writer is still writing earlier ones.
+"""`ViewsAhead`: the record bytes of a save's big tensors, decided (f16 or wider), cast and
+transposed on worker threads while the writer is still writing earlier ones.
 
-Why: at 100M parameters in Burn's Linear layout a save is mostly casts and tiled transposes
+Why: at 100M parameters in Burn's Linear layout a save is mostly range checks, casts, transposes
 (memory-bound, GIL released) and file writes. Done one after the other they left a core idle; with
-two workers preparing tensors i+1 and i+2 while tensor i is written, a 100M-parameter Linear-stack
-save took 0.55 s instead of 0.68 s on 2 cores (median of 6, same process; torch.save 0.51 s).
-"""
+two workers preparing the next tensors while one is written, a 100M-parameter Linear-stack save took
+0.55 s instead of 0.68 s on 2 cores (torch.save 0.51 s). One job is queued beyond the running ones,
+and a queued job no worker has started when the writer reaches it is done by the writer instead of
+waited for; with the range check moved onto the workers too: 0.227 s against 0.237 s without the
+stealing and 0.391 s for torch.save (quiet 2-core VM, median of 9, same process)."""
 
 from __future__ import annotations
 
@@ -37,6 +39,10 @@ def tensor_bytes_in(obj: Any) -> Iterator[TensorBytes]:
             stack.extend(reversed(o))
 
 
+def _worth_ahead(tb: TensorBytes) -> bool:
+    return tb.likely_nbytes >= _AHEAD_BYTES and not tb.zero_copy
+
+
 class ViewsAhead:
     """`view(tb)` is `tb.view(scratch)`, computed ahead for the big tensors of `order`.
 
@@ -47,16 +53,18 @@ class ViewsAhead:
 
     def __init__(self, order: Iterable[TensorBytes], workers: int | None = None) -> None:
         workers = WORKERS if workers is None else workers
-        self.queue = [tb for tb in order if tb.nbytes >= _AHEAD_BYTES and not tb.zero_copy]
+        self.queue = [tb for tb in order if _worth_ahead(tb)]
         self.inline = Scratch()
         self.prepared = 0  # views handed out that a worker had prepared
+        self.stolen = 0  # queued jobs no worker had started when the writer reached them: done inline
         self.pool: ThreadPoolExecutor | None = None
         if workers > 1 and len(self.queue) > 1:
             self.pool = ThreadPoolExecutor(workers, thread_name_prefix="burnlike-save")
-            self.ring = [Scratch() for _ in range(workers + 1)]  # one per job in flight + the one being written
+            depth = workers + 1  # jobs in flight: one queued beyond the running ones
+            self.ring = [Scratch() for _ in range(depth + 1)]  # one per job in flight + the one being written
             self.futures: deque[Future[memoryview]] = deque()
             self.submitted = 0
-            for _ in range(workers):
+            for _ in range(depth):
                 self._submit()
 
     def _submit(self) -> None:
@@ -72,11 +80,16 @@ class ViewsAhead:
             return tb.view(self.inline)
         taken = self.submitted - len(self.futures)
         if self.queue[taken] is not tb:
-            if tb.nbytes >= _AHEAD_BYTES and not tb.zero_copy:
+            if _worth_ahead(tb):
                 self.close()  # out of order: the ring's slots can't be trusted any more
             return tb.view(self.inline)
-        out = self.futures.popleft().result()
-        self.prepared += 1
+        job = self.futures.popleft()
+        if job.cancel():  # no worker has started it: the writer prepares it rather than wait
+            out = tb.view(self.inline)
+            self.stolen += 1
+        else:
+            out = job.result()
+            self.prepared += 1
         self._submit()
         return out
 

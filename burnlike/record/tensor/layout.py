@@ -12,6 +12,8 @@ way), and 7.4 ms against 17.4 ms for a load's transpose-and-widen.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
 from burnlike.record.tensor import serial
@@ -45,15 +47,38 @@ def transposed_cast(dst: torch.Tensor, src: torch.Tensor, scratch: Scratch, slot
 
 
 class TensorBytes:
-    """A tensor's record bytes, produced only when written (cast and transposed via scratch)."""
+    """A tensor's record bytes, produced only when written (cast and transposed via scratch).
 
-    __slots__ = ("tensor", "dtype", "transpose", "nbytes")
+    With `decide`, `dtype` is only the likely one: `decide(tensor)` settles it when the bytes are
+    first produced, which a save does on its worker threads (the f16 range check is a full pass over
+    the weights; Burn's TensorData writes its bytes before its dtype, so nothing waits for it)."""
 
-    def __init__(self, tensor: torch.Tensor, dtype: torch.dtype, transpose: bool = False) -> None:
+    __slots__ = ("tensor", "_dtype", "transpose", "_decide")
+
+    def __init__(self, tensor: torch.Tensor, dtype: torch.dtype, transpose: bool = False,
+                 decide: Callable[[torch.Tensor], torch.dtype] | None = None) -> None:
         self.tensor = tensor.detach()
-        self.dtype = dtype
+        self._dtype = dtype
         self.transpose = transpose
-        self.nbytes = tensor.numel() * itemsize(dtype)
+        self._decide = decide
+
+    @property
+    def dtype(self) -> torch.dtype:
+        """The recorded dtype (decided now if it wasn't yet)."""
+        decide = self._decide
+        if decide is not None:
+            self._dtype = decide(self.tensor)
+            self._decide = None
+        return self._dtype
+
+    @property
+    def nbytes(self) -> int:
+        return self.tensor.numel() * itemsize(self.dtype)
+
+    @property
+    def likely_nbytes(self) -> int:
+        """`nbytes` at the likely dtype, without deciding it."""
+        return self.tensor.numel() * itemsize(self._dtype)
 
     @property
     def shape(self) -> list[int]:
@@ -61,22 +86,22 @@ class TensorBytes:
 
     @property
     def zero_copy(self) -> bool:
-        """Whether `view` hands out the tensor's own memory (nothing to cast, transpose or move)."""
+        """Whether `view` hands out the tensor's own memory (nothing to decide, cast, transpose or move)."""
         t = self.tensor
-        return not self.transpose and t.device.type == "cpu" and t.dtype == self.dtype and t.is_contiguous()
+        return self._decide is None and not self.transpose and t.device.type == "cpu" and \
+            t.dtype == self._dtype and t.is_contiguous()
 
     def view(self, scratch: Scratch) -> memoryview:
         """The bytes, valid until `scratch` is used again (zero-copy when no cast is needed)."""
-        if self.zero_copy:
-            return as_bytes(self.tensor)
+        dtype = self.dtype
         t = self.tensor
         if t.device.type != "cpu":
             t = t.cpu()
         if not self.transpose:
-            if t.dtype == self.dtype and t.is_contiguous():
+            if t.dtype == dtype and t.is_contiguous():
                 return as_bytes(t)
-            return as_bytes(serial.copy_(scratch.get(1, self.dtype, self.shape), t))
-        return as_bytes(transposed_cast(scratch.get(1, self.dtype, self.shape), t, scratch, 0))
+            return as_bytes(serial.copy_(scratch.get(1, dtype, self.shape), t))
+        return as_bytes(transposed_cast(scratch.get(1, dtype, self.shape), t, scratch, 0))
 
     def __bytes__(self) -> bytes:
         return bytes(self.view(Scratch()))

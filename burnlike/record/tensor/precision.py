@@ -77,6 +77,14 @@ F16_TINY = 2.0**-14  # smallest normal f16; below it f16 keeps fewer than 10 sig
 _INT_RANGE = {torch.int16: (-(2**15), 2**15 - 1), torch.int32: (-(2**31), 2**31 - 1)}
 
 
+def target_dtype(t: torch.Tensor, settings: PrecisionSettings | None) -> torch.dtype:
+    """The dtype `settings` ask for (`storage_dtype` may keep a wider one): the likely one, known
+    without looking at the values."""
+    if settings is None or t.dtype == torch.bool:
+        return t.dtype
+    return settings.float_dtype if t.is_floating_point() else settings.int_dtype
+
+
 def storage_dtype(t: torch.Tensor, settings: PrecisionSettings | None) -> torch.dtype:
     """The dtype `t` is recorded at under `settings`.
 
@@ -90,11 +98,11 @@ def storage_dtype(t: torch.Tensor, settings: PrecisionSettings | None) -> torch.
     - an int tensor outside the target int's range keeps the narrowest wider int that holds it.
     Burn's reader accepts any of these, since each TensorData names its own dtype.
     """
-    if settings is None or t.dtype == torch.bool:
-        return t.dtype
+    target = target_dtype(t, settings)
+    if target == t.dtype:  # nothing narrower to guard against (also: no settings, bool)
+        return target
     if t.is_floating_point():
-        target = settings.float_dtype
-        if target == torch.float16 and t.dtype != torch.float16 and t.numel():
+        if target == torch.float16 and t.numel():
             wider = torch.float32 if t.dtype != torch.float64 else torch.float64
             lo, hi = (float(v) for v in serial.aminmax(t.detach()))  # one pass, no |t| temporary
             peak = max(-lo, hi)
@@ -105,7 +113,6 @@ def storage_dtype(t: torch.Tensor, settings: PrecisionSettings | None) -> torch.
             if 0.0 < peak < F16_TINY:
                 return wider
         return target
-    target = settings.int_dtype
     if target in _INT_RANGE and t.numel():
         low, high = _INT_RANGE[target]
         t_lo, t_hi = (int(v) for v in serial.aminmax(t.detach()))

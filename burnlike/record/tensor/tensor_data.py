@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -35,17 +36,38 @@ def dtype_field(dtype: torch.dtype, burn_version: str = DEFAULT_VERSION) -> str 
 
 
 def tensor_to_data(t: torch.Tensor, dtype: torch.dtype | None = None, burn_version: str = DEFAULT_VERSION,
-                   *, transpose: bool = False, lazy: bool = False) -> dict[str, Any]:
+                   *, transpose: bool = False, lazy: bool = False,
+                   decide: Callable[[torch.Tensor], torch.dtype] | None = None) -> dict[str, Any]:
     """A TensorData map: raw little-endian bytes, shape, dtype name.
 
     `lazy` leaves the bytes as a `TensorBytes` the streaming writers produce on the fly (one pass:
     cast, transpose, write); otherwise they are materialised (zero-copy when no cast is needed).
+    `decide(t)` picks the dtype (`dtype` is then the likely one); when lazy, only once the bytes
+    are produced, and the map's dtype is a `DtypeField` that writers read after the bytes.
     """
-    data = TensorBytes(t, dtype or t.dtype, transpose)
-    if data.dtype not in DTYPES:
-        raise RecordError(f"tensors of dtype {data.dtype} can't be recorded")
-    raw: TensorBytes | memoryview = data if lazy else data.view(Scratch())
+    data = TensorBytes(t, dtype or t.dtype, transpose, decide)
+    known = t.dtype if lazy and decide is not None else data.dtype  # decide() keeps only recordable dtypes
+    if known not in DTYPES:
+        raise RecordError(f"tensors of dtype {known} can't be recorded")
+    if lazy:
+        field: str | dict[str, str] | DtypeField = DtypeField(data, burn_version) if decide else \
+            dtype_field(data.dtype, burn_version)
+        return {"bytes": data, "shape": data.shape, "dtype": field}
+    raw = data.view(Scratch())
     return {"bytes": raw, "shape": data.shape, "dtype": dtype_field(data.dtype, burn_version)}
+
+
+class DtypeField:
+    """A lazy TensorData's `dtype` value when it is decided while its bytes are produced: writers
+    write it with `value()` after the bytes, as Burn's field order (bytes, shape, dtype) has it."""
+
+    __slots__ = ("data", "burn_version")
+
+    def __init__(self, data: TensorBytes, burn_version: str) -> None:
+        self.data, self.burn_version = data, burn_version
+
+    def value(self) -> str | dict[str, str]:
+        return dtype_field(self.data.dtype, self.burn_version)
 
 
 def is_tensor_data(obj: Any) -> bool:
