@@ -2,9 +2,11 @@
 
 For models of ~1M, ~10M and ~100M parameters (stacks of Linear layers), in one process (torch.save
 also a second time made as durable as CompactRecorder's save: temp file, fsync, rename):
-    python benchmarks/records.py [--sizes 1e6,1e7,1e8] [--repeats 3] [--threads N] [--no-memory]
-Repeats are interleaved across the three ways (median reported), after a warm-up of each; wall
-time and process CPU time (all threads) are both reported.
+    python benchmarks/records.py [--sizes 1e6,1e7,1e8] [--repeats 3] [--threads N] [--no-memory] [--fresh]
+Repeats are interleaved across the ways (median reported), after a warm-up of each; wall time and
+process CPU time (all threads) are both reported. `--fresh` times each operation in a new process
+instead: in one long process torch.load's time depends on whether glibc reuses memory that earlier
+repeats freed (0.11 s or 0.3 s for the same 380 MiB file here), a fresh process never does.
 Linear stacks are the worst case for Burn's layout: every weight is stored transposed.
 Peak memory is measured in a fresh child per operation: Linux's peak-RSS mark is reset after the
 model is built (/proc/self/clear_refs), and the peak during the operation minus the RSS before it
@@ -114,7 +116,9 @@ WAYS: dict[str, tuple[Callable[..., Path], Callable[..., None]]] = {
 }
 
 
-def _peak_child(way: str, op: str, params: float, path: str, queue: mp.Queue) -> None:
+def _child(way: str, op: str, params: float, path: str, queue: mp.Queue) -> None:
+    """One save or load in a fresh process: (peak bytes above the model, wall s, process cpu s, the
+    file saved or loaded)."""
     model = model_of(params)
     save, load = WAYS[way]
     if op == "load":  # import what loading needs before measuring
@@ -122,21 +126,23 @@ def _peak_child(way: str, op: str, params: float, path: str, queue: mp.Queue) ->
     else:
         save(model_of(1e4), Path(path + ".warmup"))
     before = reset_peak()
+    t, c = time.perf_counter(), time.process_time()
     if op == "save":
-        save(model, Path(path))
+        path = str(save(model, Path(path)))
     else:
         load(model, Path(path))
-    queue.put(peak_above(before))
+    wall, cpu = time.perf_counter() - t, time.process_time() - c
+    queue.put((peak_above(before), wall, cpu, path))
 
 
-def peak_bytes(way: str, op: str, params: float, path: Path) -> int:
+def in_child(way: str, op: str, params: float, path: Path) -> tuple[int, float, float, Path]:
     ctx = mp.get_context("spawn")
     queue: mp.Queue = ctx.Queue()
-    proc = ctx.Process(target=_peak_child, args=(way, op, params, str(path), queue))
+    proc = ctx.Process(target=_child, args=(way, op, params, str(path), queue))
     proc.start()
-    value = queue.get()
+    peak, wall, cpu, used = queue.get()
     proc.join()
-    return int(value)
+    return int(peak), float(wall), float(cpu), Path(used)
 
 
 def main() -> None:
@@ -146,6 +152,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--no-memory", action="store_true", help="skip the peak-memory children")
     parser.add_argument("--threads", type=int, default=0, help="torch intra-op threads for all ways (0: default)")
+    parser.add_argument("--fresh", action="store_true",
+                        help="time every save and load in a fresh process (as a new run loading a checkpoint "
+                             "does): torch.load's times in one long process depend on memory earlier repeats freed")
     parser.add_argument("--layout", choices=["linear", "embedding", "transformer"], default="linear",
                         help="linear: weights stored transposed (default); embedding: stored as is; "
                              "transformer: GPT-2-style mix")
@@ -166,7 +175,17 @@ def main() -> None:
             times: dict[str, tuple[list[float], list[float]]] = {way: ([], []) for way in WAYS}
             cpu: dict[str, tuple[list[float], list[float]]] = {way: ([], []) for way in WAYS}
             paths: dict[str, Path] = {}
-            for _ in range(args.repeats):  # interleaved, so background load hits every way alike
+            for _ in range(args.repeats if args.fresh else 0):  # interleaved, a fresh process per operation
+                for way in WAYS:
+                    base = Path(tmp) / way.split()[0]
+                    _, wall, c, paths[way] = in_child(way, "save", params, base)
+                    times[way][0].append(wall)
+                    cpu[way][0].append(c)
+                    os.sync()
+                    _, wall, c, _ = in_child(way, "load", params, paths[way])
+                    times[way][1].append(wall)
+                    cpu[way][1].append(c)
+            for _ in range(0 if args.fresh else args.repeats):  # interleaved, so background load hits every way alike
                 for way, (save, load) in WAYS.items():
                     base = Path(tmp) / way.split()[0]
                     t, c = time.perf_counter(), time.process_time()
@@ -180,11 +199,12 @@ def main() -> None:
                     cpu[way][1].append(time.process_time() - c)
             for way in WAYS:
                 base = Path(tmp) / way.split()[0]
-                mem = (peak_bytes(way, "save", params, base), peak_bytes(way, "load", params, paths[way])) \
+                mem = (in_child(way, "save", params, base)[0], in_child(way, "load", params, paths[way])[0]) \
                     if not args.no_memory else (0, 0)
                 rows[way] = (paths[way].stat().st_size, *(statistics.median(v) for v in (*times[way], *cpu[way])), *mem)
         ref = rows["torch.save (.pt, f32)"]
-        print(f"\n{n / 1e6:.1f}M parameters (f32 weights: {n * 4 / 2**20:.0f} MiB), median of {args.repeats}")
+        print(f"\n{n / 1e6:.1f}M parameters (f32 weights: {n * 4 / 2**20:.0f} MiB), median of {args.repeats}"
+              + (", each operation in a fresh process" if args.fresh else ""))
         print(f"{'format':<28} {'size MiB':>9} {'×pt':>6} {'save s':>7} {'×pt':>6} {'load s':>7} {'×pt':>6}"
               f" {'save cpu s':>10} {'×pt':>6} {'load cpu s':>10} {'×pt':>6} {'save peak MiB':>14} {'load peak MiB':>14}")
         for way, (size, save_s, load_s, save_cpu, load_cpu, save_mem, load_mem) in rows.items():
