@@ -302,3 +302,46 @@ def test_cuda_graph_keeps_the_data_on_the_gpu(conf, tmp_path):
     tiny = write_mnist_idx(tmp_path / "mnist", n_train=128, n_test=64)
     train, valid = build_loaders(conf(*SMALL, f"data.root={tiny}", "learner.cuda_graph=true", "trainer.devices=1"))
     assert train.device == valid.device == torch.device("cuda:0")
+
+
+# --- validate: each check's message and bound (second pass over the app sample) ------------------------------
+
+@pytest.mark.parametrize(("override", "message"), [
+    ("learner.early_stopping_patience=0", "learner.early_stopping_patience=0 is invalid: expected null or an integer >= 1"),
+    ("optimizer.lr=0.0", "optimizer.lr=0.0 is invalid: expected a number > 0"),
+    ("learner.strategy=ddp", "learner.strategy=ddp and trainer.strategy=ddp both choose the Lightning strategy: set "
+                             "one (trainer.strategy=auto with learner.strategy)"),
+])
+def test_validate_names_the_key_and_what_it_expects(conf, override, message):
+    extra = ["trainer.strategy=ddp"] if override.startswith("learner.strategy") else []
+    with pytest.raises(AppConfigError) as error:
+        validate(conf(*SMALL, override, *extra))
+    assert str(error.value) == message
+
+
+def test_a_batch_of_one_is_valid(conf):
+    validate(conf(*SMALL, "data.batch_size=1"))
+
+
+def test_an_unknown_metric_lists_the_known_ones(conf):
+    with pytest.raises(AppConfigError, match=r"^learner\.metrics: unknown metric 'Bogus' \(expected some of \['"):
+        validate(conf(*SMALL, "learner.metrics=[Loss,Bogus]"))
+
+
+def test_an_unknown_logger_is_an_app_config_error_with_the_loggers_text(conf):
+    with pytest.raises(AppConfigError) as error:
+        validate(conf(*SMALL, "logger.kinds=[bogus]"))
+    assert str(error.value).startswith("logger.kinds: unknown logger 'bogus' (expected some of [")
+
+
+def test_an_optimized_metric_of_an_unknown_split_is_refused_by_name(conf):
+    with pytest.raises(AppConfigError, match=r"^optimized_metric='test/Loss' is not logged by this run"):
+        validate(conf(*SMALL, "optimized_metric=test/Loss"))
+
+
+def test_the_sweep_direction_resolver_is_registered_under_its_documented_name():
+    from burnlike.app.schema import register_configs
+
+    register_configs()
+    assert OmegaConf.has_resolver("burnlike.sweep_direction")
+    assert OmegaConf.create({"d": "${burnlike.sweep_direction:valid/Loss}"}).d == "minimize"

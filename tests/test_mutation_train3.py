@@ -148,3 +148,17 @@ def test_checkpoints_keep_numpy_random_state(tmp_path):
     random.random()
     restore_random_state(state)
     assert np.array_equal(np.random.rand(3), expected)
+
+
+def test_a_continued_logger_is_named_when_it_keeps_its_runs_hyperparameters(tmp_path, caplog):
+    import lightning as L
+    from lightning.pytorch.loggers import CSVLogger
+
+    from burnlike.train import tracking
+
+    logger = CSVLogger(tmp_path, name="r", version=0)
+    tracking.continue_run(logger, {"kind": "CSVLogger", "version": 0})
+    trainer = L.Trainer(logger=logger, enable_progress_bar=False, enable_model_summary=False, accelerator="cpu")
+    with caplog.at_level(logging.INFO, logger="burnlike.train"):
+        tracking.MetricLoggerBridge(hyperparams={"lr": 0.1}).on_fit_start(trainer, None)  # type: ignore[arg-type]
+    assert "resume: CSVLogger keeps the hyperparameters its run started with" in [r.getMessage() for r in caplog.records]
