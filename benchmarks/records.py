@@ -116,6 +116,17 @@ WAYS: dict[str, tuple[Callable[..., Path], Callable[..., None]]] = {
 }
 
 
+def run_op(way: str, op: str, model: nn.Module, path: Path) -> tuple[float, float, Path]:
+    """One save or load, timed: (wall s, process cpu s, the file saved or loaded)."""
+    save, load = WAYS[way]
+    t, c = time.perf_counter(), time.process_time()
+    if op == "save":
+        path = save(model, path)
+    else:
+        load(model, path)
+    return time.perf_counter() - t, time.process_time() - c, path
+
+
 def _child(way: str, op: str, params: float, path: str, queue: mp.Queue) -> None:
     """One save or load in a fresh process: (peak bytes above the model, wall s, process cpu s, the
     file saved or loaded)."""
@@ -126,13 +137,8 @@ def _child(way: str, op: str, params: float, path: str, queue: mp.Queue) -> None
     else:
         save(model_of(1e4), Path(path + ".warmup"))
     before = reset_peak()
-    t, c = time.perf_counter(), time.process_time()
-    if op == "save":
-        path = str(save(model, Path(path)))
-    else:
-        load(model, Path(path))
-    wall, cpu = time.perf_counter() - t, time.process_time() - c
-    queue.put((peak_above(before), wall, cpu, path))
+    wall, cpu, used = run_op(way, op, model, Path(path))
+    queue.put((peak_above(before), wall, cpu, str(used)))
 
 
 def in_child(way: str, op: str, params: float, path: Path) -> tuple[int, float, float, Path]:
@@ -175,32 +181,28 @@ def main() -> None:
             times: dict[str, tuple[list[float], list[float]]] = {way: ([], []) for way in WAYS}
             cpu: dict[str, tuple[list[float], list[float]]] = {way: ([], []) for way in WAYS}
             paths: dict[str, Path] = {}
-            for _ in range(args.repeats if args.fresh else 0):  # interleaved, a fresh process per operation
+            peaks: dict[str, tuple[list[int], list[int]]] = {way: ([], []) for way in WAYS}
+            for _ in range(args.repeats):  # interleaved, so background load hits every way alike
                 for way in WAYS:
-                    base = Path(tmp) / way.split()[0]
-                    _, wall, c, paths[way] = in_child(way, "save", params, base)
-                    times[way][0].append(wall)
-                    cpu[way][0].append(c)
-                    os.sync()
-                    _, wall, c, _ = in_child(way, "load", params, paths[way])
-                    times[way][1].append(wall)
-                    cpu[way][1].append(c)
-            for _ in range(0 if args.fresh else args.repeats):  # interleaved, so background load hits every way alike
-                for way, (save, load) in WAYS.items():
-                    base = Path(tmp) / way.split()[0]
-                    t, c = time.perf_counter(), time.process_time()
-                    paths[way] = save(model, base)
-                    times[way][0].append(time.perf_counter() - t)
-                    cpu[way][0].append(time.process_time() - c)
-                    os.sync()
-                    t, c = time.perf_counter(), time.process_time()
-                    load(model, paths[way])
-                    times[way][1].append(time.perf_counter() - t)
-                    cpu[way][1].append(time.process_time() - c)
+                    for i, op in enumerate(("save", "load")):
+                        target = Path(tmp) / way.split()[0] if op == "save" else paths[way]
+                        if args.fresh:
+                            peak, wall, c, paths[way] = in_child(way, op, params, target)
+                            peaks[way][i].append(peak)
+                        else:
+                            wall, c, paths[way] = run_op(way, op, model, target)
+                        times[way][i].append(wall)
+                        cpu[way][i].append(c)
+                        if op == "save":
+                            os.sync()
             for way in WAYS:
                 base = Path(tmp) / way.split()[0]
-                mem = (in_child(way, "save", params, base)[0], in_child(way, "load", params, paths[way])[0]) \
-                    if not args.no_memory else (0, 0)
+                if args.no_memory:
+                    mem = (0, 0)
+                elif args.fresh:  # the timing children measured it already
+                    mem = (max(peaks[way][0]), max(peaks[way][1]))
+                else:
+                    mem = (in_child(way, "save", params, base)[0], in_child(way, "load", params, paths[way])[0])
                 rows[way] = (paths[way].stat().st_size, *(statistics.median(v) for v in (*times[way], *cpu[way])), *mem)
         ref = rows["torch.save (.pt, f32)"]
         print(f"\n{n / 1e6:.1f}M parameters (f32 weights: {n * 4 / 2**20:.0f} MiB), median of {args.repeats}"
