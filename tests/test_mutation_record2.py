@@ -26,7 +26,7 @@ from burnlike.record.checkpoint.value import Unstorable, decode_value, encode_va
 from burnlike.record.format.bincode import _Writer
 from burnlike.record.format.files import gunzip
 from burnlike.record.format.location import RemotePath, as_path, is_url
-from burnlike.record.format.messagepack import bin_header, read_msgpack
+from burnlike.record.format.messagepack import bin_header, read_msgpack, write_msgpack
 from burnlike.record.format.module_record import module_to_record
 from burnlike.record.tensor import serial, transfer
 from burnlike.record.tensor.ahead import ViewsAhead
@@ -196,20 +196,11 @@ def test_a_tensor_key_of_an_ordered_dict_is_stored_with_the_dtype_rule():
     key = torch.tensor(1.0)
     encoded = encode_value(OrderedDict([(key, "a")]), rule, "opt")
     assert encoded["__burnlike__"] == "odict" and asked == [f"opt.{key}"]
-    decoded = decode_value(msgpack.unpackb(msgpack.packb(_plain(encoded)), raw=False))
+    buf = io.BytesIO()
+    write_msgpack(encoded, buf)  # the writer streams the lazy tensor bytes, as a checkpoint save does
+    decoded = decode_value(read_msgpack(io.BytesIO(buf.getvalue()), len(buf.getvalue()), None))
     (k, v), = decoded.items()
     assert torch.equal(k, key) and v == "a"
-
-
-def _plain(obj: object) -> object:
-    """Lazy tensor bytes as bytes, the rest as is (what a writer streams)."""
-    if isinstance(obj, dict):
-        return {k: _plain(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_plain(v) for v in obj]
-    if hasattr(obj, "view") and hasattr(obj, "transpose") and not isinstance(obj, torch.Tensor):
-        return bytes(obj)  # TensorBytes
-    return obj
 
 
 class Opaque:
