@@ -13,10 +13,10 @@ from burnlike.record import (
     NamedMpkFileRecorder,
     RecordError,
 )
-from burnlike.record.tensor import transfer
+from burnlike.record.tensor import serial, transfer
 from burnlike.record.tensor.buffers import Scratch
 from burnlike.record.tensor.dtypes import INTS
-from burnlike.record.tensor.layout import transpose_into, transposed_cast
+from burnlike.record.tensor.layout import PAIRS_SLOT, transpose_into, transposed_cast
 
 
 def bits(t: torch.Tensor) -> torch.Tensor:
@@ -27,14 +27,42 @@ def bits(t: torch.Tensor) -> torch.Tensor:
 @pytest.mark.parametrize(("src_dtype", "dst_dtype"), [
     (torch.float16, torch.float32), (torch.float32, torch.float16), (torch.float32, torch.float32),
     (torch.float16, torch.float16), (torch.bfloat16, torch.bfloat16), (torch.int32, torch.int32),
-    (torch.int16, torch.int16)])
+    (torch.int16, torch.int16), (torch.bfloat16, torch.float32), (torch.int16, torch.int64)])
 def test_transposed_cast_equals_torch_bit_for_bit(shape, src_dtype, dst_dtype):
     src = (torch.randn(shape, dtype=torch.float64) * 1000).to(src_dtype)
     n = src.numel()
+    odd = torch.zeros(n + 1, dtype=src_dtype)[1:].view(shape).copy_(src)  # an odd offset: no 4-byte words
     for dst in (torch.full(shape[::-1], 7, dtype=dst_dtype),
                 torch.full((n + 1,), 7, dtype=dst_dtype)[1:].view(shape[::-1])):  # a target not at its buffer's start
-        transposed_cast(dst, src, Scratch(), 0)
-        assert torch.equal(bits(dst), bits(src.t().to(dst_dtype)))
+        for source in (src, odd):
+            dst.fill_(7)
+            transposed_cast(dst, source, Scratch(), 0)
+            assert torch.equal(bits(dst), bits(src.t().to(dst_dtype)))
+
+
+@pytest.mark.parametrize(("shape", "even"), [((300, 700), True), ((9, 17), False), ((1, 1), False)])
+@pytest.mark.parametrize(("src_dtype", "dst_dtype", "widens"), [
+    (torch.float16, torch.float32, True), (torch.int16, torch.int64, True), (torch.float32, torch.float16, False),
+    (torch.float16, torch.float16, False)])
+def test_widening_two_byte_transposes_move_pairs_of_elements_as_words(shape, even, src_dtype, dst_dtype, widens):
+    """The fast path of loading Burn's Linear weights: f16 (or any 2-byte) values transposed and
+    widened go in 4-byte pairs whenever the row length is even; odd rows, saves and same-dtype
+    transposes take torch's plain transpose."""
+    src = (torch.randn(shape, dtype=torch.float64) * 1000).to(src_dtype)
+    scratch = Scratch()
+    dst = torch.empty(shape[::-1], dtype=dst_dtype)
+    transposed_cast(dst, src, scratch, 0)
+    assert torch.equal(dst, src.t().to(dst_dtype))
+    assert (PAIRS_SLOT in scratch._bufs) == (even and widens)
+
+
+@pytest.mark.parametrize("shape", [(700, 2, 300), (3, 2, 40000), (40000, 2)])
+def test_a_strided_copy_in_pieces_equals_torch(shape):
+    """`serial.copy_` cuts a strided copy (the pairs' second pass) into slices of the first dimension."""
+    src = torch.randn(shape[::-1], dtype=torch.float32).half().permute(*range(len(shape) - 1, -1, -1))
+    dst = torch.full(shape, 7.0)
+    serial.copy_(dst, src)
+    assert torch.equal(dst, src.float())
 
 
 def test_transposed_casts_round_like_torch_on_every_kind_of_value():
