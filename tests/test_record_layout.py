@@ -141,6 +141,34 @@ def test_threaded_load_equals_the_saved_weights(tmp_path, recorder, dtype, monke
         assert torch.equal(got, want.to(stored).to(dtype)), name
 
 
+@pytest.mark.parametrize("recorder", [CompactRecorder(), DefaultRecorder()], ids=lambda r: type(r).__name__)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_a_big_untransposed_tensor_loads_in_parts_on_both_threads(tmp_path, recorder, dtype, monkeypatch):
+    """An embedding bigger than PART_BYTES is read in parts, shared out to the load threads; the parts
+    (the last one short) put every value where a whole read would."""
+    monkeypatch.setattr(transfer, "THREADS", 2)
+    monkeypatch.setattr(transfer, "_PARALLEL_BYTES", 1 << 14)
+    monkeypatch.setattr(transfer, "PART_BYTES", 1 << 16)
+    torch.manual_seed(0)
+    saved = nn.Embedding(2003, 77)  # 154,231 values: 3 or 5 parts, the last short
+    path = recorder.save_module(saved, tmp_path / "emb")
+    loaded = nn.Embedding(2003, 77).to(dtype)
+    groups: list[list[int]] = []
+    run_all = transfer._run_all
+
+    def spy(copies):
+        groups.append([c.target.numel() for c in copies])
+        run_all(copies)
+
+    monkeypatch.setattr(transfer, "_run_all", spy)
+    recorder.load_module(loaded, path)
+    assert torch.equal(loaded.weight, saved.weight.to(recorder.settings.float_dtype).to(dtype))
+    step = (1 << 16) // recorder.settings.float_dtype.itemsize
+    parts = [step] * (2003 * 77 // step) + [2003 * 77 % step]
+    assert sorted(n for g in groups for n in g) == sorted(parts)
+    assert len([g for g in groups if g]) == 2  # both load threads got parts
+
+
 def test_a_bad_record_leaves_the_module_untouched(tmp_path):
     torch.manual_seed(0)
     path = DefaultRecorder().save_module(Wide(), tmp_path / "wide")

@@ -29,6 +29,10 @@ class FileSlice:
     def __len__(self) -> int:
         return self.nbytes
 
+    def part(self, start: int, nbytes: int) -> FileSlice:
+        """Bytes `[start, start + nbytes)` of this slice."""
+        return FileSlice(self.f, self.offset + start, nbytes)
+
     def readinto(self, t: torch.Tensor) -> torch.Tensor:
         """Read into `t`'s memory (a contiguous CPU tensor of exactly `nbytes`). Positional reads
         (`os.preadv`) when the OS has them, so several threads can read one file at once."""
