@@ -25,6 +25,11 @@ the score of a package in minutes instead of hours, with a 95% Wilson interval a
 Score = (killed + timeout) / (mutants − accepted equivalents). A timeout counts as caught (the
 mutant made a test hang, e.g. a loop bound flipped); "no tests" counts as not caught. Accepted
 equivalent mutants are listed with a reason each in scripts/mutation_equivalent.txt.
+
+Mutants that only a test marked `slow` can catch (left out of mutmut's runs: subprocesses, DDP) are
+listed in scripts/mutation_slow.txt with that test: after each run, a listed mutant that survived is
+run against its test (`BURNLIKE_MUTANT_SLOW=1` keeps slow tests in), and counts as killed only if
+that test fails.
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ["burnlike.record", "burnlike.train", "burnlike.optim", "burnlike.data", "burnlike.app"]
 EQUIVALENT = ROOT / "scripts" / "mutation_equivalent.txt"
+SLOW_KILLS = ROOT / "scripts" / "mutation_slow.txt"
 CAUGHT = {"killed", "timeout"}
 
 
@@ -58,15 +64,46 @@ def mutmut(*args: str) -> subprocess.CompletedProcess[str]:
                           check=False)
 
 
-def equivalents() -> dict[str, str]:
-    """`mutant name  # why it can't be killed` per line."""
-    out: dict[str, str] = {}
-    if EQUIVALENT.exists():
-        for line in EQUIVALENT.read_text().splitlines():
-            name, _, why = line.partition("#")
-            if name.strip():
-                out[name.strip()] = why.strip()
+def listed(path: Path) -> dict[str, list[str]]:
+    """`mutant name  [more fields]  # why` per line: the name's other fields, by name."""
+    out: dict[str, list[str]] = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            fields = line.partition("#")[0].split()
+            if fields:
+                out[fields[0]] = fields[1:]
     return out
+
+
+def equivalents() -> set[str]:
+    """The mutants accepted as equivalent (`mutant name  # why it can't be killed` per line)."""
+    return set(listed(EQUIVALENT))
+
+
+def check_slow_kills(only: list[str] | None) -> None:
+    """Run each listed slow test against its mutant, if mutmut left that mutant not caught; a
+    failing test turns the verdict into a kill (exit code 1 in mutants/*.meta)."""
+    from mutmut.stats import status_by_exit_code
+
+    for meta in (ROOT / "mutants").rglob("*.py.meta"):
+        data = json.loads(meta.read_text())
+        codes = data.get("exit_code_by_key", {})
+        changed = False
+        for name, tests in listed(SLOW_KILLS).items():
+            code = codes.get(name)
+            if code is None or status_by_exit_code[code] in CAUGHT or (only and package_of(name) not in only):
+                continue
+            env = {**os.environ, "MUTANT_UNDER_TEST": name, "BURNLIKE_MUTANT_SLOW": "1",
+                   "PYTHONPATH": str(ROOT / "mutants")}
+            run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *tests],
+                                 cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+            killed = run.returncode == 1  # a test failed (2-5: the run itself went wrong)
+            print(f"{name}: {'killed' if killed else 'not killed'} by {' '.join(tests)}")
+            if killed:
+                codes[name] = 1
+                changed = True
+        if changed:
+            meta.write_text(json.dumps(data, indent=4))
 
 
 def recheck(only: list[str] | None) -> int:
@@ -205,6 +242,7 @@ def main() -> int:
             run = mutmut("run", "--max-children", str(args.max_children), *targets)
             if run.returncode:
                 return run.returncode
+        check_slow_kills(args.only)
     return report(sampled)
 
 

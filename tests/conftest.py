@@ -1,7 +1,8 @@
 """Under `make mutation`, a mutant's run leaves out the tests marked `slow` (subprocess and
 integration runs, 5-60 s each here): a surviving mutant runs every test that covers it, and with them
 a full mutation run would take a day on 2 cores instead of hours. A mutant only a slow test would
-catch counts as surviving, so the score errs low. Tests marked `stack` (which frame a warning names)
+catch counts as surviving, so the score errs low, unless it is listed in scripts/mutation_slow.txt
+with that test (scripts/mutation.py then runs it against the mutant, `BURNLIKE_MUTANT_SLOW=1`). Tests marked `stack` (which frame a warning names)
 are left out of every mutmut run: mutmut's trampolines add frames. `make test` runs them all."""
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ import pytest
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if "MUTANT_UNDER_TEST" not in os.environ:  # a plain run
         return
-    left_out = {"stack", "slow"} if "__mutmut_" in os.environ["MUTANT_UNDER_TEST"] else {"stack"}
+    mutant = "__mutmut_" in os.environ["MUTANT_UNDER_TEST"]
+    left_out = {"stack", "slow"} if mutant and not os.environ.get("BURNLIKE_MUTANT_SLOW") else {"stack"}
     out = [item for item in items if any(item.get_closest_marker(m) for m in left_out)]
     if out:
         config.hook.pytest_deselected(items=out)

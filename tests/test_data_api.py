@@ -615,3 +615,16 @@ def test_images_off_the_cpu_are_normalised_where_they_are():
     images = torch.empty(2, 4, 5, 3, dtype=torch.uint8, device="meta")
     out = ImageBatcher(mean=(0.1, 0.2, 0.3), std=(0.5, 0.5, 0.5)).normalise(images)
     assert (out.device.type, out.dtype, tuple(out.shape)) == ("meta", torch.float32, (2, 3, 4, 5))
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_images_on_a_gpu_are_normalised_there_with_the_cpus_values():
+    """Mean and std move to the images' device (the meta device above accepts CPU operands, a GPU doesn't)."""
+    from burnlike.data import ImageBatcher
+
+    images = torch.randint(0, 256, (2, 4, 5, 3), dtype=torch.uint8)
+    batcher = ImageBatcher(mean=(0.1, 0.2, 0.3), std=(0.5, 0.25, 0.125))
+    out = batcher.normalise(images.cuda())
+    assert out.device.type == "cuda"
+    torch.testing.assert_close(out.cpu(), batcher.normalise(images))

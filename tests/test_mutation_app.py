@@ -6,6 +6,7 @@ the DDP child command keeps the job's config flags. Real Hydra composition, Ligh
 import io
 import json
 import logging
+import os
 import re
 import subprocess
 import sys
@@ -21,7 +22,7 @@ from images import write_corrupt, write_splits
 from omegaconf import OmegaConf, open_dict
 from torch import nn
 
-from burnlike.app import ddp
+from burnlike.app import ddp, loggers
 from burnlike.app.data import DataConfigError, build_loaders
 from burnlike.app.loggers import _wandb, git_commit
 from burnlike.app.run import (
@@ -265,6 +266,19 @@ def test_git_commit_of_a_checkout_and_its_local_changes(tmp_path, monkeypatch):
     (repo / "f.txt").write_text("two\n")
     assert git_commit(repo) == f"{sha}-dirty"
     assert git_commit(elsewhere) is None
+
+
+@pytest.mark.parametrize("hangs", ["rev-parse", "status"])
+def test_git_commit_gives_up_on_a_git_that_hangs(tmp_path, monkeypatch, hangs):
+    """A git stuck on a lock or a network filesystem: no commit recorded, and the run goes on."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "git"
+    fake.write_text(f'#!/bin/sh\ncase "$*" in *{hangs}*) exec sleep 30;; esac\necho 0123abcd\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setattr(loggers, "GIT_TIMEOUT_S", 0.5)
+    assert git_commit(tmp_path) is None
 
 
 def test_wandb_logger_gets_the_project_offline(tmp_path):

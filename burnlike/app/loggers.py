@@ -95,14 +95,19 @@ def hyperparams(run_dir: Path) -> dict[str, Any]:
     return {"config": config, "git_commit": git_commit()}
 
 
+GIT_TIMEOUT_S = 10.0  # a git that hangs (a network filesystem, a lock) must not hold up the run
+
+
 def git_commit(cwd: Path | None = None) -> str | None:
-    """HEAD of the git checkout the run starts in (a `-dirty` suffix when it has local changes)."""
+    """HEAD of the git checkout the run starts in (a `-dirty` suffix when it has local changes); None
+    outside a checkout, without git, or when git takes longer than `GIT_TIMEOUT_S`."""
     try:
-        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=10)
+        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True,
+                             timeout=GIT_TIMEOUT_S)
         if sha.returncode != 0:
             return None
         dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=cwd,
-                               capture_output=True, text=True, timeout=10)
+                               capture_output=True, text=True, timeout=GIT_TIMEOUT_S)
     except (OSError, subprocess.SubprocessError):
         return None
     return sha.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
