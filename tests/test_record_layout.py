@@ -13,7 +13,7 @@ from burnlike.record import (
     NamedMpkFileRecorder,
     RecordError,
 )
-from burnlike.record.tensor import serial, transfer
+from burnlike.record.tensor import transfer
 from burnlike.record.tensor.buffers import Scratch
 from burnlike.record.tensor.dtypes import INTS
 from burnlike.record.tensor.layout import PAIRS_SLOT, transpose_into, transposed_cast
@@ -54,15 +54,6 @@ def test_widening_two_byte_transposes_move_pairs_of_elements_as_words(shape, eve
     transposed_cast(dst, src, scratch, 0)
     assert torch.equal(dst, src.t().to(dst_dtype))
     assert (PAIRS_SLOT in scratch._bufs) == (even and widens)
-
-
-@pytest.mark.parametrize("shape", [(700, 2, 300), (3, 2, 40000), (40000, 2)])
-def test_a_strided_copy_in_pieces_equals_torch(shape):
-    """`serial.copy_` cuts a strided copy (the pairs' second pass) into slices of the first dimension."""
-    src = torch.randn(shape[::-1], dtype=torch.float32).half().permute(*range(len(shape) - 1, -1, -1))
-    dst = torch.full(shape, 7.0)
-    serial.copy_(dst, src)
-    assert torch.equal(dst, src.float())
 
 
 def test_transposed_casts_round_like_torch_on_every_kind_of_value():

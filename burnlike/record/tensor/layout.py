@@ -46,8 +46,7 @@ def transpose_pairs(dst: torch.Tensor, src: torch.Tensor, scratch: Scratch) -> t
     a, b = src.shape
     words = transpose_into(scratch.get(PAIRS_SLOT, torch.int32, [b // 2, a]), src.view(torch.int32))
     pairs = words.view(src.dtype).view(b // 2, a, 2).permute(0, 2, 1)  # [j, k, i] = src[i, 2j + k]
-    serial.copy_(dst.view(b // 2, 2, a), pairs)
-    return dst
+    return dst.view(b // 2, 2, a).copy_(pairs).view(b, a)  # whole: in 32K pieces it took 1.2x as long
 
 
 def transposed_cast(dst: torch.Tensor, src: torch.Tensor, scratch: Scratch, slot: int) -> torch.Tensor:

@@ -17,23 +17,17 @@ CHUNK = 32768  # torch's grain size: an op this small is never split across thre
 
 
 def _whole(*tensors: torch.Tensor) -> bool:
-    """Whether to leave the op to torch: small, a scalar, or not on the CPU (a GPU does it in one launch)."""
-    return any(t.device.type != "cpu" or t.dim() == 0 or t.numel() <= CHUNK for t in tensors)
+    """Whether to leave the op to torch: small, strided, or not on the CPU (a GPU does it in one launch)."""
+    return any(t.device.type != "cpu" or not t.is_contiguous() or t.numel() <= CHUNK for t in tensors)
 
 
 def copy_(dst: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
-    """`dst.copy_(src)` (same shape; casts), piece by piece: flat pieces when both are contiguous,
-    else slices along the first dimension."""
+    """`dst.copy_(src)` (same shape; casts), piece by piece."""
     if _whole(dst, src):
         return dst.copy_(src)
-    if dst.is_contiguous() and src.is_contiguous():
-        d, s = dst.view(-1), src.view(-1)
-        for i in range(0, d.numel(), CHUNK):
-            d[i:i + CHUNK].copy_(s[i:i + CHUNK])
-        return dst
-    rows = max(1, CHUNK * dst.shape[0] // dst.numel())
-    for i in range(0, dst.shape[0], rows):
-        dst[i:i + rows].copy_(src[i:i + rows])
+    d, s = dst.view(-1), src.view(-1)
+    for i in range(0, d.numel(), CHUNK):
+        d[i:i + CHUNK].copy_(s[i:i + CHUNK])
     return dst
 
 
@@ -41,7 +35,7 @@ def aminmax(t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """`t.aminmax()` (NaN if `t` holds one, as torch's), on the calling thread: numpy's min and max
     where numpy has the dtype (one thread, vectorised: as fast as torch's whole-tensor op; torch
     in pieces costs ~3x in per-call overhead), else piece by piece."""
-    if _whole(t) or not t.is_contiguous():
+    if _whole(t):
         lo, hi = t.aminmax()
         return lo, hi
     if t.dtype in NUMPY and t.dtype != torch.bool:

