@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import multiprocessing as mp
 import os
+import queue as queue_module
 import statistics
 import tempfile
 import time
@@ -132,10 +133,10 @@ def _child(way: str, op: str, params: float, path: str, queue: mp.Queue) -> None
     file saved or loaded)."""
     model = model_of(params)
     save, load = WAYS[way]
-    if op == "load":  # import what loading needs before measuring
-        load(model, Path(path))
-    else:
-        save(model_of(1e4), Path(path + ".warmup"))
+    tiny = model_of(1e4)  # import what the operation needs before measuring, on a tiny model: a
+    warmup = save(tiny, Path(path).with_name("warmup-" + Path(path).name))  # the big file would leave
+    if op == "load":  # freed memory that torch.load's next tensors reuse; a new run's first load can't
+        load(tiny, warmup)
     before = reset_peak()
     wall, cpu, used = run_op(way, op, model, Path(path))
     queue.put((peak_above(before), wall, cpu, str(used)))
@@ -146,7 +147,13 @@ def in_child(way: str, op: str, params: float, path: Path) -> tuple[int, float, 
     queue: mp.Queue = ctx.Queue()
     proc = ctx.Process(target=_child, args=(way, op, params, str(path), queue))
     proc.start()
-    peak, wall, cpu, used = queue.get()
+    while True:  # a child that dies (a failed load) must not leave the parent waiting forever
+        try:
+            peak, wall, cpu, used = queue.get(timeout=1.0)
+            break
+        except queue_module.Empty:
+            if not proc.is_alive():
+                raise RuntimeError(f"{way} {op} failed in its child process (exit code {proc.exitcode})") from None
     proc.join()
     return int(peak), float(wall), float(cpu), Path(used)
 
