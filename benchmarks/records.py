@@ -7,6 +7,9 @@ Repeats are interleaved across the ways (median reported), after a warm-up of ea
 process CPU time (all threads) are both reported. `--fresh` times each operation in a new process
 instead: in one long process torch.load's time depends on whether glibc reuses memory that earlier
 repeats freed (0.11 s or 0.3 s for the same 380 MiB file here), a fresh process never does.
+Each save writes a new file (the previous one is deleted and synced first, untimed): replacing it
+would time the filesystem freeing the old file, which whichever way wrote it costs 0.2-0.3 s for
+a 190-380 MiB file on this VM's ext4 mounted with `discard` (each freed block is trimmed).
 Linear stacks are the worst case for Burn's layout: every weight is stored transposed.
 Peak memory is measured in a fresh child per operation: Linux's peak-RSS mark is reset after the
 model is built (/proc/self/clear_refs), and the peak during the operation minus the RSS before it
@@ -193,6 +196,9 @@ def main() -> None:
                 for way in WAYS:
                     for i, op in enumerate(("save", "load")):
                         target = Path(tmp) / way.split()[0] if op == "save" else paths[way]
+                        if op == "save" and way in paths:  # each save writes a new file: see the docstring
+                            paths[way].unlink()
+                            os.sync()
                         if args.fresh:
                             peak, wall, c, paths[way] = in_child(way, op, params, target)
                             peaks[way][i].append(peak)
