@@ -4,10 +4,10 @@ transposed on worker threads while the writer is still writing earlier ones.
 Why: at 100M parameters in Burn's Linear layout a save is mostly range checks, casts, transposes
 (memory-bound, GIL released) and file writes. Done one after the other they left a core idle; with
 two workers preparing the next tensors while one is written, a 100M-parameter Linear-stack save took
-0.55 s instead of 0.68 s on 2 cores (torch.save 0.51 s). One job is queued beyond the running ones,
+0.55 s instead of 0.68 s on 2 cores. One job is queued beyond the running ones,
 and a queued job no worker has started when the writer reaches it is done by the writer instead of
 waited for; with the range check moved onto the workers too: 0.227 s against 0.237 s without the
-stealing and 0.391 s for torch.save (quiet 2-core VM, median of 9, same process)."""
+stealing (quiet 2-core VM, median of 9, same process; README, Benchmarks, for today's figures)."""
 
 from __future__ import annotations
 
