@@ -127,3 +127,85 @@ def test_the_writer_does_a_job_no_worker_has_started_instead_of_waiting(monkeypa
     finally:
         release.set()
     assert (stolen, prepared) == (4, 0)
+
+
+class Embedded(nn.Module):
+    """A token embedding and a head whose bytes are several parts each when PART_BYTES is small."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(3)
+        self.embedding = nn.Embedding(3000, 96)  # 576 KiB in f16, untransposed
+        self.head = nn.Linear(96, 3000)  # transposed in Burn's layout
+        with torch.no_grad():
+            self.head.weight[7, 2] = 1e5  # beyond f16: this weight stays f32, decided once
+
+
+@pytest.mark.parametrize(("recorder", "half"), [(CompactRecorder(), True), (NamedMpkFileRecorder(), False),
+                                               (BinFileRecorder(HalfPrecisionSettings), True)],
+                         ids=["CompactRecorder", "NamedMpkFileRecorder", "BinFileRecorder-half"])
+def test_big_tensors_are_produced_in_parts_with_the_same_bytes_and_bounded_scratch(tmp_path, monkeypatch, recorder, half):
+    """A save produces a big tensor's bytes in parts of about PART_BYTES (rows of the recorded
+    tensor), shared out to the workers: the file is byte-identical to a whole-tensor save, each
+    tensor's dtype is decided once, and no scratch buffer grows past a part."""
+    model = Embedded()
+    monkeypatch.setattr(ahead, "WORKERS", 1)
+    monkeypatch.setattr(ahead, "PART_BYTES", 1 << 30)  # whole tensors
+    whole = recorder.save_module(model, tmp_path / "whole").read_bytes()
+
+    used: list[ahead.ViewsAhead] = []
+    original = ahead.ViewsAhead.__enter__
+
+    def spy(self: ahead.ViewsAhead) -> ahead.ViewsAhead:
+        used.append(self)
+        return original(self)
+
+    decided: list[tuple[int, ...]] = []
+    original_decide = module_record.storage_dtype
+
+    def counting(t: torch.Tensor, settings: PrecisionSettings | None) -> torch.dtype:
+        decided.append(tuple(t.shape))
+        return original_decide(t, settings)
+
+    monkeypatch.setattr(ahead.ViewsAhead, "__enter__", spy)
+    monkeypatch.setattr(module_record, "storage_dtype", counting)
+    monkeypatch.setattr(ahead, "_AHEAD_BYTES", 1 << 16)
+    monkeypatch.setattr(ahead, "PART_BYTES", 1 << 16)
+    monkeypatch.setattr(ahead, "WORKERS", 2)
+    parts = recorder.save_module(model, tmp_path / "parts").read_bytes()
+    assert parts == whole
+    views = used[-1]
+    assert {id(job[0]) for job in views.queue} and len(views.queue) >= 16  # two tensors, many parts each
+    assert views.prepared + views.stolen == len(views.queue)  # every part came from the queue, in order
+    # each tensor decided once, though its parts ran on two threads: the embedding, the head's weight and bias
+    assert sorted(decided) == ([(3000,), (3000, 96), (3000, 96)] if half else [])
+    biggest = max(buf.numel() for scratch in [*views.ring, views.inline] for buf in scratch._bufs.values())
+    assert biggest <= 2 * (1 << 16)  # a part at f32 at most (the head keeps f32), not a whole tensor
+    loaded = Embedded()
+    nn.init.zeros_(loaded.head.weight)
+    recorder.load_module(loaded, tmp_path / "parts")
+    assert loaded.head.weight[7, 2].item() == 1e5 and torch.equal(loaded.head.weight, model.head.weight)
+
+
+def test_a_dtype_decided_wider_after_planning_keeps_the_plan(monkeypatch):
+    """The parts are planned when the save starts, at the likely dtype. A tensor decided wider
+    before the writer reaches it (here: a weight beyond f16 that stays f32, which then needs no
+    cast at all) must still be served from the queue, part by part, and not make the writer drop
+    the workers as if it had asked out of order."""
+    monkeypatch.setattr(ahead, "PART_BYTES", 1 << 16)
+    monkeypatch.setattr(ahead, "_AHEAD_BYTES", 1 << 16)
+    torch.manual_seed(4)
+    wide, other = torch.randn(3000, 96), torch.randn(3000, 96)
+
+    def make() -> list[TensorBytes]:
+        return [TensorBytes(wide, torch.float16, decide=lambda t: torch.float32),
+                TensorBytes(other, torch.float16, transpose=True)]
+
+    expected = [bytes(tb) for tb in make()]
+    tbs = make()
+    with ahead.ViewsAhead(tbs, workers=2) as views:
+        assert [tb.dtype for tb in tbs] == [torch.float32, torch.float16]  # decided before the writer asks
+        got = [b"".join(bytes(part) for part in views.parts(tb)) for tb in tbs]
+        assert views.pool is not None  # still preparing ahead: nothing was out of order
+        assert views.prepared + views.stolen == len(views.queue) > 2
+    assert got == expected

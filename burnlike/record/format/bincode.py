@@ -173,10 +173,11 @@ class _Writer(Visitor[Any]):
         data = value["param"]
         raw = data["bytes"]
         if isinstance(raw, TensorBytes):
-            view = self.views.view(raw)
-            self.varint(view.nbytes)
-            self.flush()
-            self.f.write(view)
+            for i, part in enumerate(self.views.parts(raw)):
+                if i == 0:  # the first part decided the dtype: the length is known
+                    self.varint(raw.nbytes)
+                    self.flush()
+                self.f.write(part)
         else:
             self.blob(raw)
         self.varint(len(data["shape"]))

@@ -52,6 +52,12 @@ class _Writer:
         self.packer = msgpack.Packer(use_bin_type=True)
         self.buf = bytearray()
 
+    def bin_start(self, n: int) -> None:
+        """Write what is buffered and a bin header: `n` bytes of the bin follow, streamed."""
+        self.buf.extend(bin_header(n))
+        self.f.write(self.buf)
+        self.buf.clear()
+
     def walk(self, o: Any, depth: int) -> None:
         buf, packer = self.buf, self.packer
         if depth > MAX_DEPTH:
@@ -65,11 +71,14 @@ class _Writer:
             buf.extend(packer.pack_array_header(len(o)))
             for v in o:
                 self.walk(v, depth + 1)
-        elif isinstance(o, TensorBytes) or (isinstance(o, (bytes, bytearray, memoryview)) and len(o) >= BIG):
-            view = self.views.view(o) if isinstance(o, TensorBytes) else memoryview(o).cast("B")
-            buf.extend(bin_header(view.nbytes))
-            self.f.write(buf)
-            buf.clear()
+        elif isinstance(o, TensorBytes):
+            for i, part in enumerate(self.views.parts(o)):
+                if i == 0:  # the first part decided the dtype: the length is known
+                    self.bin_start(o.nbytes)
+                self.f.write(part)
+        elif isinstance(o, (bytes, bytearray, memoryview)) and len(o) >= BIG:
+            view = memoryview(o).cast("B")
+            self.bin_start(view.nbytes)
             self.f.write(view)
         else:
             if isinstance(o, DtypeField):  # decided by now: its bytes were written first

@@ -18,7 +18,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from types import TracebackType
 from typing import Any
 
-from burnlike.record.tensor.buffers import Scratch
+from burnlike.record.tensor.buffers import PART_BYTES, Scratch
 from burnlike.record.tensor.layout import TensorBytes
 
 WORKERS = max(1, min(2, (os.cpu_count() or 1)))
@@ -43,19 +43,35 @@ def _worth_ahead(tb: TensorBytes) -> bool:
     return tb.likely_nbytes >= _AHEAD_BYTES and not tb.zero_copy
 
 
-class ViewsAhead:
-    """`view(tb)` is `tb.view(scratch)`, computed ahead for the big tensors of `order`.
+Job = tuple[TensorBytes, tuple[int, int]]  # a tensor and the rows of it to produce
 
-    The writer must ask for the big ones in `order` (it may ask for others in between); a view
-    stays valid until the next `view` call, as with one `Scratch`. Asked out of order, it falls
+
+def _jobs(tb: TensorBytes) -> list[Job]:
+    """A big tensor's jobs: its parts of about `PART_BYTES` (one job for a tensor up to that size)."""
+    return [(tb, rows) for rows in tb.row_parts(PART_BYTES)]
+
+
+def _produce(job: Job, scratch: Scratch) -> memoryview:
+    return job[0].part(scratch, job[1])
+
+
+class ViewsAhead:
+    """`parts(tb)` are `tb`'s record bytes (`tb.view(scratch)` in parts of about `PART_BYTES`),
+    computed ahead for the big tensors of `order`.
+
+    The writer must ask for the big ones in `order` (it may ask for others in between); a part
+    stays valid until the next part is asked for, as with one `Scratch`. Asked out of order, it falls
     back to preparing inline. Use as a context manager: the workers stop on exit, even on an error.
     """
 
     def __init__(self, order: Iterable[TensorBytes], workers: int | None = None) -> None:
         workers = WORKERS if workers is None else workers
-        self.queue = [tb for tb in order if _worth_ahead(tb)]
+        # planned once: a tensor's dtype may be decided (wider) while the save runs, which would
+        # change its size and whether it is worth a worker, but not the plan
+        self.planned = {id(tb): _jobs(tb) for tb in order if _worth_ahead(tb)}
+        self.queue = [job for jobs in self.planned.values() for job in jobs]
         self.inline = Scratch()
-        self.prepared = 0  # views handed out that a worker had prepared
+        self.prepared = 0  # parts handed out that a worker had prepared
         self.stolen = 0  # queued jobs no worker had started when the writer reached them: done inline
         self.pool: ThreadPoolExecutor | None = None
         if workers > 1 and len(self.queue) > 1:
@@ -71,24 +87,41 @@ class ViewsAhead:
         assert self.pool is not None
         i = self.submitted
         if i < len(self.queue):
-            # tensor i - workers - 1 used this scratch and has been written: the writer asked for a later one
-            self.futures.append(self.pool.submit(self.queue[i].view, self.ring[i % len(self.ring)]))
+            # job i - workers - 1 used this scratch and has been written: the writer asked for a later one
+            self.futures.append(self.pool.submit(_produce, self.queue[i], self.ring[i % len(self.ring)]))
             self.submitted += 1
 
+    def parts(self, tb: TensorBytes) -> Iterator[memoryview]:
+        """`tb`'s bytes, part by part (one part for a small tensor); `tb.nbytes` is known once the
+        first part is out."""
+        for job in self._jobs_of(tb):
+            yield self._part(job)
+
     def view(self, tb: TensorBytes) -> memoryview:
+        """All of `tb`'s bytes at once (copied together when they came in parts)."""
+        jobs = self._jobs_of(tb)
+        if len(jobs) == 1:
+            return self._part(jobs[0])
+        return memoryview(b"".join(bytes(self._part(job)) for job in jobs))
+
+    def _jobs_of(self, tb: TensorBytes) -> list[Job]:
+        return self.planned.get(id(tb)) or [(tb, (0, (tb.shape or [1])[0]))]
+
+    def _part(self, job: Job) -> memoryview:
         if self.pool is None or not self.futures:
-            return tb.view(self.inline)
+            return _produce(job, self.inline)
         taken = self.submitted - len(self.futures)
-        if self.queue[taken] is not tb:
-            if _worth_ahead(tb):
+        queued = self.queue[taken]
+        if queued[0] is not job[0] or queued[1] != job[1]:
+            if id(job[0]) in self.planned:
                 self.close()  # out of order: the ring's slots can't be trusted any more
-            return tb.view(self.inline)
-        job = self.futures.popleft()
-        if job.cancel():  # no worker has started it: the writer prepares it rather than wait
-            out = tb.view(self.inline)
+            return _produce(job, self.inline)
+        future = self.futures.popleft()
+        if future.cancel():  # no worker has started it: the writer prepares it rather than wait
+            out = _produce(job, self.inline)
             self.stolen += 1
         else:
-            out = job.result()
+            out = future.result()
             self.prepared += 1
         self._submit()
         return out

@@ -8,6 +8,12 @@ import torch
 
 from burnlike.record.tensor.dtypes import itemsize
 
+# A big tensor moves between file and parameters in parts of about this many bytes: a load's read
+# (`transfer.Copy.parts`) and a save's produced bytes (`TensorBytes.row_parts`). Why: whole-tensor
+# scratch buffers are freshly mapped on each save (a 32000x768 embedding: ~12,000 page faults), and
+# parts spread one big tensor over both threads.
+PART_BYTES = 4 << 20
+
 
 def as_bytes(t: torch.Tensor) -> memoryview:
     """A contiguous CPU tensor's raw little-endian bytes, without a copy."""

@@ -12,6 +12,7 @@ way), and 7.4 ms against 17.4 ms for a load's transpose-and-widen.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 
 import torch
@@ -75,9 +76,11 @@ class TensorBytes:
 
     With `decide`, `dtype` is only the likely one: `decide(tensor)` settles it when the bytes are
     first produced, which a save does on its worker threads (the f16 range check is a full pass over
-    the weights; Burn's TensorData writes its bytes before its dtype, so nothing waits for it)."""
+    the weights; Burn's TensorData writes its bytes before its dtype, so nothing waits for it).
+    A big tensor's bytes can be produced in parts of rows (`row_parts`, `part`), on two threads at
+    once: deciding takes a lock, so it happens once."""
 
-    __slots__ = ("tensor", "_dtype", "transpose", "_decide")
+    __slots__ = ("tensor", "_dtype", "transpose", "_decide", "_lock")
 
     def __init__(self, tensor: torch.Tensor, dtype: torch.dtype, transpose: bool = False,
                  decide: Callable[[torch.Tensor], torch.dtype] | None = None) -> None:
@@ -85,14 +88,17 @@ class TensorBytes:
         self._dtype = dtype
         self.transpose = transpose
         self._decide = decide
+        self._lock = threading.Lock() if decide is not None else None
 
     @property
     def dtype(self) -> torch.dtype:
         """The recorded dtype (decided now if it wasn't yet)."""
-        decide = self._decide
-        if decide is not None:
-            self._dtype = decide(self.tensor)
-            self._decide = None
+        if self._decide is not None and self._lock is not None:
+            with self._lock:
+                decide = self._decide
+                if decide is not None:
+                    self._dtype = decide(self.tensor)
+                    self._decide = None
         return self._dtype
 
     @property
@@ -126,6 +132,30 @@ class TensorBytes:
                 return as_bytes(t)
             return as_bytes(serial.copy_(scratch.get(1, dtype, self.shape), t))
         return as_bytes(transposed_cast(scratch.get(1, dtype, self.shape), t, scratch, 0))
+
+    def row_parts(self, part_bytes: int) -> list[tuple[int, int]]:
+        """Ranges of the recorded tensor's first dimension, each about `part_bytes` of bytes at the
+        likely dtype: one range (the whole tensor) unless it is bigger and on the CPU."""
+        rows = self.shape[0] if self.shape else 1
+        if self.tensor.device.type != "cpu" or self.likely_nbytes <= part_bytes or rows < 2:
+            return [(0, rows)]
+        step = max(1, part_bytes // max(1, self.likely_nbytes // rows))
+        return [(r, min(rows, r + step)) for r in range(0, rows, step)]
+
+    def part(self, scratch: Scratch, rows: tuple[int, int]) -> memoryview:
+        """The bytes of recorded rows `rows` (from `row_parts`), valid until `scratch` is used again:
+        concatenated in order, the parts are `view`'s bytes."""
+        start, stop = rows
+        if (start, stop) == (0, (self.shape or [1])[0]):
+            return self.view(scratch)
+        dtype = self.dtype
+        if not self.transpose:
+            src = self.tensor[start:stop]
+            if src.dtype == dtype and src.is_contiguous():
+                return as_bytes(src)
+            return as_bytes(serial.copy_(scratch.get(1, dtype, list(src.shape)), src))
+        out = scratch.get(1, dtype, [stop - start, self.tensor.shape[0]])
+        return as_bytes(transposed_cast(out, self.tensor[:, start:stop], scratch, 0))
 
     def __bytes__(self) -> bytes:
         return bytes(self.view(Scratch()))

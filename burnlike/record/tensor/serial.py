@@ -22,8 +22,14 @@ def _whole(*tensors: torch.Tensor) -> bool:
 
 
 def copy_(dst: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
-    """`dst.copy_(src)` (same shape; casts), piece by piece."""
+    """`dst.copy_(src)` (same shape; casts), piece by piece: flat pieces when both are contiguous,
+    else blocks of whole rows (a column slice of a weight: a save's part of a transposed tensor)."""
     if _whole(dst, src):
+        if dst.dim() >= 2 and dst.device.type == src.device.type == "cpu" and dst.numel() > CHUNK:
+            step = max(1, CHUNK // max(1, dst[0].numel()))
+            for i in range(0, dst.shape[0], step):
+                dst[i:i + step].copy_(src[i:i + step])
+            return dst
         return dst.copy_(src)
     d, s = dst.view(-1), src.view(-1)
     for i in range(0, d.numel(), CHUNK):

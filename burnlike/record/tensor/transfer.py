@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
-from burnlike.record.tensor.buffers import Scratch
+from burnlike.record.tensor.buffers import PART_BYTES, Scratch
 from burnlike.record.tensor.dtypes import itemsize
 from burnlike.record.tensor.file_slice import FileSlice
 from burnlike.record.tensor.layout import transposed_cast
@@ -22,7 +22,6 @@ from burnlike.record.tensor.tensor_data import RawBytes, bytes_to_tensor
 
 THREADS = max(1, min(4, os.cpu_count() or 1))
 _PARALLEL_BYTES = 1 << 20  # smaller tensors aren't worth a thread hand-off
-PART_BYTES = 4 << 20  # a bigger untransposed tensor is read in parts (see `Copy.parts`)
 
 
 @dataclass
