@@ -36,9 +36,9 @@ bench: install
 # Not in CI. A seeded random 250 mutants per package (score with a 95% interval; ~30-60 min on 2
 # cores); `make mutation-full`: all ~14.5k mutants (many hours; `--only burnlike.optim` for one package).
 mutation: install
-	$(PY) -m pip install --quiet -e ".[mutation]"
+	$(PY) -m pip install --quiet -e ".[mutation,loggers]"  # the logger integrations are mutated too
 	BURNLIKE_DATA=$(DATA) $(PY) scripts/mutation.py --sample 250 --recheck
 
 mutation-full: install
-	$(PY) -m pip install --quiet -e ".[mutation]"
+	$(PY) -m pip install --quiet -e ".[mutation,loggers]"  # the logger integrations are mutated too
 	BURNLIKE_DATA=$(DATA) $(PY) scripts/mutation.py

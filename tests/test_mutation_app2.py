@@ -1,0 +1,192 @@
+"""The app's config reaches what it configures, third pass over issue 17's mutation sample of
+`burnlike.app` (2026-11-25): every `validate` check names its own key and bound; Burn's execution
+strategies and the trainer limits reach Lightning's Trainer; the loggers get the run's name, hyper-
+parameters and directories; the rank check reads each launcher's variable. Real Hydra composition,
+real Lightning loggers (MLflow, W&B when installed), a real tiny MNIST run."""
+
+import io
+import logging
+import re
+import sys
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
+from idx import write_mnist_idx
+from omegaconf import OmegaConf
+from torch import nn
+
+from burnlike.app.loggers import _wandb, build_loggers
+from burnlike.app.run import (
+    AppConfigError,
+    MetricTracker,
+    build_model,
+    execution,
+    is_rank_zero,
+    recorder_names,
+    run,
+    validate,
+)
+from burnlike.train import LearnerBuilder
+
+CONF = Path(__file__).resolve().parents[1] / "conf"
+SMALL = ["model=mlp", "model.hidden_sizes=[8]", "learner.progress_bar=false", "learner.summary=false",
+         "learner.checkpointing=false"]
+
+
+@pytest.fixture(scope="module")
+def conf():
+    from burnlike.app.schema import register_configs
+
+    register_configs()
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        yield lambda *overrides: compose("config", overrides=list(overrides))
+    GlobalHydra.instance().clear()
+
+
+# --- validate: one check per key, each naming that key and its bound -----------------------------------------
+
+@pytest.mark.parametrize(("override", "message"), [
+    ("trainer.num_nodes=0", "trainer.num_nodes=0 is invalid: expected an integer >= 1"),
+    ("learner.num_epochs=0", "learner.num_epochs=0 is invalid: expected an integer >= 1"),
+    ("learner.grads_accumulation=0", "learner.grads_accumulation=0 is invalid: expected an integer >= 1"),
+    ("data.batch_size=0", "data.batch_size=0 is invalid: expected an integer >= 1"),
+    ("data.num_workers=-1", "data.num_workers=-1 is invalid: expected an integer >= 0"),
+    ("learner.recorder=pickle", "learner.recorder='pickle' is invalid: expected one of {names}"),
+    ("learner.strategy=fsdp", "learner.strategy='fsdp' is invalid: expected null or one of "
+                              "['single', 'multi', 'multi_sharded', 'ddp']"),
+])
+def test_each_checked_key_is_named_with_its_bound(conf, override, message):
+    with pytest.raises(AppConfigError) as error:
+        validate(conf(*SMALL, override))
+    assert str(error.value) == message.format(names=recorder_names())
+
+
+@pytest.mark.parametrize("override", ["trainer.num_nodes=1", "learner.num_epochs=1", "learner.grads_accumulation=1",
+                                      "data.num_workers=0", "learner.recorder=bin_gz", "learner.strategy=single"])
+def test_each_checks_bound_itself_is_valid(conf, override):
+    validate(conf(*SMALL, override))
+
+
+# --- Burn's execution strategies, the model, the rank -------------------------------------------------------
+
+def test_an_execution_strategy_on_another_accelerator_is_named(conf):
+    with pytest.raises(AppConfigError) as error:
+        execution(conf("learner.strategy=single", "trainer.accelerator=mps", "trainer.devices=1"))
+    assert str(error.value) == "learner.strategy=single needs trainer.accelerator=cpu or gpu, got mps"
+
+
+def test_build_model_takes_a_plain_module_target_as_it_is():
+    """A `_target_` that is the model itself (no `init`) is not asked for one."""
+    model = build_model(OmegaConf.create({"model": {"_target_": "torch.nn.Linear", "in_features": 2,
+                                                    "out_features": 3}}))
+    assert isinstance(model, nn.Linear) and model.out_features == 3
+
+
+@pytest.mark.parametrize("key", ["LOCAL_RANK", "NODE_RANK", "RANK", "SLURM_PROCID"])
+def test_any_launchers_rank_variable_makes_a_process_not_rank_zero(monkeypatch, key):
+    for k in ("LOCAL_RANK", "NODE_RANK", "RANK", "SLURM_PROCID"):
+        monkeypatch.delenv(k, raising=False)
+    assert is_rank_zero()
+    monkeypatch.setenv(key, "1")
+    assert not is_rank_zero()
+    monkeypatch.setenv(key, "0")
+    assert is_rank_zero()
+
+
+# --- what run() hands the Learner, up to the start of training ----------------------------------------------
+
+class Stop(Exception):
+    """Raised by the spy once run() has built everything it configures: no training needed."""
+
+
+def test_run_hands_the_trainer_its_limits_strategy_loggers_hyperparameters_and_the_tracker_its_trainer(
+        conf, tmp_path, monkeypatch):
+    seen: dict[str, object] = {}
+    kwargs_of, logger_of = LearnerBuilder.trainer_kwargs, LearnerBuilder.with_logger
+    tracker_init = MetricTracker.__init__
+
+    def trainer_kwargs(self, **kwargs):
+        seen["trainer"] = kwargs
+        return kwargs_of(self, **kwargs)
+
+    def with_logger(self, *loggers, **kwargs):
+        seen["hyperparams"] = kwargs.get("hyperparams")
+        return logger_of(self, *loggers, **kwargs)
+
+    def tracker(self, key, path, store, trainer=None):
+        tracker_init(self, key, path, store, trainer)
+        seen["tracker_trainer"] = trainer
+        raise Stop
+
+    monkeypatch.setattr(LearnerBuilder, "trainer_kwargs", trainer_kwargs)
+    monkeypatch.setattr(LearnerBuilder, "with_logger", with_logger)
+    monkeypatch.setattr(MetricTracker, "__init__", tracker)
+    tiny = write_mnist_idx(tmp_path / "mnist", n_train=64, n_test=32)
+    with pytest.raises(Stop):
+        run(conf(*SMALL, f"data.root={tiny}", "learner.strategy=ddp", "trainer.devices=1",
+                 "trainer.limit_train_batches=2", "trainer.limit_val_batches=1"), tmp_path / "run")
+    trainer = seen["trainer"]
+    assert trainer["strategy"] == "ddp"  # Burn's ExecutionStrategy.ddp, not Lightning's "auto"
+    assert trainer["limit_train_batches"] == 2 and trainer["limit_val_batches"] == 1
+    hyperparams = seen["hyperparams"]
+    assert isinstance(hyperparams, dict) and set(hyperparams) == {"config", "git_commit"}
+    assert hyperparams["config"]["learner"]["strategy"] == "ddp"  # the run's own config.json
+    import lightning as L
+
+    assert isinstance(seen["tracker_trainer"], L.Trainer)  # so only rank 0 writes result.json
+
+
+def test_run_says_where_it_saved_the_model(conf, tmp_path, caplog):
+    tiny = write_mnist_idx(tmp_path / "mnist", n_train=64, n_test=32)
+    with caplog.at_level(logging.INFO, logger="burnlike.app"):
+        run(conf(*SMALL, f"data.root={tiny}", "learner.num_epochs=1", "trainer.limit_train_batches=1",
+                 "trainer.limit_val_batches=1"), tmp_path / "run")
+    saved = [r.getMessage() for r in caplog.records if r.name == "burnlike.app" and "saved" in r.getMessage()]
+    assert saved == [f"saved the trained model to {tmp_path / 'run' / 'model.mpk'}"]
+
+
+# --- loggers --------------------------------------------------------------------------------------------------
+
+def test_mlflow_logs_under_the_runs_name_into_the_run_dir(conf, tmp_path, monkeypatch):
+    pytest.importorskip("mlflow")
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    (logger,) = build_loggers(conf(*SMALL, "logger=mlflow", "logger.name=my-sweep"), tmp_path)
+    assert logger._experiment_name == "my-sweep"
+    assert logger._tracking_uri == (tmp_path / "mlruns").resolve().as_uri()
+
+
+@pytest.mark.parametrize(("key", "offline"), [(None, True), ("0123456789abcdef0123456789abcdef01234567", False)])
+def test_wandb_goes_offline_without_an_api_key_into_the_run_dir(tmp_path, monkeypatch, key, offline):
+    pytest.importorskip("wandb")
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    if key:
+        monkeypatch.setenv("WANDB_API_KEY", key)
+    logger = _wandb(tmp_path, "my-project", None)
+    assert logger._offline is offline
+    assert logger.save_dir == str(tmp_path)
+
+
+# --- the config tree -------------------------------------------------------------------------------------------
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_config_tree_shows_each_group_as_yaml(conf, monkeypatch):
+    import rich
+
+    from burnlike.app.tree import print_config
+
+    monkeypatch.setattr(rich, "_console", None)
+    out = Terminal()
+    monkeypatch.setattr(sys, "stdout", out)
+    print_config(conf("model=mlp", "model.hidden_sizes=[8]"))
+    text = re.sub(r"\x1b\[[0-9;]*m", "", out.getvalue())
+    lines = [line.strip("│ ") for line in text.splitlines()]
+    assert "hidden_sizes:" in lines and "- 8" in lines  # YAML, not a dict's repr
+    assert "{'" not in text
+
