@@ -93,10 +93,11 @@ def check_slow_kills(only: list[str] | None) -> None:
             code = codes.get(name)
             if code is None or status_by_exit_code[code] in CAUGHT or (only and package_of(name) not in only):
                 continue
-            env = {**os.environ, "MUTANT_UNDER_TEST": name, "BURNLIKE_MUTANT_SLOW": "1",
-                   "PYTHONPATH": str(ROOT / "mutants")}
+            env = {**os.environ, "MUTANT_UNDER_TEST": name, "BURNLIKE_MUTANT_SLOW": "1"}
+            # in mutants/, as mutmut runs its tests: `python -m` puts the working directory first on
+            # sys.path, and from the repository root that is the unmutated package
             run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *tests],
-                                 cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+                                 cwd=ROOT / "mutants", env=env, capture_output=True, text=True, check=False)
             killed = run.returncode == 1  # a test failed (2-5: the run itself went wrong)
             print(f"{name}: {'killed' if killed else 'not killed'} by {' '.join(tests)}")
             if killed:
