@@ -167,6 +167,8 @@ def test_wandb_goes_offline_without_an_api_key_into_the_run_dir(tmp_path, monkey
     logger = _wandb(tmp_path, "my-project", None)
     assert logger._offline is offline
     assert logger.save_dir == str(tmp_path)
+    assert logger.name == "my-project"
+    assert "anonymous" not in logger._wandb_init  # Lightning's None, which wandb would warn about
 
 
 # --- the config tree -------------------------------------------------------------------------------------------
