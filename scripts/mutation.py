@@ -93,7 +93,8 @@ def check_slow_kills(only: list[str] | None) -> None:
             code = codes.get(name)
             if code is None or status_by_exit_code[code] in CAUGHT or (only and package_of(name) not in only):
                 continue
-            env = {**os.environ, "MUTANT_UNDER_TEST": name, "BURNLIKE_MUTANT_SLOW": "1"}
+            env = {**os.environ, "MUTANT_UNDER_TEST": name, "BURNLIKE_MUTANT_SLOW": "1",
+                   "PYTHONPATH": str(ROOT / "mutants")}  # the test's own child processes (DDP ranks) too
             # in mutants/, as mutmut runs its tests: `python -m` puts the working directory first on
             # sys.path, and from the repository root that is the unmutated package
             run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *tests],

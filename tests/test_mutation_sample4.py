@@ -110,3 +110,115 @@ def test_a_text_folder_read_as_a_csv_dataset_keeps_each_files_label(tmp_path):
     assert sorted(classes) == ["neg", "pos"]
     assert items == sorted([("bad", classes.index("neg")), ("awful", classes.index("neg")),
                             ("good", classes.index("pos"))])
+
+
+# --- the record sample of 2026-11-25 (second draw, after the save's parts) -------------------------------
+
+def _bin_item(blob: bytes) -> bytes:
+    """A bincode record holding a non-module item (a training checkpoint's layout): Burn's five
+    metadata strings, then the MessagePack item as one length-prefixed blob."""
+    from burnlike.record.format.bincode import ITEM_FORMAT
+
+    def string(s: str) -> bytes:
+        return bytes([len(s)]) + s.encode()
+
+    return b"".join(string(s) for s in ("f32", "i64", ITEM_FORMAT + "checkpoint", "0.1.0", "Full")) + \
+        bytes([len(blob)]) + blob
+
+
+def test_a_bincode_item_is_decoded_within_the_callers_budget_and_as_a_burn_record(tmp_path):
+    import msgpack
+
+    from burnlike.record.format.bincode import decode
+    from burnlike.record.format.budget import Budget
+
+    data = _bin_item(msgpack.packb({"epoch": [1, 2, 3, 4, 5]}))
+    record = decode(data, tmp_path / "c.bin", None)
+    assert set(record) == {"metadata", "item", "_b"} and record["_b"] == []  # BurnRecord's fields
+    assert record["item"] == {"epoch": [1, 2, 3, 4, 5]}
+    with pytest.raises(RecordError, match="more than 4 values"):
+        decode(data, tmp_path / "c.bin", None, Budget(4, tmp_path / "c.bin"))
+
+
+def test_what_a_map_and_an_array_cost_in_the_budget():
+    """A container is charged 1 + its entries (a map: 1 + keys + values) when its header is read."""
+    import io
+
+    import msgpack
+
+    from burnlike.record.format.budget import Budget
+    from burnlike.record.format.messagepack import read_msgpack
+
+    for doc, cost in (([1, 2, 3], 4), ({"a": 1, "b": 2}, 5), ([[1], []], 3 + 2 + 1)):
+        data = msgpack.packb(doc)
+        budget = Budget(100)
+        assert read_msgpack(io.BytesIO(data), len(data), None, budget=budget) == doc
+        assert budget.used == cost, doc
+
+
+@pytest.mark.parametrize("n", [251, 300, 2**16 - 1])
+def test_bincode_writes_251_to_65535_as_a_3_byte_varint(n):
+    import io
+
+    from burnlike.record.format.bincode import _Writer
+    from burnlike.record.tensor.ahead import ViewsAhead
+
+    with ViewsAhead(()) as views:
+        writer = _Writer(io.BytesIO(), views)
+        writer.varint(n)
+    assert writer.parts == [b"\xfb" + n.to_bytes(2, "little")]
+
+
+def test_a_temp_file_of_another_users_live_process_is_kept(tmp_path, monkeypatch):
+    from burnlike.record.format import files
+
+    def not_permitted(pid: int, sig: int) -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(files.os, "kill", not_permitted)
+    theirs = tmp_path / f".m.mpk.burnlike.{files._HOST}.4242.abcd.tmp"
+    theirs.write_bytes(b"half a save")
+    assert files._alive(4242)
+    assert files.remove_stale_temps(tmp_path) == [] and theirs.exists()
+
+
+def test_load_weights_names_the_file_when_the_record_does_not_fit(tmp_path):
+    from burnlike.record import load_weights
+
+    path = CompactRecorder().save_module(nn.Linear(3, 2), tmp_path / "small")
+    with pytest.raises(RecordError) as error:
+        load_weights(nn.Linear(4, 2), path)
+    assert str(path) in str(error.value)
+
+
+def test_an_object_in_a_list_goes_to_the_handler_under_its_index():
+    class Opaque:
+        pass
+
+    seen: list[tuple[str, str]] = []
+    encoded = encode_value([1, Opaque()], lambda key, t: t.dtype, "hp", lambda key, kind: seen.append((key, kind)))
+    assert seen == [("hp[1]", f"{__name__}.{Opaque.__qualname__}")]
+    assert encoded[0] == 1 and encoded[1]["__burnlike__"] == "unstorable"
+
+
+@pytest.mark.parametrize("item", [[1, 2, 3], [1], "ab"])
+def test_a_tagged_dict_entry_that_is_not_a_pair_is_refused_by_name(item):
+    from burnlike.record.checkpoint.value import decode_value
+
+    with pytest.raises(RecordError) as error:
+        decode_value({"__burnlike__": "dict", "items": [item]}, "f.ckpt", "hparams")
+    assert "malformed 'dict' value ('expected a [key, value] pair')" in str(error.value)
+
+
+def test_views_ahead_joins_a_tensors_parts_for_view(monkeypatch):
+    from burnlike.record.tensor import ahead
+    from burnlike.record.tensor.layout import TensorBytes
+
+    monkeypatch.setattr(ahead, "PART_BYTES", 1 << 16)
+    monkeypatch.setattr(ahead, "_AHEAD_BYTES", 1 << 16)
+    torch.manual_seed(5)
+    tbs = [TensorBytes(torch.randn(600, 200), torch.float16, transpose=True) for _ in range(2)]
+    expected = [bytes(TensorBytes(tb.tensor, torch.float16, transpose=True)) for tb in tbs]
+    with ahead.ViewsAhead(tbs, workers=2) as views:
+        assert len(views.queue) > 2  # parts
+        assert [bytes(views.view(tb)) for tb in tbs] == expected
