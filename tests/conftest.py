@@ -21,3 +21,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if out:
         config.hook.pytest_deselected(items=out)
         items[:] = [item for item in items if item not in out]
+
+
+@pytest.fixture(scope="module")
+def conf():
+    """`conf(*overrides)`: the app's config composed by Hydra from conf/, as `train.py` composes it."""
+    from pathlib import Path
+
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    from burnlike.app.schema import register_configs
+
+    register_configs()
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(Path(__file__).resolve().parents[1] / "conf"), version_base="1.3"):
+        yield lambda *overrides, **kw: compose("config", overrides=list(overrides), **kw)
+    GlobalHydra.instance().clear()

@@ -14,8 +14,6 @@ from pathlib import Path
 
 import pytest
 import torch
-from hydra import compose, initialize_config_dir
-from hydra.core.global_hydra import GlobalHydra
 from hydra.core.hydra_config import HydraConfig
 from idx import write_mnist_idx
 from images import write_corrupt, write_splits
@@ -37,22 +35,11 @@ from burnlike.app.run import (
     validate,
 )
 
-CONF = Path(__file__).resolve().parents[1] / "conf"
 SMALL = ["model=mlp", "model.hidden_sizes=[8]", "learner.progress_bar=false", "learner.summary=false",
          "learner.checkpointing=false"]
 TABLE = ["model=tabular", "data=csv", "data.train=t.csv", "data.target=kind", "model.num_features=2",
          "model.num_outputs=2"]
 
-
-@pytest.fixture(scope="module")
-def conf():
-    from burnlike.app.schema import register_configs
-
-    register_configs()
-    GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        yield lambda *overrides, **kw: compose("config", overrides=list(overrides), **kw)
-    GlobalHydra.instance().clear()
 
 
 def write_table(path: Path, delimiter: str = ",", n: int = 20) -> Path:

@@ -8,11 +8,8 @@ import io
 import logging
 import re
 import sys
-from pathlib import Path
 
 import pytest
-from hydra import compose, initialize_config_dir
-from hydra.core.global_hydra import GlobalHydra
 from idx import write_mnist_idx
 from omegaconf import OmegaConf
 from torch import nn
@@ -30,20 +27,9 @@ from burnlike.app.run import (
 )
 from burnlike.train import LearnerBuilder
 
-CONF = Path(__file__).resolve().parents[1] / "conf"
 SMALL = ["model=mlp", "model.hidden_sizes=[8]", "learner.progress_bar=false", "learner.summary=false",
          "learner.checkpointing=false"]
 
-
-@pytest.fixture(scope="module")
-def conf():
-    from burnlike.app.schema import register_configs
-
-    register_configs()
-    GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        yield lambda *overrides: compose("config", overrides=list(overrides))
-    GlobalHydra.instance().clear()
 
 
 # --- validate: one check per key, each naming that key and its bound -----------------------------------------
