@@ -47,6 +47,12 @@ def main(artifact_dir: str, interrupt: bool) -> None:
     trainer = result.trainer
     out = {k: float(v) for k, v in trainer.callback_metrics.items()} | {"global_step": trainer.global_step}
     Path(artifact_dir, f"rank{trainer.global_rank}.json").write_text(json.dumps(out))
+    # A DDP script ends its process group itself (PyTorch's advice): left to interpreter shutdown,
+    # gloo's threads were once torn down mid-way in CI ("terminate called without an active
+    # exception", SIGABRT after both ranks had finished).
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        torch.distributed.barrier()
+        torch.distributed.destroy_process_group()
 
 
 if __name__ == "__main__":
