@@ -105,7 +105,7 @@ class ViewsAhead:
         return memoryview(b"".join(bytes(self._part(job)) for job in jobs))
 
     def _jobs_of(self, tb: TensorBytes) -> list[Job]:
-        return self.planned.get(id(tb)) or [(tb, (0, (tb.shape or [1])[0]))]
+        return self.planned.get(id(tb)) or [(tb, (0, tb.rows))]
 
     def _part(self, job: Job) -> memoryview:
         if self.pool is None or not self.futures:

@@ -121,41 +121,39 @@ class TensorBytes:
         return self._decide is None and not self.transpose and t.device.type == "cpu" and \
             t.dtype == self._dtype and t.is_contiguous()
 
+    @property
+    def rows(self) -> int:
+        """The recorded tensor's first dimension (1 for a scalar): what `row_parts` divides."""
+        shape = self.shape
+        return shape[0] if shape else 1
+
     def view(self, scratch: Scratch) -> memoryview:
         """The bytes, valid until `scratch` is used again (zero-copy when no cast is needed)."""
-        dtype = self.dtype
-        t = self.tensor
-        if t.device.type != "cpu":
-            t = t.cpu()
-        if not self.transpose:
-            if t.dtype == dtype and t.is_contiguous():
-                return as_bytes(t)
-            return as_bytes(serial.copy_(scratch.get(1, dtype, self.shape), t))
-        return as_bytes(transposed_cast(scratch.get(1, dtype, self.shape), t, scratch, 0))
+        return self.part(scratch, (0, self.rows))
 
     def row_parts(self, part_bytes: int) -> list[tuple[int, int]]:
         """Ranges of the recorded tensor's first dimension, each about `part_bytes` of bytes at the
         likely dtype: one range (the whole tensor) unless it is bigger and on the CPU."""
-        rows = self.shape[0] if self.shape else 1
+        rows = self.rows
         if self.tensor.device.type != "cpu" or self.likely_nbytes <= part_bytes or rows < 2:
             return [(0, rows)]
         step = max(1, part_bytes // max(1, self.likely_nbytes // rows))
         return [(r, min(rows, r + step)) for r in range(0, rows, step)]
 
     def part(self, scratch: Scratch, rows: tuple[int, int]) -> memoryview:
-        """The bytes of recorded rows `rows` (from `row_parts`), valid until `scratch` is used again:
-        concatenated in order, the parts are `view`'s bytes."""
+        """The bytes of recorded rows `rows` (from `row_parts`; `view` is all of them), valid until
+        `scratch` is used again: concatenated in order, the parts are `view`'s bytes."""
         start, stop = rows
-        if (start, stop) == (0, (self.shape or [1])[0]):
-            return self.view(scratch)
         dtype = self.dtype
+        t = self.tensor if self.tensor.device.type == "cpu" else self.tensor.cpu()
+        whole = (start, stop) == (0, self.rows)
         if not self.transpose:
-            src = self.tensor[start:stop]
+            src = t if whole else t[start:stop]  # (a scalar has no rows to slice)
             if src.dtype == dtype and src.is_contiguous():
                 return as_bytes(src)
             return as_bytes(serial.copy_(scratch.get(1, dtype, list(src.shape)), src))
-        out = scratch.get(1, dtype, [stop - start, self.tensor.shape[0]])
-        return as_bytes(transposed_cast(out, self.tensor[:, start:stop], scratch, 0))
+        src = t if whole else t[:, start:stop]
+        return as_bytes(transposed_cast(scratch.get(1, dtype, [stop - start, t.shape[0]]), src, scratch, 0))
 
     def __bytes__(self) -> bytes:
         return bytes(self.view(Scratch()))
