@@ -3,6 +3,7 @@ tool's own reader, and a resumed run appends to the same logger run."""
 
 import csv
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -111,7 +112,8 @@ def test_app_wandb_offline_run_dir_holds_epochs_and_config(tiny, tmp_path, monke
     app_run(tiny, tmp_path, ["logger=wandb", "learner.num_epochs=2", "learner.checkpoint=1"])
     runs = sorted((tmp_path / "wandb").glob("offline-run-*"))
     assert runs, list((tmp_path / "wandb").iterdir())
-    ids = {p.name.rsplit("-", 1)[1] for p in runs}
+    # offline-run-<date>_<time>-<id>, plus "-1" when both fits started in the same second
+    ids = {re.fullmatch(r"offline-run-\d{8}_\d{6}-([a-z0-9]+)(-\d+)?", p.name)[1] for p in runs}
     assert len(ids) == 1  # the resumed fit continued the same W&B run id
     history, config = [], {}
     for run in runs:
