@@ -83,10 +83,10 @@ def test_the_f16_range_check_runs_on_the_save_workers_and_still_keeps_f32(tmp_pa
     deciders: list[str] = []
     original = module_record.storage_dtype
 
-    def spy(t: torch.Tensor, settings: PrecisionSettings | None) -> torch.dtype:
+    def spy(t: torch.Tensor, settings: PrecisionSettings | None, cast: torch.Tensor | None = None) -> torch.dtype:
         if t.numel() >= 1024 * 1024:
             deciders.append(threading.current_thread().name)
-        return original(t, settings)
+        return original(t, settings, cast)
 
     monkeypatch.setattr(module_record, "storage_dtype", spy)
     monkeypatch.setattr(ahead, "WORKERS", 2)
@@ -163,9 +163,9 @@ def test_big_tensors_are_produced_in_parts_with_the_same_bytes_and_bounded_scrat
     decided: list[tuple[int, ...]] = []
     original_decide = module_record.storage_dtype
 
-    def counting(t: torch.Tensor, settings: PrecisionSettings | None) -> torch.dtype:
+    def counting(t: torch.Tensor, settings: PrecisionSettings | None, cast: torch.Tensor | None = None) -> torch.dtype:
         decided.append(tuple(t.shape))
-        return original_decide(t, settings)
+        return original_decide(t, settings, cast)
 
     monkeypatch.setattr(ahead.ViewsAhead, "__enter__", spy)
     monkeypatch.setattr(module_record, "storage_dtype", counting)
@@ -198,7 +198,7 @@ def test_a_dtype_decided_wider_after_planning_keeps_the_plan(monkeypatch):
     wide, other = torch.randn(3000, 96), torch.randn(3000, 96)
 
     def make() -> list[TensorBytes]:
-        return [TensorBytes(wide, torch.float16, decide=lambda t: torch.float32),
+        return [TensorBytes(wide, torch.float16, decide=lambda t, cast: torch.float32),
                 TensorBytes(other, torch.float16, transpose=True)]
 
     expected = [bytes(tb) for tb in make()]

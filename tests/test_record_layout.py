@@ -236,3 +236,67 @@ def test_serial_ops_equal_torchs_on_big_tensors():
     for src_dtype, dst_dtype in [(torch.float32, torch.float16), (torch.float16, torch.float32), (torch.int64, torch.int16)]:
         src = (torch.randn(n) * 1000).to(src_dtype)
         assert torch.equal(serial.copy_(torch.empty(n, dtype=dst_dtype), src), src.to(dst_dtype))
+
+
+F16_EDGES = [65504.0, 65505.0, 65519.0, 65520.0, 1e5, 2.0**-14, 2.0**-14 * (1 - 2.0**-12), 2.0**-14 * (1 + 2.0**-10),
+             1e-8, 0.0, float("inf"), float("nan")]
+
+
+@pytest.mark.parametrize("peak", F16_EDGES + [-v for v in F16_EDGES])
+@pytest.mark.parametrize("rest", ["zeros", "small", "mixed"])
+def test_the_f16_cast_settles_the_dtype_exactly_as_the_pass_over_the_source(peak, rest):
+    """`storage_dtype(t, half, cast=t.half())` must pick what the exact pass over `t` picks, at every
+    edge of f16's range (65504, 65520's rounding to inf, 2**-14 and the values rounding onto it,
+    NaN, inf), on either sign and beside other values, whatever the cast's order."""
+    from burnlike.record.tensor.precision import HalfPrecisionSettings, storage_dtype
+
+    torch.manual_seed(7)
+    others = {"zeros": torch.zeros(40), "small": torch.full((40,), 2.0**-20),
+              "mixed": torch.randn(40) * 0.01}[rest]
+    t = torch.cat([others[:17], torch.tensor([peak]), others[17:]])
+    half = HalfPrecisionSettings()
+    exact = storage_dtype(t, half)
+    assert storage_dtype(t, half, t.half()) == exact
+    assert storage_dtype(t, half, t.flip(0).half()) == exact
+
+
+def test_a_settling_f16_cast_spares_the_pass_over_the_source(monkeypatch):
+    """An ordinary weight's cast settles f16 on its own: no min/max pass over the f32 tensor. A cast
+    that can't (a value at 65504) still gets the exact pass."""
+    from burnlike.record.tensor import precision
+
+    passes: list[int] = []
+    original = precision.serial.aminmax
+
+    def counting(t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        passes.append(t.numel())
+        return original(t)
+
+    monkeypatch.setattr(precision.serial, "aminmax", counting)
+    half = precision.HalfPrecisionSettings()
+    torch.manual_seed(8)
+    weight = torch.randn(300, 200) * 0.05
+    assert precision.storage_dtype(weight, half, weight.t().contiguous().half()) == torch.float16
+    assert passes == []
+    weight[5, 5] = 65504.0
+    assert precision.storage_dtype(weight, half, weight.half()) == torch.float16
+    assert passes == [weight.numel()]
+    assert precision.storage_dtype(weight, half) == torch.float16 and len(passes) == 2
+
+
+@pytest.mark.parametrize("value", [1e5, 1e-8])
+def test_a_whole_tensor_made_at_f16_first_is_made_again_when_it_keeps_f32(value):
+    """Produced whole, a weight's bytes are made at f16 first and handed to the decision; a weight
+    that keeps f32 (beyond f16, or all below its normal range) is made again at f32: the bytes
+    are the f32 transpose, not the f16 attempt."""
+    from burnlike.record.tensor.layout import TensorBytes
+    from burnlike.record.tensor.precision import HalfPrecisionSettings, storage_dtype
+
+    torch.manual_seed(9)
+    weight = torch.full((30, 20), value)
+    weight[3, 4] = value * 0.5
+    tb = TensorBytes(weight, torch.float16, transpose=True,
+                     decide=lambda t, cast: storage_dtype(t, HalfPrecisionSettings(), cast))
+    raw = bytes(tb)
+    assert tb.dtype == torch.float32
+    assert raw == weight.t().contiguous().numpy().tobytes()

@@ -21,6 +21,10 @@ from burnlike.record.tensor import serial
 from burnlike.record.tensor.buffers import Scratch, as_bytes
 from burnlike.record.tensor.dtypes import itemsize
 
+# settles a tensor's recorded dtype: `decide(tensor, cast)`, where `cast` is all of the tensor's bytes
+# already produced at the likely dtype (or None), which may spare the decision a pass over the tensor
+Decide = Callable[[torch.Tensor, torch.Tensor | None], torch.dtype]
+
 PAIRS_SLOT = 4  # the scratch slot `transpose_pairs` uses (0-1: a save's view, 2-3: a load's read)
 
 
@@ -74,16 +78,18 @@ def transposed_cast(dst: torch.Tensor, src: torch.Tensor, scratch: Scratch, slot
 class TensorBytes:
     """A tensor's record bytes, produced only when written (cast and transposed via scratch).
 
-    With `decide`, `dtype` is only the likely one: `decide(tensor)` settles it when the bytes are
-    first produced, which a save does on its worker threads (the f16 range check is a full pass over
-    the weights; Burn's TensorData writes its bytes before its dtype, so nothing waits for it).
+    With `decide`, `dtype` is only the likely one: `decide` settles it when the bytes are first
+    produced, which a save does on its worker threads (the f16 range check is a pass over the
+    weights; Burn's TensorData writes its bytes before its dtype, so nothing waits for it). Produced
+    whole, the bytes are made at the likely dtype first and handed to `decide`, which can often
+    settle it from them (`storage_dtype`'s `cast`); made again only if it picks another dtype.
     A big tensor's bytes can be produced in parts of rows (`row_parts`, `part`), on two threads at
     once: deciding takes a lock, so it happens once."""
 
     __slots__ = ("tensor", "_dtype", "transpose", "_decide", "_lock")
 
     def __init__(self, tensor: torch.Tensor, dtype: torch.dtype, transpose: bool = False,
-                 decide: Callable[[torch.Tensor], torch.dtype] | None = None) -> None:
+                 decide: Decide | None = None) -> None:
         self.tensor = tensor.detach()
         self._dtype = dtype
         self.transpose = transpose
@@ -93,11 +99,14 @@ class TensorBytes:
     @property
     def dtype(self) -> torch.dtype:
         """The recorded dtype (decided now if it wasn't yet)."""
+        return self._decided(None)
+
+    def _decided(self, cast: torch.Tensor | None) -> torch.dtype:
         if self._decide is not None and self._lock is not None:
             with self._lock:
                 decide = self._decide
                 if decide is not None:
-                    self._dtype = decide(self.tensor)
+                    self._dtype = decide(self.tensor, cast)
                     self._decide = None
         return self._dtype
 
@@ -143,17 +152,25 @@ class TensorBytes:
     def part(self, scratch: Scratch, rows: tuple[int, int]) -> memoryview:
         """The bytes of recorded rows `rows` (from `row_parts`; `view` is all of them), valid until
         `scratch` is used again: concatenated in order, the parts are `view`'s bytes."""
+        if self._decide is not None and rows == (0, self.rows):
+            likely = self._dtype
+            made = self._at(likely, scratch, rows)
+            if self._decided(made) == likely:
+                return as_bytes(made)
+        return as_bytes(self._at(self.dtype, scratch, rows))
+
+    def _at(self, dtype: torch.dtype, scratch: Scratch, rows: tuple[int, int]) -> torch.Tensor:
+        """Recorded rows `rows` at `dtype`: the tensor itself when nothing is to be done, else in `scratch`."""
         start, stop = rows
-        dtype = self.dtype
         t = self.tensor if self.tensor.device.type == "cpu" else self.tensor.cpu()
         whole = (start, stop) == (0, self.rows)
         if not self.transpose:
             src = t if whole else t[start:stop]  # (a scalar has no rows to slice)
             if src.dtype == dtype and src.is_contiguous():
-                return as_bytes(src)
-            return as_bytes(serial.copy_(scratch.get(1, dtype, list(src.shape)), src))
+                return src
+            return serial.copy_(scratch.get(1, dtype, list(src.shape)), src)
         src = t if whole else t[:, start:stop]
-        return as_bytes(transposed_cast(scratch.get(1, dtype, [stop - start, t.shape[0]]), src, scratch, 0))
+        return transposed_cast(scratch.get(1, dtype, [stop - start, t.shape[0]]), src, scratch, 0)
 
     def __bytes__(self) -> bytes:
         return bytes(self.view(Scratch()))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from typing import TypeAlias
 
+import numpy as np
 import torch
 
 from burnlike.record.tensor import serial
@@ -85,10 +86,11 @@ def target_dtype(t: torch.Tensor, settings: PrecisionSettings | None) -> torch.d
     return settings.float_dtype if t.is_floating_point() else settings.int_dtype
 
 
-def storage_dtype(t: torch.Tensor, settings: PrecisionSettings | None) -> torch.dtype:
-    """The dtype `t` is recorded at under `settings`.
+def storage_dtype(t: torch.Tensor, settings: PrecisionSettings | None, cast: torch.Tensor | None = None) -> torch.dtype:
+    """The dtype `t` is recorded at under `settings`. `cast`: `t`'s values already cast to f16 in
+    any order (a save's bytes at the likely dtype), which often settles it without a pass over `t`.
 
-    Policy (never silently corrupt; cheap: one min/max pass):
+    Policy (never silently corrupt; cheap: one min/max pass, or a cheaper one over `cast`):
     - a float tensor with a finite value beyond ±65504 (would become inf in f16) keeps f32 (f64
       stays f64);
     - a float tensor whose nonzero values are all below f16's normal range (|x| < 2**-14, e.g. a
@@ -102,6 +104,8 @@ def storage_dtype(t: torch.Tensor, settings: PrecisionSettings | None) -> torch.
     if target == t.dtype:  # nothing narrower to guard against (also: no settings, bool)
         return target
     if t.is_floating_point():
+        if target == torch.float16 and cast is not None and _f16_settles(cast):
+            return target
         if target == torch.float16 and t.numel():
             wider = torch.float32 if t.dtype != torch.float64 else torch.float64
             lo, hi = (float(v) for v in serial.aminmax(t.detach()))  # one pass, no |t| temporary
@@ -121,6 +125,26 @@ def storage_dtype(t: torch.Tensor, settings: PrecisionSettings | None) -> torch.
                 if wider_int not in _INT_RANGE or _INT_RANGE[wider_int][0] <= t_lo and t_hi <= _INT_RANGE[wider_int][1]:
                     return wider_int
     return target
+
+
+_F16_TINY_BITS, _F16_MAX_BITS = 0x0400, 0x7BFF  # F16_TINY and F16_MAX as f16 magnitude bits
+
+
+def _f16_settles(cast: torch.Tensor) -> bool:
+    """Whether an f16 cast alone shows that `storage_dtype` keeps f16: its largest magnitude lies
+    strictly between F16_TINY and F16_MAX, so the source's did too (rounding to nearest is monotone
+    and both bounds are f16 values; inf and NaN have larger magnitude bits). Anything else is left to
+    the exact pass over the source.
+
+    Why: a save casts each weight anyway; on the cast the check is two integer maxima over 2-byte
+    words (numpy, vectorised, one thread: 0.009 s per 100M values against 0.023 s for min/max over
+    the f32 source). Sign-magnitude bits: as int16, the largest is the largest positive magnitude;
+    as uint16, the largest is 0x8000 plus the largest negative magnitude."""
+    if cast.dtype != torch.float16 or cast.device.type != "cpu" or not cast.is_contiguous() or not cast.numel():
+        return False
+    bits = cast.reshape(-1).view(torch.int16).numpy()
+    peak = max(int(bits.max()), int(bits.view(np.uint16).max()) - 0x8000)
+    return _F16_TINY_BITS < peak < _F16_MAX_BITS
 
 
 def _finite_peak(t: torch.Tensor) -> float:

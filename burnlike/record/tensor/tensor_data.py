@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -18,7 +17,7 @@ from burnlike.record.error import RecordError, RecordPath, quote
 from burnlike.record.tensor.buffers import Scratch
 from burnlike.record.tensor.dtypes import BY_NAME, DTYPES, NUMPY, itemsize
 from burnlike.record.tensor.file_slice import FileSlice
-from burnlike.record.tensor.layout import TensorBytes
+from burnlike.record.tensor.layout import Decide, TensorBytes
 from burnlike.record.tensor.version import DEFAULT_VERSION, is_0_19
 
 MAX_DIMS = 64  # torch's own limit on a tensor's dimensions
@@ -37,12 +36,12 @@ def dtype_field(dtype: torch.dtype, burn_version: str = DEFAULT_VERSION) -> str 
 
 def tensor_to_data(t: torch.Tensor, dtype: torch.dtype | None = None, burn_version: str = DEFAULT_VERSION,
                    *, transpose: bool = False, lazy: bool = False,
-                   decide: Callable[[torch.Tensor], torch.dtype] | None = None) -> dict[str, Any]:
+                   decide: Decide | None = None) -> dict[str, Any]:
     """A TensorData map: raw little-endian bytes, shape, dtype name.
 
     `lazy` leaves the bytes as a `TensorBytes` the streaming writers produce on the fly (one pass:
     cast, transpose, write); otherwise they are materialised (zero-copy when no cast is needed).
-    `decide(t)` picks the dtype (`dtype` is then the likely one); when lazy, only once the bytes
+    `decide` picks the dtype (`dtype` is then the likely one); when lazy, only once the bytes
     are produced, and the map's dtype is a `DtypeField` that writers read after the bytes.
     """
     data = TensorBytes(t, dtype or t.dtype, transpose, decide)
