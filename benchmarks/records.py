@@ -27,6 +27,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import IO
 
 import torch
 from peak_memory import peak_above, reset_peak
@@ -110,6 +111,31 @@ def load_st(model: nn.Module, path: Path) -> None:
     from safetensors.torch import load_file
 
     model.load_state_dict(load_file(str(path)))
+
+
+def durable_floor(source: Path, target: Path, repeats: int) -> float:
+    """Seconds to write `source`'s bytes durably with nothing to encode: read beforehand (untimed),
+    then written as CompactRecorder writes, in parts, through `atomic_write` (temp file, writeback
+    started as it goes, fsync, rename). No durable save of that file can be faster on this disk."""
+    from burnlike.record.format.files import atomic_write
+    from burnlike.record.tensor.buffers import PART_BYTES
+
+    data = memoryview(source.read_bytes())
+
+    def write(f: IO[bytes]) -> None:
+        for i in range(0, len(data), PART_BYTES):
+            f.write(data[i:i + PART_BYTES])
+
+    times = []
+    for _ in range(repeats):
+        target.unlink(missing_ok=True)
+        os.sync()
+        t = time.perf_counter()
+        atomic_write(target, write)
+        times.append(time.perf_counter() - t)
+    target.unlink()
+    os.sync()
+    return statistics.median(times)
 
 
 WAYS: dict[str, tuple[Callable[..., Path], Callable[..., None]]] = {
@@ -217,6 +243,7 @@ def main() -> None:
                 else:
                     mem = (in_child(way, "save", params, base)[0], in_child(way, "load", params, paths[way])[0])
                 rows[way] = (paths[way].stat().st_size, *(statistics.median(v) for v in (*times[way], *cpu[way])), *mem)
+            floor = durable_floor(paths["CompactRecorder (.mpk, f16)"], Path(tmp) / "floor.mpk", args.repeats)
         ref = rows["torch.save (.pt, f32)"]
         print(f"\n{n / 1e6:.1f}M parameters (f32 weights: {n * 4 / 2**20:.0f} MiB), median of {args.repeats}"
               + (", each operation in a fresh process" if args.fresh else ""))
@@ -231,6 +258,8 @@ def main() -> None:
         print(f"targets: size {size / ref[0]:.3f}x (<= 0.51), save {save_s / ref[1]:.2f}x (<= 0.6), "
               f"load {load_s / ref[2]:.2f}x (<= {load_target}); CompactRecorder save includes fsync, torch.save's "
               "doesn't. cpu s: process CPU time, all threads (steadier than wall time on a busy machine)")
+        print(f"durable floor: the CompactRecorder file's bytes written durably with nothing to encode took "
+              f"{floor:.3f} s ({floor / ref[1]:.2f}x torch.save), in this process: the disk's share of the save")
 
 
 if __name__ == "__main__":
