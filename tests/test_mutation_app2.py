@@ -4,8 +4,11 @@ strategies and the trainer limits reach Lightning's Trainer; the loggers get the
 parameters and directories; the rank check reads each launcher's variable. Real Hydra composition,
 real Lightning loggers (MLflow, W&B when installed), a real tiny MNIST run."""
 
+import contextlib
+import importlib
 import io
 import logging
+import os
 import re
 import sys
 
@@ -178,3 +181,40 @@ def test_config_tree_shows_each_group_as_yaml(conf, monkeypatch):
     assert "hidden_sizes:" in lines and "- 8" in lines  # YAML, not a dict's repr
     assert "{'" not in text
 
+
+
+@pytest.fixture
+def one_rank_group(tmp_path):
+    """A real one-rank gloo process group, as a DDP job's rank has one during its fit."""
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1)
+    yield dist
+    if dist.is_initialized():
+        dist.destroy_process_group()
+
+
+@pytest.mark.parametrize("fails", [False, True], ids=["after-the-fit", "after-an-error"])
+def test_a_job_ends_its_process_group_with_a_barrier_only_after_the_fit(one_rank_group, monkeypatch, fails):
+    """Every job ends its process group itself (not only multirun jobs): after a fit all ranks meet
+    at a barrier first; after an error there is none, since the other ranks may be gone."""
+    app_run = importlib.import_module("burnlike.app.run")  # the module (burnlike.app.run is also a function)
+    dist = one_rank_group
+    barriers: list[int] = []
+    original = dist.barrier
+
+    def counting(*args: object, **kwargs: object) -> object:
+        barriers.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(dist, "barrier", counting)
+    monkeypatch.setattr(app_run, "_is_multirun", lambda: False)
+    monkeypatch.setenv("MASTER_PORT", "12345")
+    with pytest.raises(RuntimeError) if fails else contextlib.nullcontext():
+        with app_run._distributed_job():
+            assert dist.is_initialized()
+            if fails:
+                raise RuntimeError("a rank failed")
+    assert not dist.is_initialized()
+    assert barriers == ([] if fails else [1])
+    assert os.environ["MASTER_PORT"] == "12345"  # a single job's environment is left as it is

@@ -264,7 +264,7 @@ def run(cfg: DictConfig, artifact_dir: str | Path | None = None) -> float:
         raise AppConfigError(resume_error(cfg, artifact, e)) from e
     tracker = MetricTracker(str(cfg.optimized_metric), artifact / "result.json", learner.module.store, learner.trainer)
     learner.module.store.add_listener(tracker)
-    with _isolated_job():
+    with _distributed_job():
         result = learner.fit(train_loader, valid_loader)
     if result.trainer is not None and not result.trainer.is_global_zero:
         return tracker.best()
@@ -353,22 +353,31 @@ class MetricTracker:
 
 
 @contextlib.contextmanager
-def _isolated_job() -> Iterator[None]:
-    """In a multirun, leave no distributed state behind for the next job in this process: Lightning
-    sets LOCAL_RANK/MASTER_PORT/WORLD_SIZE… in os.environ and keeps the process group open."""
-    if not _is_multirun():
-        yield
-        return
-    env = dict(os.environ)
+def _distributed_job() -> Iterator[None]:
+    """A job ends its process group itself, as PyTorch advises for DDP scripts: left to interpreter
+    shutdown, gloo's threads were once torn down mid-way (both ranks of a finished 2-process CPU fit
+    aborted, "terminate called without an active exception"). After a fit every rank reaches the
+    barrier; after an error there is none, as the other ranks may be gone. In a multirun it also
+    leaves no distributed state for the next job in this process: Lightning sets
+    LOCAL_RANK/MASTER_PORT/WORLD_SIZE… in os.environ."""
+    env = dict(os.environ) if _is_multirun() else None
     try:
         yield
+        _end_process_group(barrier=True)
     finally:
-        import torch.distributed as dist
+        _end_process_group(barrier=False)  # no-op when the fit ended it
+        if env is not None:
+            os.environ.clear()
+            os.environ.update(env)
 
-        if dist.is_available() and dist.is_initialized():
-            dist.destroy_process_group()
-        os.environ.clear()
-        os.environ.update(env)
+
+def _end_process_group(barrier: bool) -> None:
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        if barrier:
+            dist.barrier()
+        dist.destroy_process_group()
 
 
 def is_rank_zero() -> bool:
