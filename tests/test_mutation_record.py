@@ -611,8 +611,8 @@ def save_threads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name.startswith("burnlike-save_")]
 
 
-@pytest.mark.parametrize(("workers", "n", "ahead"), [(1, 3, 0), (2, 1, 0), (2, 2, 2), (2, 3, 3)])
-def test_views_are_prepared_ahead_only_with_two_workers_and_two_big_tensors(workers, n, ahead):
+@pytest.mark.parametrize(("workers", "n", "ahead"), [(0, 3, 0), (1, 1, 0), (1, 2, 2), (1, 3, 3), (2, 3, 3)])
+def test_views_are_prepared_ahead_only_with_a_worker_and_two_big_tensors(workers, n, ahead):
     order = big(n)
     with ViewsAhead(order, workers=workers) as views:
         assert (views.pool is not None) == bool(ahead)

@@ -39,7 +39,7 @@ def test_save_with_workers_is_byte_identical_and_in_order(tmp_path, monkeypatch,
         return original(self)
 
     monkeypatch.setattr(ahead.ViewsAhead, "__enter__", spy)
-    monkeypatch.setattr(ahead, "WORKERS", 1)
+    monkeypatch.setattr(ahead, "WORKERS", 0)
     one = recorder.save_module(model, tmp_path / "one").read_bytes()
     monkeypatch.setattr(ahead, "WORKERS", 2)
     two = recorder.save_module(model, tmp_path / "two").read_bytes()
@@ -47,6 +47,7 @@ def test_save_with_workers_is_byte_identical_and_in_order(tmp_path, monkeypatch,
     threaded = used[-1]
     assert len(threaded.queue) == 4  # the four big weights; biases and the norm are written inline
     assert threaded.prepared + threaded.stolen == 4  # every big one came from the queue: the writer asked in order
+    assert threaded.helped <= threaded.prepared
     assert threaded.pool is None  # workers stopped
 
 
@@ -149,7 +150,7 @@ def test_big_tensors_are_produced_in_parts_with_the_same_bytes_and_bounded_scrat
     tensor), shared out to the workers: the file is byte-identical to a whole-tensor save, each
     tensor's dtype is decided once, and no scratch buffer grows past a part."""
     model = Embedded()
-    monkeypatch.setattr(ahead, "WORKERS", 1)
+    monkeypatch.setattr(ahead, "WORKERS", 0)
     monkeypatch.setattr(ahead, "PART_BYTES", 1 << 30)  # whole tensors
     whole = recorder.save_module(model, tmp_path / "whole").read_bytes()
 
@@ -209,3 +210,38 @@ def test_a_dtype_decided_wider_after_planning_keeps_the_plan(monkeypatch):
         assert views.pool is not None  # still preparing ahead: nothing was out of order
         assert views.prepared + views.stolen == len(views.queue) > 2
     assert got == expected
+
+
+def test_the_writer_makes_later_queued_parts_while_the_one_it_needs_is_being_made(monkeypatch):
+    """With the worker still on the part the writer needs, the writer makes the queued later parts
+    itself (into their own slots) instead of waiting; every part still comes out right, in order."""
+    torch.manual_seed(5)
+    tbs = [TensorBytes(torch.randn(1024, 1024), torch.float16, transpose=True) for _ in range(5)]
+    expected = [bytes(tb) for tb in tbs]
+    started, release = threading.Event(), threading.Event()
+    makers: list[tuple[int, str]] = []
+    original = ahead._produce
+
+    def produce(job: ahead.Job, scratch: ahead.Scratch) -> memoryview:
+        index = next(i for i, tb in enumerate(tbs) if tb is job[0])
+        makers.append((index, threading.current_thread().name))
+        if index == 0 and threading.current_thread() is not threading.main_thread():
+            started.set()
+            release.wait(10)  # bounded: without the help this times out and the asserts fail
+        out = original(job, scratch)
+        if index == 2 and threading.current_thread() is threading.main_thread():
+            release.set()  # the writer has made both queued parts: let the worker finish part 0
+        return out
+
+    monkeypatch.setattr(ahead, "_produce", produce)
+    try:
+        with ahead.ViewsAhead(tbs, workers=1) as views:
+            assert started.wait(60)
+            got = [bytes(views.view(tb)) for tb in tbs]
+            helped = views.helped
+    finally:
+        release.set()
+    assert got == expected
+    assert helped == 2
+    main = threading.main_thread().name
+    assert (1, main) in makers and (2, main) in makers and (0, main) not in makers

@@ -1,13 +1,16 @@
 """`ViewsAhead`: the record bytes of a save's big tensors, decided (f16 or wider), cast and
-transposed on worker threads while the writer is still writing earlier ones.
+transposed on a worker thread while the writer is still writing earlier ones; the writer produces
+queued ones itself whenever the part it needs is still being made.
 
-Why: at 100M parameters in Burn's Linear layout a save is mostly range checks, casts, transposes
-(memory-bound, GIL released) and file writes. Done one after the other they left a core idle; with
-two workers preparing the next tensors while one is written, a 100M-parameter Linear-stack save took
-0.55 s instead of 0.68 s on 2 cores. One job is queued beyond the running ones,
-and a queued job no worker has started when the writer reaches it is done by the writer instead of
-waited for; with the range check moved onto the workers too: 0.227 s against 0.237 s without the
-stealing (quiet 2-core VM, median of 9, same process; README, Benchmarks, for today's figures)."""
+Why: at 100M parameters in Burn's Linear layout a save is mostly casts, transposes, range checks
+(memory-bound, GIL released) and file writes. Done one after the other on one thread they took
+0.115 s. The work is memory-bound, so threads beyond the cores only slow each other down: with two
+workers beside the writer (three busy threads on 2 cores) the process spent 0.15-0.16 s of CPU and
+took 0.097-0.11 s; with one worker and a writer that, instead of waiting for a part still being
+made, makes a later queued one itself, 0.14 s of CPU and 0.083-0.093 s (2-core VM, median of 7,
+same process, interleaved with torch.save: 0.62-0.69x against 0.76-0.81x). A queued job no worker
+has started when the writer reaches it is likewise made by the writer instead of waited for.
+"""
 
 from __future__ import annotations
 
@@ -21,7 +24,8 @@ from typing import Any
 from burnlike.record.tensor.buffers import PART_BYTES, Scratch
 from burnlike.record.tensor.layout import TensorBytes
 
-WORKERS = max(1, min(2, (os.cpu_count() or 1)))
+# worker threads beside the writer, which makes parts too: one per other core, at most two (none on one core)
+WORKERS = max(0, min(2, (os.cpu_count() or 1) - 1))
 _AHEAD_BYTES = 1 << 20  # smaller tensors are prepared inline: not worth a thread hand-off
 
 
@@ -71,12 +75,13 @@ class ViewsAhead:
         self.planned = {id(tb): _jobs(tb) for tb in order if _worth_ahead(tb)}
         self.queue = [job for jobs in self.planned.values() for job in jobs]
         self.inline = Scratch()
-        self.prepared = 0  # parts handed out that a worker had prepared
+        self.prepared = 0  # parts handed out that were made ahead (by a worker, or by the writer: `helped`)
+        self.helped = 0  # queued jobs the writer made ahead while the part it needed was being made
         self.stolen = 0  # queued jobs no worker had started when the writer reached them: done inline
         self.pool: ThreadPoolExecutor | None = None
-        if workers > 1 and len(self.queue) > 1:
+        if workers >= 1 and len(self.queue) > 1:
             self.pool = ThreadPoolExecutor(workers, thread_name_prefix="burnlike-save")
-            depth = workers + 1  # jobs in flight: one queued beyond the running ones
+            depth = workers + 2  # jobs in flight: two queued beyond the running ones, for the writer to help with
             self.ring = [Scratch() for _ in range(depth + 1)]  # one per job in flight + the one being written
             self.futures: deque[Future[memoryview]] = deque()
             self.submitted = 0
@@ -116,6 +121,7 @@ class ViewsAhead:
             if id(job[0]) in self.planned:
                 self.close()  # out of order: the ring's slots can't be trusted any more
             return _produce(job, self.inline)
+        self._help(taken)
         future = self.futures.popleft()
         if future.cancel():  # no worker has started it: the writer prepares it rather than wait
             out = _produce(job, self.inline)
@@ -125,6 +131,20 @@ class ViewsAhead:
             self.prepared += 1
         self._submit()
         return out
+
+    def _help(self, taken: int) -> None:
+        """While a worker is still making job `taken`, the writer makes queued later jobs no worker
+        has started (each into its own ring slot), rather than wait."""
+        first = self.futures[0]
+        for i in range(1, len(self.futures)):
+            if first.done() or not first.running():
+                return
+            if self.futures[i].cancel():
+                job = taken + i
+                made: Future[memoryview] = Future()
+                made.set_result(_produce(self.queue[job], self.ring[job % len(self.ring)]))
+                self.futures[i] = made
+                self.helped += 1
 
     def close(self) -> None:
         if self.pool is not None:
