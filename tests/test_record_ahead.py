@@ -180,7 +180,9 @@ def test_big_tensors_are_produced_in_parts_with_the_same_bytes_and_bounded_scrat
     assert views.prepared + views.stolen == len(views.queue)  # every part came from the queue, in order
     # each tensor decided once, though its parts ran on two threads: the embedding, the head's weight and bias
     assert sorted(decided) == ([(3000,), (3000, 96), (3000, 96)] if half else [])
-    biggest = max(buf.numel() for scratch in [*views.ring, views.inline] for buf in scratch._bufs.values())
+    scratches = [*views.ring, views.inline, *views.temps._by_thread.values()]
+    assert len(views.temps._by_thread) >= 2  # the writer's and the worker's: one per thread, not per slot
+    biggest = max(buf.numel() for scratch in scratches for buf in scratch._bufs.values())
     assert biggest <= 2 * (1 << 16)  # a part at f32 at most (the head keeps f32), not a whole tensor
     loaded = Embedded()
     nn.init.zeros_(loaded.head.weight)
@@ -222,13 +224,13 @@ def test_the_writer_makes_later_queued_parts_while_the_one_it_needs_is_being_mad
     makers: list[tuple[int, str]] = []
     original = ahead._produce
 
-    def produce(job: ahead.Job, scratch: ahead.Scratch) -> memoryview:
+    def produce(job: ahead.Job, scratch: ahead.Scratch, temps: ahead.Temps) -> memoryview:
         index = next(i for i, tb in enumerate(tbs) if tb is job[0])
         makers.append((index, threading.current_thread().name))
         if index == 0 and threading.current_thread() is not threading.main_thread():
             started.set()
             release.wait(10)  # bounded: without the help this times out and the asserts fail
-        out = original(job, scratch)
+        out = original(job, scratch, temps)
         if index == 2 and threading.current_thread() is threading.main_thread():
             release.set()  # the writer has made both queued parts: let the worker finish part 0
         return out

@@ -15,6 +15,7 @@ has started when the writer reaches it is likewise made by the writer instead of
 from __future__ import annotations
 
 import os
+import threading
 from collections import deque
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -55,8 +56,21 @@ def _jobs(tb: TensorBytes) -> list[Job]:
     return [(tb, rows) for rows in tb.row_parts(PART_BYTES)]
 
 
-def _produce(job: Job, scratch: Scratch) -> memoryview:
-    return job[0].part(scratch, job[1])
+class Temps:
+    """Each thread's own scratch for what lives only within one part (a cast before its transpose).
+    Why not one per ring slot: the work is memory-bound, and with one per thread a save's buffers
+    stay small enough to stay in cache (100M Linear save: 0.091-0.099 s against 0.099-0.104 s, and
+    0.144-0.149 s of CPU against 0.151-0.161 s, interleaved runs)."""
+
+    def __init__(self) -> None:
+        self._by_thread: dict[int, Scratch] = {}
+
+    def mine(self) -> Scratch:
+        return self._by_thread.setdefault(threading.get_ident(), Scratch())
+
+
+def _produce(job: Job, scratch: Scratch, temps: Temps) -> memoryview:
+    return job[0].part(scratch, job[1], temps.mine())
 
 
 class ViewsAhead:
@@ -75,6 +89,7 @@ class ViewsAhead:
         self.planned = {id(tb): _jobs(tb) for tb in order if _worth_ahead(tb)}
         self.queue = [job for jobs in self.planned.values() for job in jobs]
         self.inline = Scratch()
+        self.temps = Temps()
         self.prepared = 0  # parts handed out that were made ahead (by a worker, or by the writer: `helped`)
         self.helped = 0  # queued jobs the writer made ahead while the part it needed was being made
         self.stolen = 0  # queued jobs no worker had started when the writer reached them: done inline
@@ -93,7 +108,7 @@ class ViewsAhead:
         i = self.submitted
         if i < len(self.queue):
             # job i - workers - 1 used this scratch and has been written: the writer asked for a later one
-            self.futures.append(self.pool.submit(_produce, self.queue[i], self.ring[i % len(self.ring)]))
+            self.futures.append(self.pool.submit(_produce, self.queue[i], self.ring[i % len(self.ring)], self.temps))
             self.submitted += 1
 
     def parts(self, tb: TensorBytes) -> Iterator[memoryview]:
@@ -114,17 +129,17 @@ class ViewsAhead:
 
     def _part(self, job: Job) -> memoryview:
         if self.pool is None or not self.futures:
-            return _produce(job, self.inline)
+            return _produce(job, self.inline, self.temps)
         taken = self.submitted - len(self.futures)
         queued = self.queue[taken]
         if queued[0] is not job[0] or queued[1] != job[1]:
             if id(job[0]) in self.planned:
                 self.close()  # out of order: the ring's slots can't be trusted any more
-            return _produce(job, self.inline)
+            return _produce(job, self.inline, self.temps)
         self._help(taken)
         future = self.futures.popleft()
         if future.cancel():  # no worker has started it: the writer prepares it rather than wait
-            out = _produce(job, self.inline)
+            out = _produce(job, self.inline, self.temps)
             self.stolen += 1
         else:
             out = future.result()
@@ -142,7 +157,7 @@ class ViewsAhead:
             if self.futures[i].cancel():
                 job = taken + i
                 made: Future[memoryview] = Future()
-                made.set_result(_produce(self.queue[job], self.ring[job % len(self.ring)]))
+                made.set_result(_produce(self.queue[job], self.ring[job % len(self.ring)], self.temps))
                 self.futures[i] = made
                 self.helped += 1
 

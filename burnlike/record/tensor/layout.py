@@ -149,17 +149,19 @@ class TensorBytes:
         step = max(1, part_bytes // max(1, self.likely_nbytes // rows))
         return [(r, min(rows, r + step)) for r in range(0, rows, step)]
 
-    def part(self, scratch: Scratch, rows: tuple[int, int]) -> memoryview:
+    def part(self, scratch: Scratch, rows: tuple[int, int], temp: Scratch | None = None) -> memoryview:
         """The bytes of recorded rows `rows` (from `row_parts`; `view` is all of them), valid until
-        `scratch` is used again: concatenated in order, the parts are `view`'s bytes."""
+        `scratch` is used again: concatenated in order, the parts are `view`'s bytes. `temp` holds
+        what is needed only within this call (a cast before its transpose; default: `scratch`)."""
+        temp = scratch if temp is None else temp
         if self._decide is not None and rows == (0, self.rows):
             likely = self._dtype
-            made = self._at(likely, scratch, rows)
+            made = self._at(likely, scratch, rows, temp)
             if self._decided(made) == likely:
                 return as_bytes(made)
-        return as_bytes(self._at(self.dtype, scratch, rows))
+        return as_bytes(self._at(self.dtype, scratch, rows, temp))
 
-    def _at(self, dtype: torch.dtype, scratch: Scratch, rows: tuple[int, int]) -> torch.Tensor:
+    def _at(self, dtype: torch.dtype, scratch: Scratch, rows: tuple[int, int], temp: Scratch) -> torch.Tensor:
         """Recorded rows `rows` at `dtype`: the tensor itself when nothing is to be done, else in `scratch`."""
         start, stop = rows
         t = self.tensor if self.tensor.device.type == "cpu" else self.tensor.cpu()
@@ -170,7 +172,7 @@ class TensorBytes:
                 return src
             return serial.copy_(scratch.get(1, dtype, list(src.shape)), src)
         src = t if whole else t[:, start:stop]
-        return transposed_cast(scratch.get(1, dtype, [stop - start, t.shape[0]]), src, scratch, 0)
+        return transposed_cast(scratch.get(1, dtype, [stop - start, t.shape[0]]), src, temp, 0)
 
     def __bytes__(self) -> bytes:
         return bytes(self.view(Scratch()))
