@@ -300,3 +300,19 @@ def test_a_whole_tensor_made_at_f16_first_is_made_again_when_it_keeps_f32(value)
     raw = bytes(tb)
     assert tb.dtype == torch.float32
     assert raw == weight.t().contiguous().numpy().tobytes()
+
+
+def test_a_tensor_is_one_part_up_to_two_parts_worth_and_parts_of_about_part_bytes_beyond():
+    """Up to two parts' worth a tensor is made whole (its f16 check settles on its own bytes); beyond,
+    it is cut into row ranges of about `part_bytes` at the likely dtype, covering every row once."""
+    from burnlike.record.tensor.layout import TensorBytes
+
+    part = 64 * 1024
+    for rows, expected_parts in [(64, 1), (128, 1), (129, 3), (300, 5)]:  # 1 KiB rows in f16
+        tb = TensorBytes(torch.zeros(512, rows), torch.float16, transpose=True)
+        ranges = tb.row_parts(part)
+        assert len(ranges) == expected_parts, (rows, ranges)
+        assert ranges[0][0] == 0 and ranges[-1][1] == rows
+        assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
+        if expected_parts > 1:
+            assert all(stop - start <= part // 1024 for start, stop in ranges)
