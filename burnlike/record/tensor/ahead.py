@@ -3,13 +3,12 @@ transposed on a worker thread while the writer is still writing earlier ones; th
 queued ones itself whenever the part it needs is still being made.
 
 Why: at 100M parameters in Burn's Linear layout a save is mostly casts, transposes, range checks
-(memory-bound, GIL released) and file writes. Done one after the other on one thread they took
-0.115 s. The work is memory-bound, so threads beyond the cores only slow each other down: with two
-workers beside the writer (three busy threads on 2 cores) the process spent 0.15-0.16 s of CPU and
-took 0.097-0.11 s; with one worker and a writer that, instead of waiting for a part still being
-made, makes a later queued one itself, 0.14 s of CPU and 0.083-0.093 s (2-core VM, median of 7,
-same process, interleaved with torch.save: 0.62-0.69x against 0.76-0.81x). A queued job no worker
-has started when the writer reaches it is likewise made by the writer instead of waited for.
+(memory-bound, GIL released) and file writes: 0.115 s one after the other on one thread. The work
+is memory-bound, so busy threads beyond the cores slow each other down. Two workers beside the
+writer (three busy threads on 2 cores): 0.101-0.116 s; one worker, and a writer that makes a later
+queued part itself instead of waiting for one still being made: 0.089-0.096 s (2-core VM, median
+of 7 in one process, three interleaved runs each: 0.75-0.87x and 0.64-0.71x torch.save). A queued
+job no worker has started when the writer reaches it is likewise made by the writer.
 """
 
 from __future__ import annotations

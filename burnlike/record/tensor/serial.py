@@ -31,9 +31,8 @@ def copy_(dst: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
                 dst[i:i + step].copy_(src[i:i + step])
             return dst
         return dst.copy_(src)
-    d, s = dst.view(-1), src.view(-1)
-    for i in range(0, d.numel(), CHUNK):
-        d[i:i + CHUNK].copy_(s[i:i + CHUNK])
+    for piece, source in zip(dst.view(-1).split(CHUNK), src.view(-1).split(CHUNK)):  # views made in one call each
+        piece.copy_(source)
     return dst
 
 
