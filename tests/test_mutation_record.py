@@ -708,13 +708,53 @@ def test_a_zlib_stream_is_not_gzip(tmp_path):
 def test_sync_file_range_takes_64_bit_offsets_and_reports_its_result(tmp_path):
     from burnlike.record.format import files
 
-    fn = files._sync_file_range()
+    fn = files._SYNC_FILE_RANGE
     assert fn is not None
     with open(tmp_path / "f", "wb") as f:
         f.write(b"x" * 4096)
         f.flush()
         assert fn(f.fileno(), 0, 4096, 2) == 0
         assert fn(f.fileno(), 1 << 31, 1 << 33, 2) == 0  # past 2 GiB (not a C int): a big checkpoint's tail
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="fallocate is Linux-only")
+def test_fallocate_takes_64_bit_sizes_and_a_guess_never_outlives_the_write(tmp_path, monkeypatch):
+    """A save allocates its file up front from a guess: past 2 GiB too (not a C int), and whatever
+    the guess, the file ends where the writing ended."""
+    from burnlike.record.format import files
+
+    fn = files._FALLOCATE
+    assert fn is not None
+    with open(tmp_path / "big", "wb") as f:
+        assert fn(f.fileno(), 1, 1 << 32, 4096) == 0  # FALLOC_FL_KEEP_SIZE, one block past 4 GiB: sparse, no size
+    reserved: list[int] = []
+    monkeypatch.setattr(files, "_FALLOCATE", lambda fd, mode, offset, n: reserved.append(n) or fn(fd, mode, offset, n))
+    atomic_write(tmp_path / "over", lambda f: f.write(b"abc"), size=1 << 20)
+    atomic_write(tmp_path / "under", lambda f: f.write(b"x" * 5000), size=100)
+    atomic_write(tmp_path / "none", lambda f: f.write(b"abc"))
+    assert reserved == [1 << 20, 100]
+    assert (tmp_path / "over").read_bytes() == b"abc"
+    assert (tmp_path / "under").read_bytes() == b"x" * 5000
+    assert (tmp_path / "none").read_bytes() == b"abc"
+
+
+@pytest.mark.parametrize("gz", [False, True], ids=["mpk", "mpk.gz"])
+def test_a_recorder_guesses_its_files_size_from_the_tensors_at_their_likely_dtypes(tmp_path, monkeypatch, gz):
+    """The guess is the tensors' bytes at the dtypes they will most likely get (f16 for
+    CompactRecorder), which the file can only exceed; gzipped, nothing can be guessed."""
+    from burnlike.record import CompactRecorder, NamedMpkGzFileRecorder
+    from burnlike.record.format import files
+
+    sizes: list[int] = []
+    real = files.atomic_write
+    monkeypatch.setattr(files, "atomic_write", lambda path, write, size=0: sizes.append(size) or real(path, write, size))
+    monkeypatch.setattr("burnlike.record.format.recorder.atomic_write", files.atomic_write)
+    model = nn.Sequential(nn.Linear(64, 32), nn.LayerNorm(32))
+    recorder = NamedMpkGzFileRecorder() if gz else CompactRecorder()
+    path = recorder.save_module(model, tmp_path / "m")
+    tensors = 64 * 32 + 32 + 32 + 32
+    assert sizes == [0 if gz else tensors * 2]
+    assert gz or path.stat().st_size > tensors * 2
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="sync_file_range is Linux-only")

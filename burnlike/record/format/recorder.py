@@ -24,6 +24,7 @@ from burnlike.record.format.budget import Budget
 from burnlike.record.format.files import atomic_write, gunzip, gzip_writer, open_record
 from burnlike.record.format.location import AnyPath, RemotePath, as_path
 from burnlike.record.format.module_record import load_module_record, module_to_record
+from burnlike.record.tensor.ahead import tensor_bytes_in
 from burnlike.record.tensor.precision import PrecisionSettings, SettingsLike, as_settings
 from burnlike.record.tensor.version import DEFAULT_VERSION
 
@@ -100,8 +101,13 @@ class Recorder:
         `exact_path`). `item` may hold lazy `TensorBytes`; they are streamed to the file."""
         target = as_path(path) if exact_path else self.path_for(path)
         record = {"metadata": self.metadata(), "item": item, "_b": []}
-        atomic_write(target, lambda f: self.write(record, module, f))
+        atomic_write(target, lambda f: self.write(record, module, f), self.size_hint(record))
         return target
+
+    def size_hint(self, record: Any) -> int:
+        """Bytes the file will hold at least: its tensors' bytes at their likely dtypes (a dtype is
+        only ever decided wider); 0 when gzipped, where it can't be known."""
+        return 0 if self.gzip else sum(tb.likely_nbytes for tb in tensor_bytes_in(record))
 
     def load(self, path: str | os.PathLike[str] | RemotePath, *, exact_path: bool = True, module: nn.Module | None = None) -> Any:
         """Read a record and return its item; any malformed input raises RecordError."""

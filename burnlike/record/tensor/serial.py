@@ -31,7 +31,7 @@ def copy_(dst: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
                 dst[i:i + step].copy_(src[i:i + step])
             return dst
         return dst.copy_(src)
-    for piece, source in zip(dst.view(-1).split(CHUNK), src.view(-1).split(CHUNK)):  # views made in one call each
+    for piece, source in zip(torch.split(dst.view(-1), CHUNK), torch.split(src.view(-1), CHUNK)):  # views, one call each
         piece.copy_(source)
     return dst
 
