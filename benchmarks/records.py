@@ -115,8 +115,9 @@ def load_st(model: nn.Module, path: Path) -> None:
 
 def durable_floor(source: Path, target: Path, repeats: int) -> float:
     """Seconds to write `source`'s bytes durably with nothing to encode: read beforehand (untimed),
-    then written as CompactRecorder writes, in parts, through `atomic_write` (temp file, writeback
-    started as it goes, fsync, rename). No durable save of that file can be faster on this disk."""
+    then written as CompactRecorder writes, in parts, through `atomic_write` (file allocated up front,
+    temp file, writeback started as it goes, fsync, rename). No durable save of that file can be
+    faster on this disk."""
     from burnlike.record.format.files import atomic_write
     from burnlike.record.tensor.buffers import PART_BYTES
 
@@ -131,7 +132,7 @@ def durable_floor(source: Path, target: Path, repeats: int) -> float:
         target.unlink(missing_ok=True)
         os.sync()
         t = time.perf_counter()
-        atomic_write(target, write)
+        atomic_write(target, write, len(data))
         times.append(time.perf_counter() - t)
     target.unlink()
     os.sync()
