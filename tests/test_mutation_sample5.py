@@ -1,0 +1,63 @@
+"""Record behaviours a new draw of the mutation sample (2026-11-25 evening) found untested: bf16
+decoding, copies of read-only bytes, plain maps staying plain, Burn's lowercase param ids."""
+
+from __future__ import annotations
+
+import re
+from collections import OrderedDict
+
+import torch
+
+from burnlike.record.checkpoint.value import decode_value, encode_value
+from burnlike.record.format.module_record import new_param_id
+from burnlike.record.tensor.tensor_data import bytes_to_tensor
+
+
+def test_bf16_bytes_decode_as_bf16_values():
+    source = torch.tensor([[1.5, -2.25], [3.0e38, 2.0**-100]], dtype=torch.bfloat16)
+    raw = source.view(torch.int16).numpy().tobytes()
+    out = bytes_to_tensor(raw, torch.bfloat16, [2, 2])
+    assert out.dtype == torch.bfloat16 and torch.equal(out, source)
+
+
+def test_a_copy_of_read_only_bytes_is_writable_and_owns_its_memory():
+    raw = torch.arange(6, dtype=torch.float32).numpy().tobytes()  # bytes: read-only
+    out = bytes_to_tensor(raw, torch.float32, [2, 3], copy=True)
+    out[0, 0] = 7.0  # would fail (or write into the bytes object) without the copy
+    assert out[0, 0].item() == 7.0 and raw[:4] == b"\x00\x00\x00\x00"
+
+
+def test_plain_maps_decode_as_plain_dicts_and_ordered_ones_stay_ordered():
+    # a tuple key: a map stored tagged, as [key, value] pairs
+    encoded = encode_value({"plain": {(1, 2): "a"}, "ordered": OrderedDict([(2, "b")])}, lambda key, t: t.dtype)
+    decoded = decode_value(encoded)
+    assert type(decoded["plain"]) is dict and decoded["plain"] == {(1, 2): "a"}
+    assert type(decoded["ordered"]) is OrderedDict and decoded["ordered"] == OrderedDict([(2, "b")])
+
+
+def test_param_ids_are_burns_lowercase_unpadded_base32hex():
+    ids = {new_param_id() for _ in range(20)}
+    assert len(ids) == 20 and all(re.fullmatch(r"[0-9a-v]{13}", i) for i in ids), ids
+
+
+def test_an_unstorable_objects_marker_keeps_the_first_200_characters_of_its_repr():
+    class Long:
+        def __repr__(self) -> str:
+            return "x" * 300
+
+    marker = encode_value({"thing": Long()}, lambda key, t: t.dtype, on_unstorable=lambda key, kind: None)["thing"]
+    assert marker["repr"] == "x" * 200
+
+
+def test_a_record_nested_150_lists_deep_is_written():
+    """The writer's depth bound (budget.MAX_DEPTH, 200) counts one level per list."""
+    import io
+
+    from burnlike.record.format.messagepack import write_msgpack
+
+    nested: list[object] = [1]
+    for _ in range(149):
+        nested = [nested]
+    out = io.BytesIO()
+    write_msgpack({"item": nested}, out)
+    assert out.getvalue().startswith(b"\x81")
