@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections import OrderedDict
 
+import pytest
 import torch
 
 from burnlike.record.checkpoint.value import decode_value, encode_value
@@ -61,3 +62,38 @@ def test_a_record_nested_150_lists_deep_is_written():
     out = io.BytesIO()
     write_msgpack({"item": nested}, out)
     assert out.getvalue().startswith(b"\x81")
+
+
+def test_an_epoch_part_without_its_state_is_named_with_the_state_it_lacks(tmp_path):
+    from burnlike.record import DefaultRecorder
+    from burnlike.record.checkpoint.epoch_files import FILES_KEY, join_parts
+    from burnlike.record.checkpoint.lightning_dict import encode_checkpoint
+    from burnlike.record.error import RecordError
+
+    names = {"model": "model-1.mpk", "optim": "optim-1.mpk", "scheduler": "scheduler-1.mpk"}
+    DefaultRecorder().record(encode_checkpoint({"something_else": []}, DefaultRecorder()), tmp_path / names["optim"],
+                             exact_path=True)
+    with pytest.raises(RecordError) as error:
+        join_parts({FILES_KEY: dict(names)}, tmp_path / "trainer-1.mpk")
+    assert str(error.value) == f"{tmp_path / 'optim-1.mpk'}: expected a map with 'optimizer_states'"
+
+
+def test_a_malformed_tagged_value_is_named_by_file_and_key():
+    from burnlike.record.checkpoint.value import TAG
+    from burnlike.record.error import RecordError
+
+    with pytest.raises(RecordError) as error:
+        decode_value({"opt": {"state": {TAG: "tuple", "items": 5}}}, "f.mpk")
+    assert "f.mpk" in str(error.value) and "opt.state" in str(error.value) and "malformed" in str(error.value)
+
+
+def test_a_checkpoint_with_a_malformed_value_is_named_by_its_file(tmp_path):
+    from burnlike.record import DefaultRecorder
+    from burnlike.record.checkpoint.lightning_dict import load_checkpoint
+    from burnlike.record.checkpoint.value import TAG
+    from burnlike.record.error import RecordError
+
+    path = DefaultRecorder().record({"state_dict": {}, "loops": {TAG: "tuple", "items": 5}}, tmp_path / "ckpt")
+    with pytest.raises(RecordError) as error:
+        load_checkpoint(path)
+    assert str(error.value).startswith(f"{path}:") and "loops" in str(error.value)
