@@ -97,3 +97,26 @@ def test_a_checkpoint_with_a_malformed_value_is_named_by_its_file(tmp_path):
     with pytest.raises(RecordError) as error:
         load_checkpoint(path)
     assert str(error.value).startswith(f"{path}:") and "loops" in str(error.value)
+
+
+def test_a_module_list_recorded_with_the_wrong_length_is_named_with_its_class(tmp_path):
+    from torch import nn
+
+    from burnlike.record import DefaultRecorder
+    from burnlike.record.error import RecordError
+
+    class Stack(nn.Module):
+        def __init__(self, n: int) -> None:
+            super().__init__()
+            self.layers = nn.ModuleList([nn.Linear(2, 2) for _ in range(n)])
+
+    path = DefaultRecorder().save_module(Stack(2), tmp_path / "m")
+    with pytest.raises(RecordError) as error:
+        DefaultRecorder().load_module(Stack(3), path)
+    assert "expected a list of 3 module records for ModuleList" in str(error.value)
+
+
+def test_values_of_a_tagged_map_go_to_the_callers_handler_for_unstorable_objects():
+    seen: list[tuple[str, str]] = []
+    encode_value({"opt": {(1, 2): object()}}, lambda key, t: t.dtype, on_unstorable=lambda key, kind: seen.append((key, kind)))
+    assert seen and seen[0][1] == "builtins.object"
