@@ -106,7 +106,7 @@ class ViewsAhead:
         assert self.pool is not None
         i = self.submitted
         if i < len(self.queue):
-            # job i - workers - 1 used this scratch and has been written: the writer asked for a later one
+            # job i - len(ring) used this slot and has been written: the writer has asked for a later one
             self.futures.append(self.pool.submit(_produce, self.queue[i], self.ring[i % len(self.ring)], self.temps))
             self.submitted += 1
 
