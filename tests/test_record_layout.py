@@ -316,3 +316,102 @@ def test_a_tensor_is_one_part_up_to_two_parts_worth_and_parts_of_about_part_byte
         assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
         if expected_parts > 1:
             assert all(stop - start <= part // 1024 for start, stop in ranges)
+
+
+class _Copies(torch.utils._python_dispatch.TorchDispatchMode):
+    """Counts the aten copies made on this thread (dispatch modes are per thread)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.n = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if func is torch.ops.aten.copy_.default:
+            self.n += 1
+        return func(*args, **(kwargs or {}))
+
+
+def _copies(fn) -> int:
+    with _Copies() as mode:
+        fn()
+    return mode.n
+
+
+needs_omp = pytest.mark.skipif(__import__("burnlike.record.tensor.serial", fromlist=["_"])._OMP_SET is None,
+                               reason="torch's OpenMP is not reachable here: copies stay in pieces")
+
+
+@needs_omp
+def test_alone_keeps_torch_ops_on_this_thread_and_restores_its_team_after():
+    """Inside `alone()` torch sees one thread on this thread only; the team size comes back after,
+    also after an error, and other threads never see the change."""
+    import threading
+
+    from burnlike.record.tensor import serial
+
+    before = torch.get_num_threads()
+    seen: list[int] = []
+    inside, done = threading.Event(), threading.Event()
+
+    def other() -> None:
+        inside.wait(10)
+        seen.append(torch.get_num_threads())
+        done.set()
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    with serial.alone():
+        assert torch.get_num_threads() == 1
+        with serial.alone():  # nested: still one, and the outer one restores
+            assert torch.get_num_threads() == 1
+        assert torch.get_num_threads() == 1
+        inside.set()
+        assert done.wait(10)
+    thread.join()
+    assert seen == [before] and torch.get_num_threads() == before
+    with pytest.raises(ValueError), serial.alone():
+        raise ValueError
+    assert torch.get_num_threads() == before
+
+
+@needs_omp
+def test_copy_is_one_call_alone_and_in_pieces_otherwise(monkeypatch):
+    """A big cast is one torch call inside `alone()` (one op's set-up instead of one per 32K piece),
+    else in pieces; where torch's OpenMP isn't reachable, in pieces even inside `alone()`. The bytes
+    are torch's own cast's either way."""
+    from burnlike.record.tensor import serial
+
+    n = 5 * serial.CHUNK + 7
+    src = torch.randn(n) * 1000
+    dst = torch.empty(n, dtype=torch.float16)
+
+    def cast() -> None:
+        serial.copy_(dst, src)
+
+    def cast_alone() -> None:
+        with serial.alone():
+            serial.copy_(dst, src)
+
+    assert _copies(cast_alone) == 1 and torch.equal(dst, src.half())
+    dst.zero_()
+    assert _copies(cast) == 6 and torch.equal(dst, src.half())
+    monkeypatch.setattr(serial, "_OMP_SET", None)
+    dst.zero_()
+    assert _copies(cast_alone) == 6 and torch.equal(dst, src.half())
+
+
+@needs_omp
+def test_a_saves_part_is_made_with_whole_casts():
+    """A save's job (cast, check, transpose of a 1024x1024 Linear weight) makes two copies, not one
+    per 32K piece of the cast."""
+    from burnlike.record.tensor import ahead
+    from burnlike.record.tensor.layout import TensorBytes
+    from burnlike.record.tensor.precision import HalfPrecisionSettings, storage_dtype
+
+    w = torch.randn(1024, 1024)
+    tb = TensorBytes(w, torch.float16, transpose=True,
+                     decide=lambda t, cast: storage_dtype(t, HalfPrecisionSettings(), cast))
+    made: list[bytes] = []
+    n = _copies(lambda: made.append(bytes(ahead._produce((tb, (0, tb.rows)), Scratch(), ahead.Temps()))))
+    assert n == 2
+    assert made[0] == w.t().contiguous().half().numpy().tobytes()

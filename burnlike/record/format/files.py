@@ -23,6 +23,7 @@ from typing import IO
 
 from burnlike.record.error import RecordError
 from burnlike.record.format.location import AnyPath, RemotePath
+from burnlike.record.tensor import clib
 
 MAX_DECOMPRESSED = 16 * 2**30  # absolute cap on an inflated gzip record
 MAX_RATIO = 100  # real records (float weights) deflate ~1.1:1; raise this for mostly-zero records
@@ -147,20 +148,10 @@ def _reserve(fd: int, size: int) -> bool:
     return _FALLOCATE(fd, 0, 0, size) == 0
 
 
-def _libc(name: str, *argtypes: type) -> Callable[..., int] | None:
-    try:
-        fn = getattr(ctypes.CDLL(None, use_errno=True), name)
-    except (OSError, AttributeError):  # not Linux (or no libc symbols in this process)
-        return None
-    fn.argtypes = list(argtypes)
-    fn.restype = ctypes.c_int
-    return fn  # type: ignore[no-any-return]
-
-
 WRITEBACK_STEP = 8 << 20
 _SYNC_FILE_RANGE_WRITE = 2  # start writeback of the range's dirty pages; don't wait
-_SYNC_FILE_RANGE = _libc("sync_file_range", ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint)
-_FALLOCATE = _libc("fallocate", ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64)
+_SYNC_FILE_RANGE = clib.function("sync_file_range", ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint)
+_FALLOCATE = clib.function("fallocate", ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64)
 
 
 _HOST = re.sub(r"[^A-Za-z0-9_-]", "_", socket.gethostname())[:40] or "host"

@@ -21,6 +21,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from types import TracebackType
 from typing import Any
 
+from burnlike.record.tensor import serial
 from burnlike.record.tensor.buffers import PART_BYTES, Scratch
 from burnlike.record.tensor.layout import TensorBytes
 
@@ -69,7 +70,8 @@ class Temps:
 
 
 def _produce(job: Job, scratch: Scratch, temps: Temps) -> memoryview:
-    return job[0].part(scratch, job[1], temps.mine())
+    with serial.alone():
+        return job[0].part(scratch, job[1], temps.mine())
 
 
 class ViewsAhead:
