@@ -84,10 +84,10 @@ def test_the_f16_range_check_runs_on_the_save_workers_and_still_keeps_f32(tmp_pa
     deciders: list[str] = []
     original = module_record.storage_dtype
 
-    def spy(t: torch.Tensor, settings: PrecisionSettings | None, cast: torch.Tensor | None = None) -> torch.dtype:
+    def spy(t: torch.Tensor, settings: PrecisionSettings | None, peak: int | None = None) -> torch.dtype:
         if t.numel() >= 1024 * 1024:
             deciders.append(threading.current_thread().name)
-        return original(t, settings, cast)
+        return original(t, settings, peak)
 
     monkeypatch.setattr(module_record, "storage_dtype", spy)
     monkeypatch.setattr(ahead, "WORKERS", 2)
@@ -164,9 +164,9 @@ def test_big_tensors_are_produced_in_parts_with_the_same_bytes_and_bounded_scrat
     decided: list[tuple[int, ...]] = []
     original_decide = module_record.storage_dtype
 
-    def counting(t: torch.Tensor, settings: PrecisionSettings | None, cast: torch.Tensor | None = None) -> torch.dtype:
+    def counting(t: torch.Tensor, settings: PrecisionSettings | None, peak: int | None = None) -> torch.dtype:
         decided.append(tuple(t.shape))
-        return original_decide(t, settings, cast)
+        return original_decide(t, settings, peak)
 
     monkeypatch.setattr(ahead.ViewsAhead, "__enter__", spy)
     monkeypatch.setattr(module_record, "storage_dtype", counting)
@@ -201,7 +201,7 @@ def test_a_dtype_decided_wider_after_planning_keeps_the_plan(monkeypatch):
     wide, other = torch.randn(3000, 96), torch.randn(3000, 96)
 
     def make() -> list[TensorBytes]:
-        return [TensorBytes(wide, torch.float16, decide=lambda t, cast: torch.float32),
+        return [TensorBytes(wide, torch.float16, decide=lambda t, peak: torch.float32),
                 TensorBytes(other, torch.float16, transpose=True)]
 
     expected = [bytes(tb) for tb in make()]
@@ -224,13 +224,13 @@ def test_the_writer_makes_later_queued_parts_while_the_one_it_needs_is_being_mad
     makers: list[tuple[int, str]] = []
     original = ahead._produce
 
-    def produce(job: ahead.Job, scratch: ahead.Scratch, temps: ahead.Temps) -> memoryview:
+    def produce(job: ahead.Job, scratch: ahead.Scratch, temps: ahead.Temps, tentative: bool = False) -> memoryview:
         index = next(i for i, tb in enumerate(tbs) if tb is job[0])
         makers.append((index, threading.current_thread().name))
         if index == 0 and threading.current_thread() is not threading.main_thread():
             started.set()
             release.wait(10)  # bounded: without the help this times out and the asserts fail
-        out = original(job, scratch, temps)
+        out = original(job, scratch, temps, tentative)
         if index == 2 and threading.current_thread() is threading.main_thread():
             release.set()  # the writer has made both queued parts: let the worker finish part 0
         return out
@@ -247,3 +247,131 @@ def test_the_writer_makes_later_queued_parts_while_the_one_it_needs_is_being_mad
     assert helped == 2
     main = threading.main_thread().name
     assert (1, main) in makers and (2, main) in makers and (0, main) not in makers
+
+
+# --- tentative parts: a big tensor decided from its parts' casts, written again when it keeps f32 -----------
+
+def _parts_model(value: float, where: str) -> nn.Module:
+    """An embedding of 3000x96 (about 9 parts of 64 KiB in f16) and a Linear head (transposed), with
+    `value` put at `where`: "last" (one value in the last part), "all" (every value), "middle"."""
+    model = Embedded()
+    with torch.no_grad():
+        model.head.weight.normal_(0, 0.02)
+        for w in (model.embedding.weight, model.head.weight.t()):  # rows as recorded
+            if where == "all":
+                w.fill_(value)
+            else:
+                w[-1 if where == "last" else w.shape[0] // 2, 5] = value
+    return model
+
+
+def _small_parts(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ahead, "_AHEAD_BYTES", 1 << 16)
+    monkeypatch.setattr(ahead, "PART_BYTES", 1 << 16)
+    monkeypatch.setattr(ahead, "WORKERS", 1)
+
+
+def _count_passes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The exact min/max passes over big tensors (`storage_dtype`'s fallback), by size."""
+    from burnlike.record.tensor import precision
+
+    passes: list[int] = []
+    original = precision.serial.aminmax
+
+    def counting(t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        if t.numel() >= 1 << 15:
+            passes.append(t.numel())
+        return original(t)
+
+    monkeypatch.setattr(precision.serial, "aminmax", counting)
+    return passes
+
+
+@pytest.mark.parametrize("recorder", [CompactRecorder(), BinFileRecorder(HalfPrecisionSettings)],
+                         ids=lambda r: type(r).__name__)
+@pytest.mark.parametrize(("value", "where", "kept"), [
+    (1e5, "last", torch.float32),  # beyond f16, in the last part only: found after the other parts are out
+    (1e-8, "all", torch.float32),  # all below f16's normal range
+    (65504.0, "middle", torch.float16),  # f16's largest: the parts' casts can't tell, the exact pass keeps f16
+    (0.5, "middle", torch.float16),  # ordinary: settled by the casts
+])
+def test_a_tensor_in_parts_is_decided_after_its_parts_and_written_again_when_wider(
+        tmp_path, monkeypatch, recorder, value, where, kept):
+    """Saved to a file, a big tensor's parts are made at f16 tentatively; its dtype is decided after
+    the last part, from the parts' peaks. When it keeps f32, the writer goes back and writes it
+    again: the file is byte-identical to a whole-tensor save either way, and loads the exact values.
+    The exact pass runs only when the casts can't settle it."""
+    model = _parts_model(value, where)
+    monkeypatch.setattr(ahead, "WORKERS", 0)
+    monkeypatch.setattr(ahead, "PART_BYTES", 1 << 30)
+    whole = recorder.save_module(model, tmp_path / "whole").read_bytes()
+    _small_parts(monkeypatch)
+    passes = _count_passes(monkeypatch)
+    saved = recorder.save_module(model, tmp_path / "parts")
+    assert saved.read_bytes() == whole
+    assert len(passes) == (2 if (value, where) != (0.5, "middle") else 0)  # embedding and head
+    loaded = Embedded()
+    recorder.load_module(loaded, saved)
+    for got, want in ((loaded.embedding.weight, model.embedding.weight), (loaded.head.weight, model.head.weight)):
+        assert torch.equal(got, want.to(kept).float())
+
+
+def test_a_gzipped_save_decides_before_the_first_part_and_needs_no_going_back(tmp_path, monkeypatch):
+    """A gzip stream can't go back: there each big tensor in parts gets the exact pass before its
+    first part, and the file inflates to the plain save's record (the metadata names the recorder)."""
+    import gzip
+
+    import msgpack
+
+    from burnlike.record import NamedMpkFileRecorder, NamedMpkGzFileRecorder
+
+    model = _parts_model(1e5, "last")
+    _small_parts(monkeypatch)
+    plain = NamedMpkFileRecorder(HalfPrecisionSettings).save_module(model, tmp_path / "plain").read_bytes()
+    passes = _count_passes(monkeypatch)
+    gz = NamedMpkGzFileRecorder(HalfPrecisionSettings).save_module(model, tmp_path / "gz")
+    item = msgpack.unpackb(gzip.decompress(gz.read_bytes()))["item"]
+    assert item == msgpack.unpackb(plain)["item"]
+    assert item["embedding"]["weight"]["param"]["dtype"] == "F32"  # the 1e5 in its last part kept it wide
+    assert len(passes) == 2
+
+
+def test_settle_uses_the_parts_peaks_only_when_every_row_was_made():
+    """A tensor whose parts weren't all made tentatively is decided by the exact pass: the peak of
+    the parts seen would miss a value beyond f16 in a part not seen."""
+    from burnlike.record.tensor.buffers import Scratch
+    from burnlike.record.tensor.precision import storage_dtype
+
+    w = torch.randn(64, 32) * 0.1
+    w[-1, 3] = 1e5
+    tb = TensorBytes(w, torch.float16, decide=lambda t, peak: storage_dtype(t, HalfPrecisionSettings(), peak))
+    parts = tb.row_parts(512)
+    assert len(parts) > 2
+    first = bytes(tb.part(Scratch(), parts[0], tentative=True))
+    assert first == w[parts[0][0]:parts[0][1]].half().numpy().tobytes()  # made at f16, not decided
+    assert tb.likely_nbytes == w.numel() * 2
+    assert tb.settle() is False and tb.dtype == torch.float32
+    assert tb.settle() is True  # settled once: nothing tentative is left
+
+
+def test_rewindable_files_and_writeback_after_going_back(tmp_path):
+    """Local files and memory can be gone back in; gzip streams can't. Going back in a
+    WritebackFile moves its writeback bookkeeping with it."""
+    import gzip
+    import io
+
+    from burnlike.record.format import files
+
+    raw = io.FileIO(tmp_path / "f", "wb")
+    with files.WritebackFile(raw) as f:
+        assert files.rewindable(f) and files.rewindable(io.BytesIO())
+        with gzip.GzipFile(fileobj=io.BytesIO(), mode="wb") as gz:
+            assert not files.rewindable(gz)
+        f.write(b"a" * (files.WRITEBACK_STEP + 10))
+        assert f.started == f.written == files.WRITEBACK_STEP + 10 or files._SYNC_FILE_RANGE is None
+        f.seek(100)
+        assert (f.written, f.started) == (100, 100)
+        f.truncate()
+        f.write(b"b" * 5)
+        assert f.written == 105
+    assert (tmp_path / "f").read_bytes() == b"a" * 100 + b"b" * 5

@@ -238,6 +238,27 @@ def test_serial_ops_equal_torchs_on_big_tensors():
         assert torch.equal(serial.copy_(torch.empty(n, dtype=dst_dtype), src), src.to(dst_dtype))
 
 
+
+@pytest.mark.parametrize("alone", [False, True])
+def test_serial_min_max_alone_or_not(alone):
+    """`serial.aminmax` gives torch's whole-tensor result inside `alone()` (one torch pass) and out
+    of it (numpy, or pieces), NaN and int64 extremes included."""
+    import contextlib
+
+    from burnlike.record.tensor import serial
+
+    n = 5 * serial.CHUNK + 7
+    cases = [torch.randn(n), torch.randn(n, dtype=torch.float64), torch.randn(n).half(), torch.randn(n).bfloat16(),
+             torch.arange(n, dtype=torch.int64) - 2**40]
+    cases[0][n // 3] = float("nan")
+    with serial.alone() if alone else contextlib.nullcontext():
+        for t in cases:
+            lo, hi = serial.aminmax(t)
+            want_lo, want_hi = t.aminmax()
+            assert torch.equal(lo, want_lo) or lo.isnan() and want_lo.isnan()
+            assert torch.equal(hi, want_hi) or hi.isnan() and want_hi.isnan()
+
+
 F16_EDGES = [65504.0, 65505.0, 65519.0, 65520.0, 1e5, 2.0**-14, 2.0**-14 * (1 - 2.0**-12), 2.0**-14 * (1 + 2.0**-10),
              1e-8, 0.0, float("inf"), float("nan")]
 
@@ -245,10 +266,11 @@ F16_EDGES = [65504.0, 65505.0, 65519.0, 65520.0, 1e5, 2.0**-14, 2.0**-14 * (1 - 
 @pytest.mark.parametrize("peak", F16_EDGES + [-v for v in F16_EDGES])
 @pytest.mark.parametrize("rest", ["zeros", "small", "mixed"])
 def test_the_f16_cast_settles_the_dtype_exactly_as_the_pass_over_the_source(peak, rest):
-    """`storage_dtype(t, half, cast=t.half())` must pick what the exact pass over `t` picks, at every
-    edge of f16's range (65504, 65520's rounding to inf, 2**-14 and the values rounding onto it,
-    NaN, inf), on either sign and beside other values, whatever the cast's order."""
-    from burnlike.record.tensor.precision import HalfPrecisionSettings, storage_dtype
+    """`storage_dtype(t, half, f16_peak(t.half()))` must pick what the exact pass over `t` picks, at
+    every edge of f16's range (65504, 65520's rounding to inf, 2**-14 and the values rounding onto
+    it, NaN, inf), on either sign and beside other values, whatever the cast's order, and from the
+    largest peak of its parts wherever the peak lies."""
+    from burnlike.record.tensor.precision import HalfPrecisionSettings, f16_peak, storage_dtype
 
     torch.manual_seed(7)
     others = {"zeros": torch.zeros(40), "small": torch.full((40,), 2.0**-20),
@@ -256,8 +278,10 @@ def test_the_f16_cast_settles_the_dtype_exactly_as_the_pass_over_the_source(peak
     t = torch.cat([others[:17], torch.tensor([peak]), others[17:]])
     half = HalfPrecisionSettings()
     exact = storage_dtype(t, half)
-    assert storage_dtype(t, half, t.half()) == exact
-    assert storage_dtype(t, half, t.flip(0).half()) == exact
+    assert storage_dtype(t, half, f16_peak(t.half())) == exact
+    assert storage_dtype(t, half, f16_peak(t.flip(0).half())) == exact
+    parts = [f16_peak(p.half()) for p in t.split(7)]
+    assert storage_dtype(t, half, max(p for p in parts if p is not None)) == exact
 
 
 def test_a_settling_f16_cast_spares_the_pass_over_the_source(monkeypatch):
@@ -276,10 +300,10 @@ def test_a_settling_f16_cast_spares_the_pass_over_the_source(monkeypatch):
     half = precision.HalfPrecisionSettings()
     torch.manual_seed(8)
     weight = torch.randn(300, 200) * 0.05
-    assert precision.storage_dtype(weight, half, weight.t().contiguous().half()) == torch.float16
+    assert precision.storage_dtype(weight, half, precision.f16_peak(weight.t().contiguous().half())) == torch.float16
     assert passes == []
     weight[5, 5] = 65504.0
-    assert precision.storage_dtype(weight, half, weight.half()) == torch.float16
+    assert precision.storage_dtype(weight, half, precision.f16_peak(weight.half())) == torch.float16
     assert passes == [weight.numel()]
     assert precision.storage_dtype(weight, half) == torch.float16 and len(passes) == 2
 
@@ -296,7 +320,7 @@ def test_a_whole_tensor_made_at_f16_first_is_made_again_when_it_keeps_f32(value)
     weight = torch.full((30, 20), value)
     weight[3, 4] = value * 0.5
     tb = TensorBytes(weight, torch.float16, transpose=True,
-                     decide=lambda t, cast: storage_dtype(t, HalfPrecisionSettings(), cast))
+                     decide=lambda t, peak: storage_dtype(t, HalfPrecisionSettings(), peak))
     raw = bytes(tb)
     assert tb.dtype == torch.float32
     assert raw == weight.t().contiguous().numpy().tobytes()
@@ -410,7 +434,7 @@ def test_a_saves_part_is_made_with_whole_casts():
 
     w = torch.randn(1024, 1024)
     tb = TensorBytes(w, torch.float16, transpose=True,
-                     decide=lambda t, cast: storage_dtype(t, HalfPrecisionSettings(), cast))
+                     decide=lambda t, peak: storage_dtype(t, HalfPrecisionSettings(), peak))
     made: list[bytes] = []
     n = _copies(lambda: made.append(bytes(ahead._produce((tb, (0, tb.rows)), Scratch(), ahead.Temps()))))
     assert n == 2

@@ -15,6 +15,7 @@ from torch import nn
 
 from burnlike.record.error import RecordError
 from burnlike.record.format.budget import Budget
+from burnlike.record.format.files import rewindable
 from burnlike.record.format.messagepack import read_msgpack, write_msgpack
 from burnlike.record.format.module_record import check_param_id
 from burnlike.record.format.recorder import Recorder
@@ -168,16 +169,17 @@ class _Writer(Visitor[Any]):
         self.f.write(b"".join(self.parts))
         self.parts.clear()
 
+    def length(self, n: int) -> None:
+        self.varint(n)
+        self.flush()
+
     def param(self, value: dict[str, Any]) -> None:
         self.blob(value["id"].encode())
         data = value["param"]
         raw = data["bytes"]
         if isinstance(raw, TensorBytes):
-            for i, part in enumerate(self.views.parts(raw)):
-                if i == 0:  # the first part decided the dtype: the length is known
-                    self.varint(raw.nbytes)
-                    self.flush()
-                self.f.write(part)
+            self.flush()
+            self.views.write(raw, self.f, self.length)
         else:
             self.blob(raw)
         self.varint(len(data["shape"]))
@@ -223,7 +225,7 @@ def encode(record: dict[str, Any], module: nn.Module | None, f: IO[bytes]) -> No
     metadata = dict(record["metadata"])
     if module is None:  # not a module record: Burn can't read it anyway; keep it self-describing
         metadata["format"] = ITEM_FORMAT + metadata["format"]
-    with ViewsAhead(tensor_bytes_in(record["item"]) if module is not None else ()) as views:
+    with ViewsAhead(tensor_bytes_in(record["item"]) if module is not None else (), rewind=rewindable(f)) as views:
         w = _Writer(f, views)
         for k in METADATA_KEYS:
             w.blob(metadata[k].encode())

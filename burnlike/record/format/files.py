@@ -109,6 +109,12 @@ def atomic_write(path: AnyPath, write: Callable[[IO[bytes]], None] | bytes, size
         pass
 
 
+def rewindable(f: IO[bytes]) -> bool:
+    """Whether a writer may go back in `f` and write again from there (seek, then truncate): a
+    file or memory, not a gzip stream."""
+    return isinstance(f, (io.BufferedWriter, io.BytesIO, io.FileIO)) and f.seekable()
+
+
 class WritebackFile(io.BufferedWriter):
     """A buffered file that asks the kernel to start writing each `WRITEBACK_STEP` bytes to disk as
     soon as they are written, so the fsync before the rename has only the last step left to wait for.
@@ -123,6 +129,13 @@ class WritebackFile(io.BufferedWriter):
         super().__init__(raw, buffer_size)
         self.started = 0  # bytes handed to writeback so far
         self.written = 0
+
+    def seek(self, pos: int, whence: int = io.SEEK_SET) -> int:
+        """Going back (a writer rewriting a tensor): writeback goes on from there."""
+        at = super().seek(pos, whence)
+        self.written = at
+        self.started = min(self.started, at)
+        return at
 
     def write(self, b: bytes | bytearray | memoryview) -> int:  # type: ignore[override]
         n = super().write(b)

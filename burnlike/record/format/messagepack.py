@@ -16,6 +16,7 @@ import msgpack
 
 from burnlike.record.error import RecordError, RecordPath
 from burnlike.record.format.budget import MAX_DEPTH, Budget
+from burnlike.record.format.files import rewindable
 from burnlike.record.tensor.ahead import ViewsAhead, tensor_bytes_in
 from burnlike.record.tensor.file_slice import FileSlice
 from burnlike.record.tensor.layout import TensorBytes
@@ -37,7 +38,7 @@ def bin_header(n: int) -> bytes:
 def write_msgpack(obj: Any, f: IO[bytes]) -> None:
     """Write `obj` as `msgpack.packb(obj, use_bin_type=True)` would, streaming big binaries (the
     big tensors' bytes prepared ahead on worker threads)."""
-    with ViewsAhead(tensor_bytes_in(obj)) as views:
+    with ViewsAhead(tensor_bytes_in(obj), rewind=rewindable(f)) as views:
         writer = _Writer(f, views)
         writer.walk(obj, 0)
         f.write(writer.buf)
@@ -72,10 +73,9 @@ class _Writer:
             for v in o:
                 self.walk(v, depth + 1)
         elif isinstance(o, TensorBytes):
-            for i, part in enumerate(self.views.parts(o)):
-                if i == 0:  # the first part decided the dtype: the length is known
-                    self.bin_start(o.nbytes)
-                self.f.write(part)
+            self.f.write(buf)
+            buf.clear()
+            self.views.write(o, self.f, lambda n: self.f.write(bin_header(n)))
         elif isinstance(o, (bytes, bytearray, memoryview)) and len(o) >= BIG:
             view = memoryview(o).cast("B")
             self.bin_start(view.nbytes)

@@ -66,8 +66,8 @@ class _ToRecord(Visitor[None]):
     def __init__(self, ids: dict[str, str], settings: PrecisionSettings | None, version: str, lazy: bool) -> None:
         self.ids, self.settings, self.version, self.lazy = ids, settings, version, lazy
 
-    def decide(self, t: torch.Tensor, cast: torch.Tensor | None) -> torch.dtype:
-        return storage_dtype(t, self.settings, cast)
+    def decide(self, t: torch.Tensor, peak: int | None) -> torch.dtype:
+        return storage_dtype(t, self.settings, peak)
 
     def leaf(self, node: None, key: str, field: Field) -> Any:
         if field.kind == "param":

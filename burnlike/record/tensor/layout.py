@@ -20,10 +20,11 @@ import torch
 from burnlike.record.tensor import serial
 from burnlike.record.tensor.buffers import Scratch, as_bytes
 from burnlike.record.tensor.dtypes import itemsize
+from burnlike.record.tensor.precision import f16_peak
 
-# settles a tensor's recorded dtype: `decide(tensor, cast)`, where `cast` is all of the tensor's bytes
-# already produced at the likely dtype (or None), which may spare the decision a pass over the tensor
-Decide = Callable[[torch.Tensor, torch.Tensor | None], torch.dtype]
+# settles a tensor's recorded dtype: `decide(tensor, peak)`, where `peak` is `precision.f16_peak` of
+# all of the tensor's bytes already made at f16 (or None), which may spare the decision a pass over it
+Decide = Callable[[torch.Tensor, int | None], torch.dtype]
 
 PAIRS_SLOT = 4  # the scratch slot `transpose_pairs` uses (0-1: a save's view, 2-3: a load's read)
 
@@ -81,12 +82,14 @@ class TensorBytes:
     With `decide`, `dtype` is only the likely one: `decide` settles it when the bytes are first
     produced, which a save does on its worker threads (the f16 range check is a pass over the
     weights; Burn's TensorData writes its bytes before its dtype, so nothing waits for it). Produced
-    whole, the bytes are made at the likely dtype first and handed to `decide`, which can often
-    settle it from them (`storage_dtype`'s `cast`); made again only if it picks another dtype.
+    whole, the bytes are made at the likely dtype first and their `f16_peak` handed to `decide`,
+    which can often settle it from that; made again only if it picks another dtype.
     A big tensor's bytes can be produced in parts of rows (`row_parts`, `part`), on two threads at
-    once: deciding takes a lock, so it happens once."""
+    once: deciding takes a lock, so it happens once. A writer that can go back in its file asks for
+    the parts `tentative`ly: made at the likely f16, each part's peak kept, and decided by `settle()`
+    once all are written, instead of by a pass over the whole tensor before the first part."""
 
-    __slots__ = ("tensor", "_dtype", "transpose", "_decide", "_lock")
+    __slots__ = ("tensor", "_dtype", "transpose", "_decide", "_lock", "_peak", "_rows_seen", "_tentative")
 
     def __init__(self, tensor: torch.Tensor, dtype: torch.dtype, transpose: bool = False,
                  decide: Decide | None = None) -> None:
@@ -95,20 +98,48 @@ class TensorBytes:
         self.transpose = transpose
         self._decide = decide
         self._lock = threading.Lock() if decide is not None else None
+        self._peak = -1  # the largest `f16_peak` of the parts made tentatively (-1: none yet)
+        self._rows_seen = 0  # rows made tentatively
+        self._tentative: torch.dtype | None = None  # the dtype tentative parts were made at
 
     @property
     def dtype(self) -> torch.dtype:
         """The recorded dtype (decided now if it wasn't yet)."""
         return self._decided(None)
 
-    def _decided(self, cast: torch.Tensor | None) -> torch.dtype:
+    def _decided(self, peak: int | None) -> torch.dtype:
         if self._decide is not None and self._lock is not None:
             with self._lock:
                 decide = self._decide
                 if decide is not None:
-                    self._dtype = decide(self.tensor, cast)
+                    self._dtype = decide(self.tensor, peak)
                     self._decide = None
         return self._dtype
+
+    def settle(self) -> bool:
+        """Decides the dtype if parts were made tentatively (from their peaks when they covered every
+        row, else by the exact pass); whether the bytes made so far stand. False: it was decided wider
+        than the tentative parts, which must be made again at `dtype`."""
+        if self._lock is None:
+            return True
+        with self._lock:
+            made, self._tentative = self._tentative, None
+        if made is None:  # no tentative part: every part was made at the decided dtype
+            return True
+        return self._decided(self._peak if self._rows_seen == self.rows else None) == made
+
+    def _keep(self, rows: tuple[int, int], made: torch.dtype, peak: int | None) -> bool:
+        """Whether a tentative part made at `made` stands: its peak recorded for `settle()`, or the
+        tensor decided meanwhile at that dtype. False: no peak (decide now), or decided wider."""
+        if peak is None or self._lock is None:
+            return False
+        with self._lock:
+            if self._decide is None:
+                return self._dtype == made
+            self._tentative = made
+            self._peak = max(self._peak, peak)
+            self._rows_seen += rows[1] - rows[0]
+            return True
 
     @property
     def nbytes(self) -> int:
@@ -116,7 +147,8 @@ class TensorBytes:
 
     @property
     def likely_nbytes(self) -> int:
-        """`nbytes` at the likely dtype, without deciding it."""
+        """`nbytes` without deciding: at the likely dtype until decided (the dtype tentative parts
+        are made at), then at the decided one."""
         return self.tensor.numel() * itemsize(self._dtype)
 
     @property
@@ -153,15 +185,20 @@ class TensorBytes:
         step = max(1, part_bytes // max(1, self.likely_nbytes // rows))
         return [(r, min(rows, r + step)) for r in range(0, rows, step)]
 
-    def part(self, scratch: Scratch, rows: tuple[int, int], temp: Scratch | None = None) -> memoryview:
+    def part(self, scratch: Scratch, rows: tuple[int, int], temp: Scratch | None = None,
+             tentative: bool = False) -> memoryview:
         """The bytes of recorded rows `rows` (from `row_parts`; `view` is all of them), valid until
         `scratch` is used again: concatenated in order, the parts are `view`'s bytes. `temp` holds
-        what is needed only within this call (a cast before its transpose; default: `scratch`)."""
+        what is needed only within this call (a cast before its transpose; default: `scratch`).
+        `tentative`: a part of an undecided tensor may be made at the likely f16 without deciding;
+        the caller then writes `likely_nbytes` and calls `settle()` after the last part."""
         temp = scratch if temp is None else temp
-        if self._decide is not None and rows == (0, self.rows):
+        whole = rows == (0, self.rows)
+        if self._decide is not None and (whole or tentative and self._dtype == torch.float16):
             likely = self._dtype
             made = self._at(likely, scratch, rows, temp)
-            if self._decided(made) == likely:
+            peak = f16_peak(made)
+            if whole and self._decided(peak) == likely or not whole and self._keep(rows, likely, peak):
                 return as_bytes(made)
         return as_bytes(self._at(self.dtype, scratch, rows, temp))
 

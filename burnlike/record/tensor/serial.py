@@ -75,10 +75,11 @@ def copy_(dst: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
 
 
 def aminmax(t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """`t.aminmax()` (NaN if `t` holds one, as torch's), on the calling thread: numpy's min and max
+    """`t.aminmax()` (NaN if `t` holds one, as torch's), on the calling thread: torch's own inside
+    `alone()` (one pass: 0.004 s against 0.0066 s for 24.6M f32 values); else numpy's min and max
     where numpy has the dtype (one thread, vectorised: as fast as torch's whole-tensor op; torch
     in pieces costs ~3x in per-call overhead), else piece by piece."""
-    if _whole(t):
+    if _whole(t) or getattr(_state, "alone", False) and t.dtype != torch.bool:  # alone: one pass, not two
         lo, hi = t.aminmax()
         return lo, hi
     if t.dtype in NUMPY and t.dtype != torch.bool:
