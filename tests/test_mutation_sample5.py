@@ -120,3 +120,37 @@ def test_values_of_a_tagged_map_go_to_the_callers_handler_for_unstorable_objects
     seen: list[tuple[str, str]] = []
     encode_value({"opt": {(1, 2): object()}}, lambda key, t: t.dtype, on_unstorable=lambda key, kind: seen.append((key, kind)))
     assert seen and seen[0][1] == "builtins.object"
+
+
+def test_a_module_recorded_as_something_else_than_a_map_is_named_by_its_class(tmp_path):
+    """A Linear whose record is a list, not a map: the error names the Linear (walker passes the
+    module to `struct`), not the list."""
+    import msgpack
+    from torch import nn
+
+    from burnlike.record import NamedMpkFileRecorder, RecordError
+
+    class Net(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = nn.Linear(2, 2)
+
+    path = NamedMpkFileRecorder().save_module(Net(), tmp_path / "m")
+    record = msgpack.unpackb(path.read_bytes())
+    record["item"]["fc"] = [1, 2]
+    path.write_bytes(msgpack.packb(record, use_bin_type=True))
+    with pytest.raises(RecordError) as error:
+        NamedMpkFileRecorder().load_module(Net(), path)
+    assert "expected a map for Linear, got list" in str(error.value)
+
+
+def test_a_decoded_tensor_data_owns_its_memory_by_default():
+    """`data_to_tensor` makes read-only record bytes into a tensor of its own unless told not to:
+    writing into it leaves the record's bytes as they were."""
+    from burnlike.record.tensor.tensor_data import data_to_tensor
+
+    raw = torch.arange(4, dtype=torch.float32).numpy().tobytes()  # bytes: read-only
+    out = data_to_tensor({"bytes": raw, "shape": [2, 2], "dtype": "F32"})
+    out.fill_(9.0)  # would write into the bytes object without the copy
+    assert raw == torch.arange(4, dtype=torch.float32).numpy().tobytes()
+    assert torch.equal(out, torch.full((2, 2), 9.0))
