@@ -123,6 +123,11 @@ class WritebackFile(io.BufferedWriter):
     file (0.09-0.13 s of a 0.45 s 100M-parameter save on a 2-core VM, about 0.005 s with this).
     Linux only (`sync_file_range`, asynchronous: it neither waits nor makes anything durable);
     elsewhere a plain buffered file.
+
+    Big writes go to the kernel in pieces of at most `WRITE_PIECE`. Why: on a Firecracker VM
+    (free page reporting) a save whose writes were 4-8 MiB each was now and then 3x slower as a whole
+    (0.13-0.27 s against ~0.075 s; 6 of 30 100M transformer saves), its copies into the page cache
+    slow throughout; the same saves written in 2 MiB pieces: 0 of 30, with the same typical time.
     """
 
     def __init__(self, raw: io.FileIO, buffer_size: int = io.DEFAULT_BUFFER_SIZE) -> None:
@@ -138,7 +143,12 @@ class WritebackFile(io.BufferedWriter):
         return at
 
     def write(self, b: bytes | bytearray | memoryview) -> int:  # type: ignore[override]
-        n = super().write(b)
+        view = memoryview(b).cast("B")
+        if view.nbytes > WRITE_PIECE:
+            for i in range(0, view.nbytes, WRITE_PIECE):
+                self.write(view[i:i + WRITE_PIECE])
+            return view.nbytes
+        n = super().write(view)
         self.written += n
         if _SYNC_FILE_RANGE is not None and self.written - self.started >= WRITEBACK_STEP:
             self.flush()
@@ -162,6 +172,7 @@ def _reserve(fd: int, size: int) -> bool:
 
 
 WRITEBACK_STEP = 8 << 20
+WRITE_PIECE = 2 << 20
 _SYNC_FILE_RANGE_WRITE = 2  # start writeback of the range's dirty pages; don't wait
 _SYNC_FILE_RANGE = clib.function("sync_file_range", ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint)
 _FALLOCATE = clib.function("fallocate", ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64)
