@@ -86,8 +86,8 @@ class ViewsAhead:
     after a tensor's last part it calls `tb.settle()`, and when that is False goes back to where the
     tensor started and writes `again(tb)`. Why: a big tensor in parts was decided by a pass over all
     of its f32 values before its first part (the bin's length depends on the dtype), on the writer's
-    critical path; the parts' own casts settle it instead (100M GPT-2-like save, 32000x768 embedding
-    in 12 parts: 0.074-0.080 s -> see the README).
+    critical path; the parts' own casts settle it instead (100M GPT-2-like save, its 32000x768
+    embedding in 12 parts: 0.081-0.087 s -> 0.074-0.077 s, five interleaved pairs).
     """
 
     def __init__(self, order: Iterable[TensorBytes], workers: int | None = None, rewind: bool = False) -> None:
