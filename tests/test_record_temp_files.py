@@ -139,3 +139,20 @@ def test_a_big_save_starts_writeback_as_it_goes(tmp_path: Path, monkeypatch: pyt
     ends = [o + n for _, o, n, _ in started]
     assert [o for _, o, _, _ in started[1:]] == ends[:-1]  # gapless
     assert all(n >= 1 << 20 for *_, n, _ in started) and len(data) - ends[-1] < 1 << 20
+
+
+def test_c_functions_are_found_by_name_with_their_types():
+    """`clib.function` gives a process's C function with the argument and int return types set,
+    errno kept for ctypes, and None for a name no loaded library has."""
+    import ctypes
+
+    from burnlike.record.tensor import clib
+
+    getpid = clib.function("getpid")
+    if getpid is None:
+        pytest.skip("no C library symbols in this process (not Linux)")
+    assert getpid() == os.getpid() and getpid.restype is ctypes.c_int and getpid.argtypes == []
+    close = clib.function("close", ctypes.c_int)
+    assert close is not None and close.argtypes == [ctypes.c_int]
+    assert close(-1) == -1 and ctypes.get_errno() == errno.EBADF  # use_errno: the failure's errno is kept
+    assert clib.function("burnlike_no_such_function") is None
