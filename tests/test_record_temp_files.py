@@ -156,3 +156,18 @@ def test_c_functions_are_found_by_name_with_their_types():
     assert close is not None and close.argtypes == [ctypes.c_int]
     assert close(-1) == -1 and ctypes.get_errno() == errno.EBADF  # use_errno: the failure's errno is kept
     assert clib.function("burnlike_no_such_function") is None
+
+
+def test_c_functions_are_none_where_the_process_has_no_c_handle(monkeypatch):
+    """Where ctypes can't open the process itself (Windows: `CDLL(None)` is a TypeError there),
+    every lookup is None and the record code falls back (no fallocate, no writeback hints, casts in
+    pieces) instead of failing at import."""
+    import ctypes
+
+    from burnlike.record.tensor import clib
+
+    def no_handle(*args: object, **kwargs: object) -> None:
+        raise TypeError("expected str, bytes or os.PathLike object, not NoneType")
+
+    monkeypatch.setattr(ctypes, "CDLL", no_handle)
+    assert clib.function("getpid") is None

@@ -12,7 +12,7 @@ def function(name: str, *argtypes: type) -> Callable[..., int] | None:
     None where there is none (not Linux, or a library that didn't load its symbols globally)."""
     try:
         fn = getattr(ctypes.CDLL(None, use_errno=True), name)
-    except (OSError, AttributeError):
+    except (OSError, AttributeError, TypeError):  # TypeError: Windows has no handle for the process itself
         return None
     fn.argtypes = list(argtypes)
     fn.restype = ctypes.c_int
