@@ -16,7 +16,21 @@ from burnlike.train import DistributedConfig, ExecutionStrategy, Learner, Superv
 from burnlike.train.metric import AccuracyMetric, LossMetric  # noqa: E402
 
 
+def report_group_at_exit(artifact_dir: str, rank: dict[str, int]) -> None:
+    """At exit, after burnlike's own exit handler (registered later, so run earlier), write whether
+    the process group is still up: `group{rank}.txt` holds "ended" or "up"."""
+    import atexit
+
+    def report() -> None:
+        up = torch.distributed.is_available() and torch.distributed.is_initialized()
+        Path(artifact_dir, f"group{rank.get('rank', 'unknown')}.txt").write_text("up" if up else "ended")
+
+    atexit.register(report)
+
+
 def main(artifact_dir: str) -> None:
+    rank: dict[str, int] = {}
+    report_group_at_exit(artifact_dir, rank)
     torch.manual_seed(0)
     train = DataLoader(blobs(128), batch_size=32, collate_fn=collate)
     valid = DataLoader(blobs(64, seed=1), batch_size=16, collate_fn=collate)
@@ -25,6 +39,7 @@ def main(artifact_dir: str) -> None:
               .with_training_strategy(ExecutionStrategy.ddp(["cpu", "cpu"], DistributedConfig()))
               .launch(Learner(Classifier(), AdamConfig(), 5e-2)))
     trainer = result.trainer
+    rank["rank"] = trainer.global_rank
     out = {k: float(v) for k, v in trainer.callback_metrics.items()}
     out["world_size"] = trainer.world_size
     Path(artifact_dir, f"rank{trainer.global_rank}.json").write_text(json.dumps(out))

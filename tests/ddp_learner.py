@@ -10,6 +10,7 @@ import torch
 from torch.utils.data import DataLoader
 
 sys.path.insert(0, str(Path(__file__).parent))
+from ddp_execution import report_group_at_exit  # noqa: E402
 from toy import Classifier, blobs, collate  # noqa: E402
 
 from burnlike.optim import AdamConfig  # noqa: E402
@@ -29,6 +30,8 @@ class StopOnRankOne(L.Callback):
 
 
 def main(artifact_dir: str, interrupt: bool) -> None:
+    rank: dict[str, int] = {}
+    report_group_at_exit(artifact_dir, rank)
     torch.manual_seed(0)
     builder = (
         LearnerBuilder(artifact_dir)
@@ -45,14 +48,9 @@ def main(artifact_dir: str, interrupt: bool) -> None:
     valid = DataLoader(blobs(128, seed=1), batch_size=32, collate_fn=collate)
     result = learner.fit(train, valid)
     trainer = result.trainer
+    rank["rank"] = trainer.global_rank
     out = {k: float(v) for k, v in trainer.callback_metrics.items()} | {"global_step": trainer.global_step}
     Path(artifact_dir, f"rank{trainer.global_rank}.json").write_text(json.dumps(out))
-    # A DDP script ends its process group itself (PyTorch's advice): left to interpreter shutdown,
-    # gloo's threads were once torn down mid-way in CI ("terminate called without an active
-    # exception", SIGABRT after both ranks had finished).
-    if torch.distributed.is_available() and torch.distributed.is_initialized():
-        torch.distributed.barrier()
-        torch.distributed.destroy_process_group()
 
 
 if __name__ == "__main__":

@@ -261,6 +261,8 @@ def test_two_process_cpu_ddp_through_execution_strategy(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
     assert ranks[0]["world_size"] == ranks[1]["world_size"] == 2
+    # the library ended each rank's process group before the interpreter's teardown
+    assert [(tmp_path / f"group{r}.txt").read_text() for r in (0, 1)] == ["ended", "ended"]
     for key in ("valid/Accuracy", "valid/Loss", "train/Loss"):  # reduced across ranks: the same everywhere
         assert ranks[0][key] == pytest.approx(ranks[1][key])
     lines = (tmp_path / "valid" / "epoch-1" / "Loss.log").read_text().splitlines()

@@ -19,6 +19,7 @@ def test_two_process_cpu_ddp_syncs_metrics_and_rank0_writes_logs(tmp_path):
                           capture_output=True, text=True, timeout=280, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
+    assert [(tmp_path / f"group{r}.txt").read_text() for r in (0, 1)] == ["ended", "ended"]
     # metric values are reduced across ranks: both processes log the same epoch value
     assert ranks[0]["valid/Accuracy"] == pytest.approx(ranks[1]["valid/Accuracy"])
     assert ranks[0]["valid/Loss"] == pytest.approx(ranks[1]["valid/Loss"])

@@ -360,24 +360,17 @@ def _distributed_job() -> Iterator[None]:
     barrier; after an error there is none, as the other ranks may be gone. In a multirun it also
     leaves no distributed state for the next job in this process: Lightning sets
     LOCAL_RANK/MASTER_PORT/WORLD_SIZE… in os.environ."""
+    from burnlike.train.process_group import end_process_group
+
     env = dict(os.environ) if _is_multirun() else None
     try:
         yield
-        _end_process_group(barrier=True)
+        end_process_group(barrier=True)
     finally:
-        _end_process_group(barrier=False)  # no-op when the fit ended it
+        end_process_group(barrier=False)  # no-op when the fit ended it
         if env is not None:
             os.environ.clear()
             os.environ.update(env)
-
-
-def _end_process_group(barrier: bool) -> None:
-    import torch.distributed as dist
-
-    if dist.is_available() and dist.is_initialized():
-        if barrier:
-            dist.barrier()
-        dist.destroy_process_group()
 
 
 def is_rank_zero() -> bool:

@@ -21,6 +21,7 @@ from burnlike.train.logger import FileMetricLogger, install_experiment_log, remo
 from burnlike.train.metric.store import EpochEntry, Split
 from burnlike.train.module import StepModule
 from burnlike.train.preemption import BATCHES_DONE, SkipFirst
+from burnlike.train.process_group import end_at_exit
 from burnlike.train.summary import LearnerSummary
 from burnlike.train.tracking import continue_logger_runs
 
@@ -108,6 +109,8 @@ class Learner(components.Learner):
                     train_loader = SkipFirst(train_loader, skip)
             if ckpt is not None:
                 continue_logger_runs(self.trainer, ckpt)
+            if self.trainer.world_size > 1:
+                end_at_exit()
             self.trainer.fit(self.module, train_loader, valid_loader, ckpt_path=str(ckpt) if ckpt else None)
             log.info("training finished at epoch %d", self.trainer.current_epoch)
         finally:
