@@ -41,7 +41,7 @@ def write_msgpack(obj: Any, f: IO[bytes]) -> None:
     with ViewsAhead(tensor_bytes_in(obj), rewind=rewindable(f)) as views:
         writer = _Writer(f, views)
         writer.walk(obj, 0)
-        f.write(writer.buf)
+        writer.flush()
 
 
 class _Writer:
@@ -53,11 +53,15 @@ class _Writer:
         self.packer = msgpack.Packer(use_bin_type=True)
         self.buf = bytearray()
 
+    def flush(self) -> None:
+        """Write what is buffered."""
+        self.f.write(self.buf)
+        self.buf.clear()
+
     def bin_start(self, n: int) -> None:
         """Write what is buffered and a bin header: `n` bytes of the bin follow, streamed."""
         self.buf.extend(bin_header(n))
-        self.f.write(self.buf)
-        self.buf.clear()
+        self.flush()
 
     def walk(self, o: Any, depth: int) -> None:
         buf, packer = self.buf, self.packer
@@ -73,8 +77,7 @@ class _Writer:
             for v in o:
                 self.walk(v, depth + 1)
         elif isinstance(o, TensorBytes):
-            self.f.write(buf)
-            buf.clear()
+            self.flush()
             self.views.write(o, self.f, lambda n: self.f.write(bin_header(n)))
         elif isinstance(o, (bytes, bytearray, memoryview)) and len(o) >= BIG:
             view = memoryview(o).cast("B")
@@ -88,8 +91,7 @@ class _Writer:
             except (TypeError, ValueError, OverflowError) as e:
                 raise RecordError(f"can't encode {type(o).__name__} ({e})") from None
         if len(buf) >= 1 << 20:
-            self.f.write(buf)
-            buf.clear()
+            self.flush()
 
 
 _FIXED = {0xCC: ">B", 0xCD: ">H", 0xCE: ">I", 0xCF: ">Q", 0xD0: ">b", 0xD1: ">h", 0xD2: ">i", 0xD3: ">q",

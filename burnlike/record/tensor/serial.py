@@ -58,8 +58,9 @@ def _whole(*tensors: torch.Tensor) -> bool:
 
 
 def copy_(dst: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
-    """`dst.copy_(src)` (same shape; casts), piece by piece: flat pieces when both are contiguous,
-    else blocks of whole rows (a column slice of a weight: a save's part of a transposed tensor)."""
+    """`dst.copy_(src)` (same shape; casts): one call inside `alone()`; else piece by piece, flat
+    pieces when both are contiguous, else blocks of whole rows (a column slice of a weight: a save's
+    part of a transposed tensor)."""
     if getattr(_state, "alone", False):
         return dst.copy_(src)
     if _whole(dst, src):
