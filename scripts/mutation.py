@@ -174,16 +174,22 @@ def report(sampled: dict[str, list[str]] | None = None) -> int:
     accepted = equivalents()
     counts: dict[str, Counter[str]] = {p: Counter() for p in PACKAGES}
     survivors: list[str] = []
+    known: set[str] = set()
+    stale: list[str] = []
     for line in done.stdout.splitlines():
         m = re.match(r"\s*(\S+): (.+)$", line)
         if not m:
             continue
         name, status = m.group(1), m.group(2).strip()
+        known.add(name)
         package = package_of(name)
         if package is None or (within is not None and name not in within):
             continue
         if name in accepted:
-            status = "equivalent"
+            if status in CAUGHT:  # an equivalent mutant can't be caught: its number names another mutant now
+                stale.append(name)
+            else:
+                status = "equivalent"
         counts[package][status] += 1
         if status not in CAUGHT | {"equivalent", "not checked"}:
             survivors.append(f"{name}: {status}")
@@ -201,6 +207,11 @@ def report(sampled: dict[str, list[str]] | None = None) -> int:
         interval = "  {:.1f}-{:.1f}%".format(*wilson(caught, scored)) if sampled else ""
         print(f"{package:<18} {total:>7} {c['killed']:>7} {c['timeout']:>7} {c['survived']:>8} "
               f"{c['no tests']:>8} {c['not checked']:>8} {c['equivalent']:>6} {score:>6.1f}%{interval}")
+    stale += sorted(accepted - known)  # its function was renamed or removed
+    if stale:
+        print(f"{len(stale)} entries of {EQUIVALENT.name} are stale (caught by a test, or no such mutant: the "
+              "function changed since, so each number may name another mutant): look each up again\n  "
+              + "\n  ".join(stale))
     if survivors:
         path = ROOT / "mutants" / "survivors.txt"
         path.write_text("\n".join(survivors) + "\n")

@@ -38,3 +38,14 @@ def conf():
     with initialize_config_dir(config_dir=str(Path(__file__).resolve().parents[1] / "conf"), version_base="1.3"):
         yield lambda *overrides, **kw: compose("config", overrides=list(overrides), **kw)
     GlobalHydra.instance().clear()
+
+
+@pytest.fixture
+def one_rank_group(tmp_path):
+    """A real one-rank gloo process group, as a DDP job's rank has one during its fit."""
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1)
+    yield dist
+    if dist.is_initialized():
+        dist.destroy_process_group()

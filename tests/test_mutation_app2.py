@@ -183,17 +183,6 @@ def test_config_tree_shows_each_group_as_yaml(conf, monkeypatch):
 
 
 
-@pytest.fixture
-def one_rank_group(tmp_path):
-    """A real one-rank gloo process group, as a DDP job's rank has one during its fit."""
-    import torch.distributed as dist
-
-    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1)
-    yield dist
-    if dist.is_initialized():
-        dist.destroy_process_group()
-
-
 @pytest.mark.parametrize("fails", [False, True], ids=["after-the-fit", "after-an-error"])
 def test_a_job_ends_its_process_group_with_a_barrier_only_after_the_fit(one_rank_group, monkeypatch, fails):
     """Every job ends its process group itself (not only multirun jobs): after a fit all ranks meet
