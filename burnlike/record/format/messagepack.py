@@ -78,7 +78,7 @@ class _Writer:
                 self.walk(v, depth + 1)
         elif isinstance(o, TensorBytes):
             self.flush()
-            self.views.write(o, self.f, lambda n: self.f.write(bin_header(n)))
+            self.views.write(o, self.f, self.bin_start)
         elif isinstance(o, (bytes, bytearray, memoryview)) and len(o) >= BIG:
             view = memoryview(o).cast("B")
             self.bin_start(view.nbytes)

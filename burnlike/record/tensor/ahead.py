@@ -145,8 +145,8 @@ class ViewsAhead:
 
     def again(self, tb: TensorBytes) -> Iterator[memoryview]:
         """`tb`'s bytes at its decided dtype, part by part, made here (after `settle()` said False)."""
-        for rows in tb.row_parts(PART_BYTES):
-            yield _produce((tb, rows), self.inline, self.temps)
+        for job in _jobs(tb):
+            yield _produce(job, self.inline, self.temps)
 
     def view(self, tb: TensorBytes) -> memoryview:
         """All of `tb`'s bytes at once (copied together when they came in parts)."""
