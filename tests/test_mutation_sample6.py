@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from test_record_layout import OpCounts, count_ops
 
 from burnlike.record.tensor import serial
 from burnlike.record.tensor.precision import (
@@ -22,36 +23,14 @@ from burnlike.record.tensor.precision import (
 )
 
 
-class _Ops(torch.utils._python_dispatch.TorchDispatchMode):
-    """Counts the aten copies and min/max ops made on this thread (dispatch modes are per thread)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.copies = 0
-        self.aminmax = 0
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
-        if func is torch.ops.aten.copy_.default:
-            self.copies += 1
-        elif func is torch.ops.aten.aminmax.default:
-            self.aminmax += 1
-        return func(*args, **(kwargs or {}))
-
-
-def _count(fn: Callable[[], object]) -> _Ops:
-    with _Ops() as ops:
-        fn()
-    return ops
-
-
-def _on_a_new_thread(fn: Callable[[], object]) -> _Ops:
+def _on_a_new_thread(fn: Callable[[], object]) -> OpCounts:
     """`fn` counted on a thread that has never entered `alone()` (its thread-local state unset)."""
-    out: list[_Ops] = []
+    out: list[OpCounts] = []
     errors: list[BaseException] = []
 
     def run() -> None:
         try:
-            out.append(_count(fn))
+            out.append(count_ops(fn))
         except BaseException as e:  # noqa: BLE001 - handed to the test's thread
             errors.append(e)
 
@@ -80,11 +59,11 @@ def test_a_thread_that_never_went_alone_casts_in_pieces_and_takes_min_max_from_n
 def test_min_max_is_one_torch_pass_alone_numpy_outside_and_pieces_without_numpy():
     t = torch.randn(N)
     with serial.alone():
-        assert _count(lambda: serial.aminmax(t)).aminmax == 1
-    assert _count(lambda: serial.aminmax(t)).aminmax == 0
+        assert count_ops(lambda: serial.aminmax(t)).aminmax == 1
+    assert count_ops(lambda: serial.aminmax(t)).aminmax == 0
     bf16 = t.bfloat16()  # numpy has no bf16: one torch call per 32K piece
     got: list[tuple[torch.Tensor, torch.Tensor]] = []
-    assert _count(lambda: got.append(serial.aminmax(bf16))).aminmax == math.ceil(N / serial.CHUNK)
+    assert count_ops(lambda: got.append(serial.aminmax(bf16))).aminmax == math.ceil(N / serial.CHUNK)
     assert [float(v) for v in got[0]] == [float(v) for v in bf16.aminmax()]
 
 
@@ -100,18 +79,18 @@ def test_a_strided_copy_goes_in_blocks_of_whole_rows(shape, calls):
     rows, cols = shape
     src = torch.randn(rows, 2 * cols)[:, ::2]  # rows x cols, every other column: not contiguous
     dst = torch.empty(rows, cols, dtype=torch.float16)
-    assert _count(lambda: serial.copy_(dst, src)).copies == calls
+    assert count_ops(lambda: serial.copy_(dst, src)).copies == calls
     assert torch.equal(dst, src.half())
     into = torch.empty(rows, 2 * cols, dtype=torch.float16)[:, ::2]  # a strided destination
     plain = torch.randn(rows, cols)
-    assert _count(lambda: serial.copy_(into, plain)).copies == calls
+    assert count_ops(lambda: serial.copy_(into, plain)).copies == calls
     assert torch.equal(into, plain.half())
 
 
 def test_a_strided_column_of_single_values_goes_in_blocks_of_32k_rows():
     src = torch.randn(2 * 40000)[::2].unsqueeze(1)  # 40000 x 1, every other value: strided
     dst = torch.empty(40000, 1)
-    assert _count(lambda: serial.copy_(dst, src)).copies == 2
+    assert count_ops(lambda: serial.copy_(dst, src)).copies == 2
     assert torch.equal(dst, src)
 
 

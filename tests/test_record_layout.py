@@ -342,23 +342,31 @@ def test_a_tensor_is_one_part_up_to_two_parts_worth_and_parts_of_about_part_byte
             assert all(stop - start <= part // 1024 for start, stop in ranges)
 
 
-class _Copies(torch.utils._python_dispatch.TorchDispatchMode):
-    """Counts the aten copies made on this thread (dispatch modes are per thread)."""
+class OpCounts(torch.utils._python_dispatch.TorchDispatchMode):
+    """Counts the aten copies and min/max ops made on this thread (dispatch modes are per thread)."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.n = 0
+        self.copies = 0
+        self.aminmax = 0
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         if func is torch.ops.aten.copy_.default:
-            self.n += 1
+            self.copies += 1
+        elif func is torch.ops.aten.aminmax.default:
+            self.aminmax += 1
         return func(*args, **(kwargs or {}))
 
 
-def _copies(fn) -> int:
-    with _Copies() as mode:
+def count_ops(fn) -> OpCounts:
+    """The ops `fn()` makes on this thread."""
+    with OpCounts() as ops:
         fn()
-    return mode.n
+    return ops
+
+
+def _copies(fn) -> int:
+    return count_ops(fn).copies
 
 
 needs_omp = pytest.mark.skipif(__import__("burnlike.record.tensor.serial", fromlist=["_"])._OMP_SET is None,
