@@ -8,6 +8,7 @@ of per-sample objects.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
@@ -150,6 +151,10 @@ class DeviceDataLoader(Generic[T]):
     `DataLoaderBuilder(...).on_device(device).build(dataset)`.
     """
 
+    # As a DataLoader whose order comes from `sampler`: Lightning reads both to tell whether a
+    # valid loader shuffles.
+    batch_sampler: None = None
+
     def __init__(self, batcher: Batcher[Any, T], dataset: Dataset[Any], batch_size: int,
                  sampler: Sampler[int] | None, drop_last: bool, device: torch.device) -> None:
         n = len(dataset)  # type: ignore[arg-type]
@@ -177,13 +182,21 @@ class DeviceDataLoader(Generic[T]):
         return full if self.drop_last or not rest else full + 1
 
     def __iter__(self) -> Iterator[T]:
-        order: torch.Tensor | None = None
-        if self.sampler is not None:  # one draw per epoch, as the host loader's iter(sampler)
-            order = torch.tensor(list(self.sampler), dtype=torch.long).to(self.device, non_blocking=True)
+        if self.sampler is None:
+            for b in range(len(self)):
+                yield _rows(self.data, slice(b * self.batch_size, min((b + 1) * self.batch_size, self.num_items)))
+            return
+        # The host loader's BatchSampler takes the sampler's indices as its batches need them, and
+        # a sampler may draw again when asked past its last index (RandomSampler does). The host asks
+        # there when it builds a short last batch (so does `islice` here), or when its consumer asks
+        # past the last batch, which Lightning's fetcher never does: the next epoch draws the same.
+        indices = iter(self.sampler)
+        order = torch.tensor(list(itertools.islice(indices, len(self) * self.batch_size)), dtype=torch.long)
+        order = order.to(self.device, non_blocking=True)
         for b in range(len(self)):
-            start = b * self.batch_size
-            stop = min(start + self.batch_size, self.num_items)
-            yield _rows(self.data, slice(start, stop) if order is None else order[start:stop])
+            yield _rows(self.data, order[b * self.batch_size:(b + 1) * self.batch_size])
+        for _ in indices:  # asked past the last batch
+            pass
 
     def __repr__(self) -> str:
         return (f"DeviceDataLoader({self.num_items} items on {self.device}, batch_size={self.batch_size}, "
