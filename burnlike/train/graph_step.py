@@ -65,6 +65,7 @@ class _Captured:
     loss: Tensor
     item: Any
     values: list[tuple[Metric, Any, Any]]  # (metric, batch value, count) computed in the graph
+    grads: list[tuple[Tensor, Tensor]]  # (parameter, the gradient tensor the graphs read and write)
 
 
 class GraphStep:
@@ -128,6 +129,8 @@ class GraphStep:
         return self._replay(graph, batch, boundary)
 
     def _eager(self, batch: Any, boundary: bool) -> Tensor:
+        if self._graph is not None:  # eager after the capture: into the graphs' gradients too
+            keep_grads(self._graph.grads)
         m = self.module
         out = m.train_output(batch)
         loss = out.grads.loss
@@ -144,6 +147,7 @@ class GraphStep:
         return loss.detach()
 
     def _replay(self, graph: _Captured, batch: Any, boundary: bool) -> Tensor:
+        keep_grads(graph.grads)
         for static, new in zip(graph.inputs, tensors(batch)):
             static.copy_(new, non_blocking=True)
         graph.fwd_bwd.replay()
@@ -188,7 +192,8 @@ class GraphStep:
             optimizer.step()
             optimizer.zero_grad(set_to_none=False)
         log.info("cuda_graph: training step captured (batch shapes %s)", [tuple(t.shape) for t in tensors(batch)])
-        return _Captured(fwd_bwd, step, tensors(static_batch), _signature(batch), static_loss, out.item, values)
+        grads = [(p, p.grad) for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
+        return _Captured(fwd_bwd, step, tensors(static_batch), _signature(batch), static_loss, out.item, values, grads)
 
     def _new_graph(self) -> torch.cuda.CUDAGraph:
         graph = torch.cuda.CUDAGraph()
@@ -257,6 +262,20 @@ def host_lr(checkpoint: dict[str, Any]) -> None:
     for scheduler in checkpoint.get("lr_schedulers", []):
         if isinstance(scheduler.get("_last_lr"), list):
             scheduler["_last_lr"] = [float(v) if isinstance(v, Tensor) else v for v in scheduler["_last_lr"]]
+
+
+def keep_grads(grads: list[tuple[Tensor, Tensor]]) -> None:
+    """Give each parameter back the gradient tensor the graphs use. A graph writes to addresses,
+    not to `p.grad`: whoever drops a gradient (Lightning zeroes them with `set_to_none=True` before
+    each validation) or replaces it would leave the graphs accumulating into memory no parameter
+    reads, and freed. Dropped means zero; replaced values are copied in."""
+    for p, grad in grads:
+        if p.grad is not grad:
+            if p.grad is None:
+                grad.zero_()
+            else:
+                grad.copy_(p.grad)
+            p.grad = grad
 
 
 def _signature(batch: Any) -> tuple[Any, ...]:
