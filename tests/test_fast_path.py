@@ -7,6 +7,7 @@ replay must match the eager step.
 
 from __future__ import annotations
 
+import itertools
 import logging
 from pathlib import Path
 
@@ -15,7 +16,7 @@ import pytest
 import torch
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
-from toy import Batch, Classifier, blobs
+from toy import EAGER_ON_CPU, Batch, Classifier, blobs
 
 import burnlike
 from burnlike.data import DataLoaderBuilder, DeviceDataLoader
@@ -69,26 +70,48 @@ def test_the_builder_without_devices_asks_lightning_for_one_auto_device(tmp_path
 
 
 # --- device-resident loader ---------------------------------------------------------------------------
+def epoch_batches(loader, stop_at_len: bool) -> list:
+    """One epoch's batches: to the end (`for`), or exactly `len(loader)` of them, as Lightning's
+    fetcher takes them (it never asks past the last, so a host sampler's last step may not run)."""
+    return list(itertools.islice(iter(loader), len(loader))) if stop_at_len else list(loader)
+
+
+@pytest.mark.parametrize("n", [100, 96])
+@pytest.mark.parametrize("stop_at_len", [False, True])
 @pytest.mark.parametrize("drop_last", [False, True])
 @pytest.mark.parametrize("seed", [None, 7])
-def test_device_loader_gives_the_host_batches_epoch_after_epoch(seed, drop_last):
-    data = blobs(100, seed=1)
+def test_device_loader_gives_the_host_batches_epoch_after_epoch(seed, drop_last, stop_at_len, n):
+    data = blobs(n, seed=1)
 
     def builder() -> DataLoaderBuilder[Batch]:
         b = DataLoaderBuilder(ToyBatcher()).batch_size(32).drop_last(drop_last)
         return b.shuffle(seed) if seed is not None else b
 
     host, device = builder().build(data), builder().on_device("cpu").build(data)
-    assert isinstance(device, DeviceDataLoader) and len(device) == len(host) == (3 if drop_last else 4)
+    assert isinstance(device, DeviceDataLoader) and len(device) == len(host) == (3 if drop_last or n == 96 else 4)
     epochs = []
     for _ in range(3):
-        host_batches, device_batches = list(host), list(device)
+        host_batches, device_batches = epoch_batches(host, stop_at_len), epoch_batches(device, stop_at_len)
         assert len(host_batches) == len(device_batches) == len(host)
         for h, d in zip(host_batches, device_batches):
             assert torch.equal(h.x, d.x) and torch.equal(h.y, d.y)
         epochs.append(torch.cat([b.y for b in device_batches]))
     if seed is not None:  # a new order each epoch, as the host loader
         assert not torch.equal(epochs[0], epochs[1])
+
+
+def test_device_loader_trains_as_the_host_loader_in_lightning(tmp_path):
+    """Three epochs of 10 batches, the last 10 items dropped: the same weights from either loader."""
+    def trained(on_device: bool) -> dict[str, torch.Tensor]:
+        burnlike.seed(0)
+        data = DataLoaderBuilder(ToyBatcher()).batch_size(32).shuffle(1).drop_last(True)
+        learner = (LearnerBuilder(tmp_path / str(on_device)).devices(["cpu"]).num_epochs(3).progress_bar(False)
+                   .with_application_logger(False).build(Classifier(), AdamConfig(), 1e-2))
+        return learner.fit((data.on_device("cpu") if on_device else data).build(blobs(330))).model.state_dict()
+
+    host, device = trained(False), trained(True)
+    for key in host:
+        assert torch.equal(host[key], device[key]), key
 
 
 def test_device_loader_batches_mnist_like_the_host_loader(tmp_path):
@@ -101,6 +124,16 @@ def test_device_loader_batches_mnist_like_the_host_loader(tmp_path):
     device = DataLoaderBuilder(MnistBatcher()).batch_size(16).shuffle(3).on_device("cpu").build(ds)
     for h, d in zip(host, device, strict=True):
         assert torch.equal(h.images, d.images) and torch.equal(h.targets, d.targets)
+
+
+def test_a_device_loader_validates_in_lightnings_fit(tmp_path):
+    """Lightning asks a valid loader whether it shuffles (its `sampler`, then `batch_sampler`): the
+    app's fast path hands it device loaders for both splits."""
+    data = DataLoaderBuilder(ToyBatcher()).batch_size(25)
+    learner = (LearnerBuilder(tmp_path).devices(["cpu"]).num_epochs(1).metrics(AccuracyMetric()).progress_bar(False)
+               .with_application_logger(False).build(Classifier(), AdamConfig(), 1e-2))
+    learner.fit(data.shuffle(1).on_device("cpu").build(blobs(100)), data.on_device("cpu").build(blobs(50, seed=2)))
+    assert len(learner.module.store.epochs(Split.VALID, "Accuracy")) == 1
 
 
 class WholeBatchMean:
@@ -156,8 +189,7 @@ def test_fast_path_without_a_gpu_runs_eagerly_with_one_warning_and_trains_as_the
     with caplog.at_level(logging.WARNING, logger="burnlike.train"):
         fast, learner = train(tmp_path, fast=True)
     warnings = [r.getMessage() for r in caplog.records if "cuda_graph" in r.getMessage()]
-    reason = "torch sees no CUDA device" if not torch.cuda.is_available() else "the model is on cpu"
-    assert len(warnings) == 1 and "runs eagerly" in warnings[0] and reason in warnings[0], warnings
+    assert len(warnings) == 1 and "runs eagerly" in warnings[0] and EAGER_ON_CPU in warnings[0], warnings
     module = learner.module
     assert isinstance(module, StepModule) and not module.automatic_optimization and not module.graph_step.captured
     # 4 batches/epoch, accumulation 3: a step after batch 3 and after the short window at the epoch's end
@@ -181,6 +213,23 @@ def test_checkpoints_hold_the_fast_paths_device_lr_as_a_number():
     assert type(checkpoint["optimizer_states"][0]["param_groups"][0]["lr"]) is float
     assert [(type(v), v) for v in checkpoint["lr_schedulers"][0]["_last_lr"]] == [(float, 0.125)]
     assert isinstance(opt.param_groups[0]["lr"], torch.Tensor)  # the live optimizer keeps its tensor
+
+
+def test_each_parameter_gets_back_the_gradient_tensor_the_graphs_use():
+    """Lightning drops the gradients (`set_to_none=True`) before each validation; the graphs keep
+    writing to the tensors they captured, so those go back to their parameters: zeroed, or holding
+    what a replacement held."""
+    from burnlike.train.graph_step import keep_grads
+
+    p, q = torch.nn.Parameter(torch.ones(3)), torch.nn.Parameter(torch.ones(2))
+    gp, gq = torch.full((3,), 5.0), torch.full((2,), 7.0)
+    p.grad, q.grad = gp, gq
+    keep_grads([(p, gp), (q, gq)])
+    assert p.grad is gp and q.grad is gq and gp.tolist() == [5.0] * 3 and gq.tolist() == [7.0] * 2
+    p.grad, q.grad = None, torch.full((2,), 2.0)
+    keep_grads([(p, gp), (q, gq)])
+    assert p.grad is gp and gp.tolist() == [0.0] * 3
+    assert q.grad is gq and gq.tolist() == [2.0] * 2
 
 
 def test_the_app_keeps_the_data_on_the_gpu_only_for_the_fast_path_on_one_gpu():
