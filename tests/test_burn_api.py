@@ -325,11 +325,13 @@ def test_app_learner_strategy(tmp_path):
     tiny = write_mnist_idx(tmp_path / "data", n_train=64, n_test=32)
     cfg = compose_app(["model=mlp", "optimizer=muon", "learner.strategy=single", "learner.num_epochs=1",
                        "learner.progress_bar=false", "learner.summary=false", f"data.root={tiny}"])
-    assert execution(cfg) == ExecutionStrategy.single("cpu")
+    gpu = torch.cuda.is_available()  # trainer.accelerator=auto: a GPU when there is one
+    assert execution(cfg) == ExecutionStrategy.single("cuda:0" if gpu else "cpu")
     best = run(cfg, tmp_path / "run")
     assert 0 <= best <= 100 and (tmp_path / "run" / "valid" / "epoch-1" / "Accuracy.log").exists()
     two = compose_app(["learner.strategy=ddp", "trainer.devices=2", "trainer.num_nodes=2"])
-    assert execution(two).trainer_kwargs() == {"accelerator": "cpu", "devices": 2, "strategy": "ddp",
+    assert execution(two).trainer_kwargs() == {"accelerator": "gpu" if gpu else "cpu", "devices": [0, 1] if gpu else 2,
+                                               "strategy": "ddp",
                                                "num_nodes": 2}
     sharded = compose_app(["learner.strategy=multi_sharded", "trainer.accelerator=gpu", "trainer.devices=[0,2]"])
     assert execution(sharded).trainer_kwargs() == {"accelerator": "gpu", "devices": [0, 2], "strategy": "fsdp"}

@@ -8,7 +8,7 @@ import warnings
 
 import pytest
 import torch
-from toy import Batch, Classifier, loader
+from toy import EAGER_ON_CPU, Batch, Classifier, loader
 
 from burnlike.optim import AdamConfig
 from burnlike.record import load_checkpoint
@@ -28,7 +28,7 @@ def fitted(tmp_path, **trainer_kwargs):
 def test_the_optimizer_prepared_for_capture_saves_plain_learning_rates(tmp_path):
     learner = fitted(tmp_path)
     step = learner.module.graph_step
-    assert step.reason == "torch sees no CUDA device"  # eager here, but the setup is the same
+    assert step.reason == EAGER_ON_CPU  # eager here, but the setup is the same
     optimizer = step._optimizer()
     assert optimizer is learner.trainer.optimizers[0]
     for state in optimizer.state.values():

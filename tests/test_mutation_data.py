@@ -185,7 +185,15 @@ def test_pillow_modes_become_arrays_a_model_can_take(tmp_path, decoder):
     for mode in ("CMYK", "YCbCr", "LAB"):
         image = Image.fromarray(rgb).convert(mode) if mode != "LAB" else Image.fromarray(
             np.dstack([rgb[:, :, 0], rgb[:, :, 1], rgb[:, :, 2]]), "LAB")
-        got = decode_image(_tiff(tmp_path, f"{mode}.tif", image), decoder)
+        path = _tiff(tmp_path, f"{mode}.tif", image)
+        try:
+            with Image.open(path) as again:
+                again.load()
+        except OSError:  # some Pillow versions can't read back their own 6×6 YCbCr TIFF: a clear error then
+            with pytest.raises(ImageDecodeError, match=rf"{mode}\.tif: cannot decode as an image"):
+                decode_image(path, decoder)
+            continue
+        got = decode_image(path, decoder)
         assert got.shape == (6, 6, 3), mode
         assert np.array_equal(got, np.asarray(image.convert("RGB"))), mode
 

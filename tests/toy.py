@@ -18,6 +18,10 @@ from burnlike.train import (
     backward,
 )
 
+# Why the fast path (`cuda_graph()`) runs a model on the CPU eagerly: the reason it logs.
+EAGER_ON_CPU = ("torch sees no CUDA device" if not torch.cuda.is_available()
+                else "the model is on cpu, not a CUDA device (trainer accelerator/devices)")
+
 
 @dataclass
 class Batch:
