@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The GPU checks in one call of a lent GPU machine, whose image has torch, Lightning, torchmetrics,
+# msgpack, rich and pytest but not hydra-core/omegaconf/antlr4 and no network.
+#
+#   bash scripts/gpu_checks.sh --prepare    # here: .device/site (those three, pure Python) and
+#                                           # .device/data/MNIST/raw, both git-ignored
+#   bash scripts/gpu_checks.sh [STEP...]    # there, with .device carried; logs go to $OUT (or ./gpu-out)
+#
+# Steps, each under its own time limit so one hang can't eat the others: the `cuda` tests,
+# benchmarks/gpu.py (issue 10's table), the guide's app run on the fast path, the fast tests with a
+# GPU present (the default device becomes it), and benchmarks/records.py at 100M parameters.
+set -u
+cd "$(dirname "$0")/.."
+
+if [ "${1:-}" = "--prepare" ]; then
+    site=$(.venv/bin/python -c "import hydra, os; print(os.path.dirname(os.path.dirname(hydra.__file__)))")
+    data=${BURNLIKE_DATA:-../shared/data}
+    rm -rf .device && mkdir -p .device/site .device/data/MNIST
+    cp -r "$site/hydra" "$site/omegaconf" "$site/antlr4" .device/site/
+    cp -r "$data/MNIST/raw" .device/data/MNIST/
+    grep -qx '/.device/' .git/info/exclude 2>/dev/null || echo '/.device/' >>.git/info/exclude
+    du -sh .device
+    exit 0
+fi
+
+out=${OUT:-gpu-out}
+mkdir -p "$out"
+export PYTHONPATH="$PWD/.device/site:$PWD" BURNLIKE_DATA="$PWD/.device/data" PYTHONUNBUFFERED=1
+py=${PY:-python3}
+
+step() {  # step NAME SECONDS COMMAND...: runs COMMAND under a limit, its output into $out/NAME.log
+    local name=$1 limit=$2
+    shift 2
+    echo "== $name (limit ${limit}s): $*"
+    local start=$SECONDS
+    timeout "$limit" "$@" >"$out/$name.log" 2>&1
+    echo "   exit $? after $((SECONDS - start)) s"
+    tail -n "${TAIL:-25}" "$out/$name.log"
+}
+
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+$py -c "import sys, torch, lightning, torchmetrics; print(sys.version.split()[0], 'torch', torch.__version__,
+'lightning', lightning.__version__, 'torchmetrics', torchmetrics.__version__, 'cuda', torch.cuda.is_available())"
+
+cuda_tests() { TAIL=15 step cuda_tests 100 $py -m pytest -q -p no:cacheprovider -m cuda -rfEs; }
+gpu_bench() { TAIL=30 step gpu_bench 180 $py benchmarks/gpu.py --repeats 2; }
+app_fast_path() {
+    TAIL=20 step app_fast_path 90 $py train.py model=mnist trainer.devices=1 learner.cuda_graph=true \
+        hydra.run.dir=/tmp/gpu-app-run
+    cat /tmp/gpu-app-run/result.json >>"$out/app_fast_path.log" 2>&1
+}
+suite_with_a_gpu() { TAIL=15 step suite_with_a_gpu 150 $py -m pytest -q -p no:cacheprovider -m "not slow and not cuda" -rfE; }
+records() { TAIL=20 step records 60 $py benchmarks/records.py --sizes 1e8 --repeats 3 --no-memory; }
+
+for name in "${@:-cuda_tests gpu_bench app_fast_path suite_with_a_gpu records}"; do
+    for each in $name; do "$each"; done
+done
