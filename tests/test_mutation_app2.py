@@ -207,3 +207,28 @@ def test_a_job_ends_its_process_group_with_a_barrier_only_after_the_fit(one_rank
     assert not dist.is_initialized()
     assert barriers == ([] if fails else [1])
     assert os.environ["MASTER_PORT"] == "12345"  # a single job's environment is left as it is
+
+
+def test_config_tree_styles_resolved_values_and_scalars(monkeypatch):
+    """The terminal tree: a dim root and guides, bold group names, interpolations resolved, a
+    top-level scalar as itself, YAML keys in the terminal's 16 colours (not a truecolor theme)."""
+    import rich
+    from omegaconf import OmegaConf
+
+    from burnlike.app.tree import print_config
+
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setattr(rich, "_console", None)
+    out = Terminal()
+    monkeypatch.setattr(sys, "stdout", out)
+    print_config(OmegaConf.create({"model": {"width": 8, "name": "w${model.width}"}, "seed": 7}))
+    raw = out.getvalue()
+    text = re.sub(r"\x1b\[[0-9;]*m", "", raw)
+    lines = [line.strip("│├└─ ") for line in text.splitlines()]
+    assert "name: w8" in lines and "7" in lines, lines  # resolved; the scalar's own value
+    assert raw.startswith("\x1b[2mconfig"), repr(raw[:40])
+    assert re.search(r"\x1b\[2m├── \x1b\[0m\x1b\[1;2mmodel", raw), repr(raw)  # dim guide; bold name (in the dim tree)
+    key = re.search(r"\x1b\[([0-9;]+)mwidth", raw)
+    assert key and "38" not in key[1].split(";"), raw  # not a truecolor/256-colour theme
+    assert key[1].split(";")[-1] in {str(c) for c in [*range(30, 38), *range(90, 98)]}, raw  # one of 16 colours

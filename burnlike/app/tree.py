@@ -28,7 +28,7 @@ def print_config(cfg: DictConfig, order: tuple[str, ...] = ORDER) -> None:
         branch = tree.add(str(key), style="bold")
         value: Any = cfg[key]
         text = OmegaConf.to_yaml(value, resolve=True) if OmegaConf.is_config(value) else str(value)
-        branch.add(rich.syntax.Syntax(text, "yaml", theme="ansi_dark", background_color="default"))
+        branch.add(rich.syntax.Syntax(text, "yaml", theme="ansi_dark"))  # 16 colours: the terminal's own palette
     rich.print(tree)
 
 
