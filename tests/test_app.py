@@ -37,7 +37,10 @@ def app_cmd(args, out, script=ROOT / "train.py"):
 
 
 def app_env(tiny, extra=None):
-    return {**os.environ, "BURNLIKE_DATA": str(tiny), "PYTHONWARNINGS": "ignore", **(extra or {})}
+    """The app's runs here test its CPU path on any machine (`trainer=ddp` means two CPU processes,
+    not two GPUs a one-GPU machine lacks); the GPU path has its own `cuda` tests."""
+    return {**os.environ, "BURNLIKE_DATA": str(tiny), "PYTHONWARNINGS": "ignore", "CUDA_VISIBLE_DEVICES": "",
+            **(extra or {})}
 
 
 def run_app(args, tmp_path, tiny, script=ROOT / "train.py", cwd=ROOT, timeout=300, env_extra=None):
