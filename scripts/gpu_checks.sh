@@ -18,7 +18,6 @@ if [ "${1:-}" = "--prepare" ]; then
     rm -rf .device && mkdir -p .device/site .device/data/MNIST
     cp -r "$site/hydra" "$site/omegaconf" "$site/antlr4" .device/site/
     cp -r "$data/MNIST/raw" .device/data/MNIST/
-    grep -qx '/.device/' .git/info/exclude 2>/dev/null || echo '/.device/' >>.git/info/exclude
     du -sh .device
     exit 0
 fi
