@@ -232,6 +232,20 @@ def test_each_parameter_gets_back_the_gradient_tensor_the_graphs_use():
     assert q.grad is gq and gq.tolist() == [2.0] * 2
 
 
+class GradNorm(L.Callback):
+    def on_after_backward(self, trainer: L.Trainer, module: L.LightningModule) -> None:
+        pass
+
+
+def test_a_capture_names_the_callbacks_step_hooks_that_replays_skip(tmp_path):
+    from burnlike.train.graph_step import skipped_hooks
+
+    learner = (LearnerBuilder(tmp_path).devices(["cpu"]).metrics(AccuracyMetric(), LossMetric()).cuda_graph()
+               .build(Classifier(), AdamConfig(), 1e-2))
+    assert skipped_hooks(learner.trainer.callbacks) == []  # Lightning's and burnlike's own: none
+    assert skipped_hooks([*learner.trainer.callbacks, GradNorm()]) == ["GradNorm.on_after_backward"]
+
+
 def test_the_app_keeps_the_data_on_the_gpu_only_for_the_fast_path_on_one_gpu():
     from burnlike.app.data import fast_path_data_device
 

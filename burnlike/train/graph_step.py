@@ -5,7 +5,8 @@ model's step is ~0.4 ms of GPU work behind ~2.4 ms of eager PyTorch. Here the wh
 forward, loss, backward, the metrics' batch values, gradient clipping and the optimizer step — is
 captured once in CUDA graphs and replayed for every batch of the same shapes, one launch each,
 inside Lightning's manual optimization (so checkpoints, callbacks, early stopping, resume and logs
-keep working).
+keep working; callbacks' hooks inside the step, such as `on_after_backward`, run on eager steps
+only, and a capture that finds them overridden says so).
 
 Two graphs, sharing one memory pool: forward + backward (gradients accumulate in place), and
 clip + optimizer step + zero the gradients; the second replays on accumulation boundaries only, so
@@ -120,6 +121,10 @@ class GraphStep:
                 self.reason = f"capturing the step failed ({type(e).__name__}: {' '.join(str(e).split())[:300]})"
                 self._warn(self.reason)
                 return self._eager(batch, boundary)
+            skipped = skipped_hooks(trainer.callbacks)  # type: ignore[attr-defined]  # set by its connector
+            if skipped:
+                log.warning("cuda_graph: replayed steps don't call %s (hooks inside the step; eager steps still do)",
+                            ", ".join(skipped))
         elif _signature(batch) != graph.signature:
             if not self._other_shapes_noted:
                 self._other_shapes_noted = True
@@ -262,6 +267,18 @@ def host_lr(checkpoint: dict[str, Any]) -> None:
     for scheduler in checkpoint.get("lr_schedulers", []):
         if isinstance(scheduler.get("_last_lr"), list):
             scheduler["_last_lr"] = [float(v) if isinstance(v, Tensor) else v for v in scheduler["_last_lr"]]
+
+
+# Hooks Lightning calls inside a training step: a replayed step is one graph launch and calls none.
+STEP_HOOKS = ("on_before_backward", "on_after_backward", "on_before_optimizer_step", "on_before_zero_grad")
+
+
+def skipped_hooks(callbacks: Sequence[object]) -> list[str]:
+    """`Callback.hook` for each step hook that a callback overrides: what replays won't call."""
+    from lightning.pytorch import Callback
+
+    return [f"{type(cb).__name__}.{hook}" for cb in callbacks for hook in STEP_HOOKS
+            if getattr(type(cb), hook, None) is not getattr(Callback, hook)]
 
 
 def keep_grads(grads: list[tuple[Tensor, Tensor]]) -> None:
