@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import torch
+from lightning.pytorch import Callback
 from torch import Tensor
 
 from burnlike.data.tensor_tree import map_tensors, tensors
@@ -273,12 +274,10 @@ def host_lr(checkpoint: dict[str, Any]) -> None:
 STEP_HOOKS = ("on_before_backward", "on_after_backward", "on_before_optimizer_step", "on_before_zero_grad")
 
 
-def skipped_hooks(callbacks: Sequence[object]) -> list[str]:
+def skipped_hooks(callbacks: Sequence[Callback]) -> list[str]:
     """`Callback.hook` for each step hook that a callback overrides: what replays won't call."""
-    from lightning.pytorch import Callback
-
     return [f"{type(cb).__name__}.{hook}" for cb in callbacks for hook in STEP_HOOKS
-            if getattr(type(cb), hook, None) is not getattr(Callback, hook)]
+            if getattr(type(cb), hook) is not getattr(Callback, hook)]
 
 
 def keep_grads(grads: list[tuple[Tensor, Tensor]]) -> None:
