@@ -141,3 +141,21 @@ def test_tensorboard_logger_writes_under_the_run_dir(tmp_path, data):
     files = list((tmp_path / "tensorboard" / "version_0").glob("events.out.tfevents.*"))
     assert files and files[0].stat().st_size > 0
     assert logger._default_hp_metric is False  # no hp_metric placeholder next to Burn's metrics
+
+
+def test_matmul_precision_sets_torchs_for_the_run_and_is_checked(tmp_path, data):
+    import torch
+
+    before = torch.get_float32_matmul_precision()
+    try:
+        torch.set_float32_matmul_precision("highest")
+        run(config(data, "learner.num_epochs=1", "learner.summary=false", "trainer=cpu"), tmp_path / "unset")
+        assert torch.get_float32_matmul_precision() == "highest"  # null: left as it was
+        run(config(data, "learner.num_epochs=1", "learner.summary=false", "trainer=cpu",
+                   "trainer.matmul_precision=high"), tmp_path / "set")
+        assert torch.get_float32_matmul_precision() == "high"
+    finally:
+        torch.set_float32_matmul_precision(before)
+    with pytest.raises(AppConfigError, match=r"^trainer.matmul_precision='fast' is invalid: expected null or one of "
+                                             r"\['highest', 'high', 'medium'\]$"):
+        run(config(data, "trainer.matmul_precision=fast"), tmp_path / "bad")

@@ -30,6 +30,7 @@ VALID_METRICS = ("Accuracy", "Loss")  # the ones a validation pass can compute
 # Lightning's messages name its argument; the app names the override that set it
 TRAINER_KEYS = ("precision", "strategy", "devices", "num_nodes", "accelerator")
 STRATEGIES = ("single", "multi", "multi_sharded", "ddp")  # learner.strategy: Burn's ExecutionStrategy
+MATMUL_PRECISIONS = ("highest", "high", "medium")  # trainer.matmul_precision: torch.set_float32_matmul_precision
 
 
 class AppConfigError(ValueError):
@@ -51,6 +52,8 @@ def validate(cfg: DictConfig) -> None:
         ("learner.recorder", cfg.learner.recorder, lambda v: v in recorder_names(), f"one of {recorder_names()}"),
         ("learner.strategy", cfg.learner.get("strategy"), lambda v: v is None or v in STRATEGIES,
          f"null or one of {list(STRATEGIES)}"),
+        ("trainer.matmul_precision", cfg.trainer.matmul_precision, lambda v: v is None or v in MATMUL_PRECISIONS,
+         f"null or one of {list(MATMUL_PRECISIONS)}"),
     ]
     for key, value, ok, expected in checks:
         if not ok(value):  # type: ignore[no-untyped-call]
@@ -208,6 +211,10 @@ def run(cfg: DictConfig, artifact_dir: str | Path | None = None) -> float:
         getattr(OmegaConf.to_object(cfg), "save")(artifact / "config.json")  # noqa: B009 - an @config method
     burnlike.seed(cfg.seed)
     t = cfg.trainer
+    if t.matmul_precision is not None:  # the process's setting, as Lightning's tip asks
+        import torch
+
+        torch.set_float32_matmul_precision(t.matmul_precision)
 
     try:  # the data= option picks dataset and batcher, and checks the model fits them
         train_loader, valid_loader = build_loaders(cfg)

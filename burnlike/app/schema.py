@@ -81,6 +81,8 @@ class TrainerConfig:
     fast_dev_run: bool = False
     limit_train_batches: float | None = None
     limit_val_batches: float | None = None
+    # float32 matmuls on tensor cores: highest (torch's default: full fp32) | high (TF32) | medium (bf16)
+    matmul_precision: str | None = None  # null: leave torch's setting as it is
     extra: dict[str, Any] = {}
 
 
