@@ -128,6 +128,32 @@ def test_run_hands_the_trainer_its_limits_strategy_loggers_hyperparameters_and_t
     assert isinstance(seen["tracker_trainer"], L.Trainer)  # so only rank 0 writes result.json
 
 
+def test_run_hands_the_trainer_the_apps_placement_fast_dev_run_and_extra_and_the_logger_its_interval(
+        conf, tmp_path, monkeypatch):
+    seen: dict[str, object] = {}
+    kwargs_of = LearnerBuilder.trainer_kwargs
+
+    def trainer_kwargs(self, **kwargs):
+        seen["trainer"] = kwargs
+        return kwargs_of(self, **kwargs)
+
+    def with_logger(self, *loggers, **kwargs):
+        seen["logger"] = kwargs
+        raise Stop
+
+    monkeypatch.setattr(LearnerBuilder, "trainer_kwargs", trainer_kwargs)
+    monkeypatch.setattr(LearnerBuilder, "with_logger", with_logger)
+    tiny = write_mnist_idx(tmp_path / "mnist", n_train=64, n_test=32)
+    with pytest.raises(Stop):
+        run(conf(*SMALL, f"data.root={tiny}", "trainer=cpu", "trainer.fast_dev_run=true", "logger.every_n_steps=7",
+                 "+trainer.extra.max_steps=${learner.num_epochs}", "learner.num_epochs=3"), tmp_path / "run")
+    trainer = seen["trainer"]
+    assert trainer["strategy"] == "auto" and trainer["accelerator"] == "cpu" and trainer["num_nodes"] == 1
+    assert trainer["fast_dev_run"] is True
+    assert trainer["max_steps"] == 3  # trainer.extra passes through, interpolations resolved
+    assert seen["logger"]["every_n_steps"] == 7
+
+
 def test_run_says_where_it_saved_the_model(conf, tmp_path, caplog):
     tiny = write_mnist_idx(tmp_path / "mnist", n_train=64, n_test=32)
     with caplog.at_level(logging.INFO, logger="burnlike.app"):

@@ -238,8 +238,9 @@ def run(cfg: DictConfig, artifact_dir: str | Path | None = None) -> float:
     if cfg.learner.early_stopping_patience:
         builder.early_stopping(MetricEarlyStoppingStrategy(
             LossMetric(), condition=StoppingCondition.no_improvement_since(cfg.learner.early_stopping_patience)))
-    if cfg.learner.checkpoint is not None:
-        builder.checkpoint(_resume_point(cfg.learner.checkpoint) or "last")
+    point = _resume_point(cfg.learner.checkpoint)
+    if point is not None:  # validate() has rejected any other value
+        builder.checkpoint(point)
     if cfg.learner.summary:
         builder.summary()
     if cfg.learner.cuda_graph:
