@@ -258,3 +258,33 @@ def test_config_tree_styles_resolved_values_and_scalars(monkeypatch):
     key = re.search(r"\x1b\[([0-9;]+)mwidth", raw)
     assert key and "38" not in key[1].split(";"), raw  # not a truecolor/256-colour theme
     assert key[1].split(";")[-1] in {str(c) for c in [*range(30, 38), *range(90, 98)]}, raw  # one of 16 colours
+
+
+def test_register_configs_stores_every_schema_and_the_resolver_from_scratch(monkeypatch):
+    """On a store without them (every other test composes after conftest already registered them)."""
+    from pathlib import Path
+
+    from hydra import compose, initialize_config_dir
+    from hydra.core.config_store import ConfigStore
+    from hydra.core.global_hydra import GlobalHydra
+    from omegaconf import OmegaConf
+
+    from burnlike.app.schema import SCHEMAS, register_configs
+
+    repo = ConfigStore.instance().repo
+    monkeypatch.delitem(repo, "schema", raising=False)
+    OmegaConf.clear_resolver("burnlike.sweep_direction")
+    register_configs()
+    for path in SCHEMAS:  # schema/<group>/<name>.yaml, and schema/app.yaml
+        *groups, name = ["schema", *path.split("/")]
+        node = repo
+        for group in groups:
+            node = node[group]
+        assert f"{name}.yaml" in node, path
+    assert "app.yaml" in repo["schema"] and "mnist.yaml" not in repo["schema"]
+    assert OmegaConf.create({"m": "valid/Loss", "d": "${burnlike.sweep_direction:${m}}"}).d == "minimize"
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(Path(__file__).resolve().parents[1] / "conf"), version_base="1.3"):
+        cfg = compose("config", overrides=["model=tabular", "data=csv", "optimizer=lbfgs"])
+    GlobalHydra.instance().clear()
+    assert cfg.model.num_features is not None and cfg.data.delimiter == "," and "history_size" in cfg.optimizer
