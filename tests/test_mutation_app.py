@@ -19,6 +19,7 @@ from idx import write_mnist_idx
 from images import write_corrupt, write_splits
 from omegaconf import OmegaConf, open_dict
 from torch import nn
+from torch.utils.data import DataLoader
 
 from burnlike.app import ddp, loggers
 from burnlike.app.data import DataConfigError, build_loaders
@@ -57,6 +58,36 @@ def test_csv_delimiter_default_features_and_min_max_reach_the_dataset(conf, tmp_
     inputs = torch.cat([b.inputs for b in train])
     assert inputs.shape == (16, 2)  # features: every column but the target
     assert inputs.min().item() == pytest.approx(0.0) and inputs.max().item() == pytest.approx(1.0)
+
+
+def test_csv_valid_file_is_read_with_the_train_files_columns_classes_and_delimiter(conf, tmp_path):
+    """data.valid: its columns found by the train file's names (in its own order), its class names
+    mapped to the train file's indices (only "up" rows here), the same delimiter; the train loader
+    shuffles, the valid one doesn't; normalize=null leaves the features as they are."""
+    from torch.utils.data import RandomSampler, SequentialSampler
+
+    write_table(tmp_path / "t.csv", delimiter=";")
+    (tmp_path / "v.csv").write_text("kind;b;a\nup;0.25;0.5\nup;0.75;0.125\n")
+    train, valid = build_loaders(conf(*TABLE, f"data.root={tmp_path}", "data.delimiter=';'", "data.valid=v.csv",
+                                      "data.normalize=null"))
+    assert len(train.dataset) == 20 and len(valid.dataset) == 2  # the whole train file trains
+    assert isinstance(train.sampler, RandomSampler) and isinstance(valid.sampler, SequentialSampler)
+    batch = next(iter(valid))
+    assert batch.inputs.tolist() == [[0.5, 0.25], [0.125, 0.75]]  # columns a, b as in the train file
+    assert batch.targets.tolist() == [1, 1]  # "up" is class 1 of the train file's ["down", "up"]
+    first = next(iter(DataLoader(train.dataset, batch_size=2, collate_fn=train.collate_fn)))
+    assert torch.equal(first.inputs, torch.tensor([[0.0, 0.0], [0.05, 0.35]]))  # the file's values: not normalised
+
+
+def test_csv_regression_errors_name_the_target_column_and_the_metric_to_optimize(conf, tmp_path):
+    (tmp_path / "r.csv").write_text("a,b,y\n" + "".join(f"{i},{i % 3},{2 * i}\n" for i in range(10)))
+    reg = ["model=tabular", "data=csv", "data.train=r.csv", "data.target=y", "data.task=regression",
+           "model.num_features=2", f"data.root={tmp_path}"]
+    with pytest.raises(DataConfigError, match=r"a regression \(data.task=regression\) has no Accuracy: use "
+                                              r"learner.metrics=\[Loss\] optimized_metric=valid/Loss"):
+        build_loaders(conf(*reg, "learner.metrics=[Accuracy,Loss]"))
+    with pytest.raises(DataConfigError, match=r"model.num_outputs=2: the data has target column \['y'\]"):
+        build_loaders(conf(*reg, "learner.metrics=[Loss]", "model.num_outputs=2"))
 
 
 def test_csv_normalize_names_its_choices(conf, tmp_path):
