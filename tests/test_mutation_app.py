@@ -90,6 +90,30 @@ def test_csv_regression_errors_name_the_target_column_and_the_metric_to_optimize
         build_loaders(conf(*reg, "learner.metrics=[Loss]", "model.num_outputs=2"))
 
 
+def test_image_folder_valid_dir_takes_the_train_classes_and_options_and_mean_std_lengths(conf, tmp_path):
+    """data.valid: labels by the train folder's classes (the valid folder lacks class0), decoded with
+    the same mode and size; the train loader shuffles, the valid one doesn't. data.mean/std: one
+    value, or one per channel, and as many of one as of the other."""
+    import shutil
+
+    from torch.utils.data import RandomSampler, SequentialSampler
+
+    root = write_splits(tmp_path / "img", classes=3, train=2, valid=1)
+    shutil.rmtree(root / "valid" / "class0")
+    folder = ["model=cnn", "data=image_folder", f"data.root={root}", "data.valid=valid", "model.num_classes=3"]
+    train, valid = build_loaders(conf(*folder, "data.mode=L", "data.size=[8,8]", "model.in_channels=1",
+                                      "data.mean=[0.5]", "data.std=[0.25]"))
+    assert isinstance(train.sampler, RandomSampler) and isinstance(valid.sampler, SequentialSampler)
+    batch = next(iter(valid))
+    assert batch.targets.tolist() == [1, 2]  # class1 and class2 of the train folder's three
+    assert tuple(batch.images.shape) == (2, 1, 8, 8)
+    rgb, _ = build_loaders(conf(*folder, "data.mean=[0.5]", "data.std=[0.25]"))  # one value for 3 channels
+    assert tuple(next(iter(rgb)).images.shape[1:]) == (3, 16, 16)
+    with pytest.raises(DataConfigError, match=r"data.mean.* data.std.*: the images have 3 channel\(s\): expected one "
+                                              r"value in each, or one per channel"):
+        build_loaders(conf(*folder, "data.mean=[0.5,0.5,0.5]", "data.std=[0.5]"))
+
+
 def test_csv_normalize_names_its_choices(conf, tmp_path):
     write_table(tmp_path / "t.csv")
     with pytest.raises(DataConfigError, match=r"^data.normalize='zscore': expected standard, min_max or null$"):

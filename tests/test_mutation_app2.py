@@ -152,6 +152,9 @@ def test_run_hands_the_trainer_the_apps_placement_fast_dev_run_and_extra_and_the
     assert trainer["fast_dev_run"] is True
     assert trainer["max_steps"] == 3  # trainer.extra passes through, interpolations resolved
     assert seen["logger"]["every_n_steps"] == 7
+    with pytest.raises(Stop):  # Burn's single-device strategy names no Lightning strategy: Lightning's "auto"
+        run(conf(*SMALL, f"data.root={tiny}", "trainer=cpu", "learner.strategy=single"), tmp_path / "single")
+    assert seen["trainer"]["strategy"] == "auto" and seen["trainer"]["devices"] == 1
 
 
 def test_run_says_where_it_saved_the_model(conf, tmp_path, caplog):
