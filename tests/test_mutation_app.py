@@ -401,3 +401,25 @@ def test_the_sweep_direction_resolver_is_registered_under_its_documented_name():
     register_configs()
     assert OmegaConf.has_resolver("burnlike.sweep_direction")
     assert OmegaConf.create({"d": "${burnlike.sweep_direction:valid/Loss}"}).d == "minimize"
+
+
+def test_ddp_child_command_of_an_app_started_as_a_module(multirun, monkeypatch, tmp_path):
+    import importlib.machinery
+
+    import __main__
+
+    monkeypatch.setattr(__main__, "__spec__", importlib.machinery.ModuleSpec("myproject.train", None))
+    monkeypatch.setattr(sys, "argv", [str(tmp_path / "train.py"), "seed=3"])
+    command, _ = ddp.job_subprocess_cmd(1)
+    assert command[:3] == [sys.executable, "-m", "myproject.train"]
+
+
+def test_is_multirun_only_in_a_multirun_job(conf):
+    from burnlike.app.run import _is_multirun
+
+    assert not _is_multirun()  # outside Hydra
+    HydraConfig.instance().set_config(conf(return_hydra_config=True))  # a single run
+    try:
+        assert not _is_multirun()
+    finally:
+        HydraConfig.instance().cfg = None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import os
 
 import pytest
 
@@ -59,3 +60,41 @@ def test_validate_takes_a_train_metric_and_lists_the_logged_ones_otherwise(conf)
                                              r"of \['train/Accuracy', 'train/Loss', 'valid/Accuracy', 'valid/Loss'\] "
                                              r"\(learner.metrics decides what is logged\)$"):
         validate(conf("optimized_metric=valid/Nope"))
+
+
+def test_resume_points_fast_path_devices_and_execution_checks(conf):
+    import torch
+
+    from burnlike.app.data import fast_path_data_device
+    from burnlike.app.run import _resume_point, check_devices, execution
+
+    assert _resume_point("last") == "last" and _resume_point(" 3 ") == 3
+    assert _resume_point("LAST") is None and _resume_point("0") is None
+    on = conf("learner.cuda_graph=true", "trainer.accelerator=cuda")
+    assert fast_path_data_device(on, cuda=True) == "cuda:0"
+    assert fast_path_data_device(on) == ("cuda:0" if torch.cuda.is_available() else None)  # torch is asked
+    if not torch.cuda.is_available():
+        with pytest.raises(AppConfigError, match=r"^trainer.accelerator=cuda but torch sees no CUDA device"):
+            check_devices(conf("trainer.accelerator=cuda"))
+    with pytest.raises(AppConfigError, match=r"learner.strategy=single needs trainer.devices as a count or a list of "
+                                             r"indices, got True"):
+        execution(conf("learner.strategy=single", "trainer.devices=true"))
+    multi = execution(conf("learner.strategy=multi", "trainer.accelerator=cpu", "trainer.devices=2"))
+    sharded = execution(conf("learner.strategy=multi_sharded", "trainer.accelerator=cpu", "trainer.devices=2"))
+    assert multi.trainer_kwargs()["strategy"] != sharded.trainer_kwargs()["strategy"] == "fsdp"
+
+
+def test_loggers_get_the_name_tracking_uri_and_offline_settings(conf, tmp_path, monkeypatch):
+    from burnlike.app.loggers import build_loggers, hyperparams
+
+    monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE", raising=False)
+    uri = "http://127.0.0.1:9/mlflow"  # a tracking server (not contacted before the first log)
+    (mlflow,) = build_loggers(conf("logger.kinds=[mlflow]", "logger.name=exp", f"logger.mlflow_tracking_uri={uri}"),
+                              tmp_path)
+    assert mlflow._tracking_uri == uri and "MLFLOW_ALLOW_FILE_STORE" not in os.environ
+    build_loggers(conf("logger.kinds=[mlflow]"), tmp_path)  # the run dir's own file store: allowed explicitly
+    assert os.environ["MLFLOW_ALLOW_FILE_STORE"] == "true"
+    (wandb,) = build_loggers(conf("logger.kinds=[wandb]", "logger.name=proj", "logger.wandb_offline=true"), tmp_path)
+    assert wandb._wandb_init["project"] == "proj" and wandb._offline is True
+    assert "anonymous" not in wandb._wandb_init  # Lightning's None, which wandb warns about
+    assert hyperparams(tmp_path / "no-run-yet")["config"] == {}
