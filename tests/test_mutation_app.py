@@ -133,6 +133,8 @@ def test_csv_split_error_counts_rows(conf, tmp_path):
                                               r"to validate; expected a fraction in \(0, 1\) that leaves both "
                                               r"non-empty \(or set data.valid\)$"):
         build_loaders(conf(*TABLE, f"data.root={tmp_path}", "data.valid_fraction=0.01"))
+    with pytest.raises(DataConfigError, match=r"splits the 20 rows into 0 to train and 20 to validate"):
+        build_loaders(conf(*TABLE, f"data.root={tmp_path}", "data.valid_fraction=0.99"))
 
 
 # data=mnist and unknown options -------------------------------------------------------------------

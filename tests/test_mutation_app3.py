@@ -98,3 +98,8 @@ def test_loggers_get_the_name_tracking_uri_and_offline_settings(conf, tmp_path, 
     assert wandb._wandb_init["project"] == "proj" and wandb._offline is True
     assert "anonymous" not in wandb._wandb_init  # Lightning's None, which wandb warns about
     assert hyperparams(tmp_path / "no-run-yet")["config"] == {}
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    (online,) = build_loggers(conf("logger.kinds=[wandb]", "logger.wandb_offline=false"), tmp_path)
+    assert online._offline is False  # as asked, though no API key is set
+    (csv,) = build_loggers(conf("logger.kinds=[csv]"), tmp_path)
+    assert csv.name == "csv" and csv.root_dir == str(tmp_path / "csv")
