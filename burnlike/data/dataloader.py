@@ -182,19 +182,18 @@ class DeviceDataLoader(Generic[T]):
         return full if self.drop_last or not rest else full + 1
 
     def __iter__(self) -> Iterator[T]:
-        if self.sampler is None:
-            for b in range(len(self)):
-                yield _rows(self.data, slice(b * self.batch_size, min((b + 1) * self.batch_size, self.num_items)))
-            return
         # The host loader's BatchSampler takes the sampler's indices as its batches need them, and
         # a sampler may draw again when asked past its last index (RandomSampler does). The host asks
         # there when it builds a short last batch (so does `islice` here), or when its consumer asks
         # past the last batch, which Lightning's fetcher never does: the next epoch draws the same.
-        indices = iter(self.sampler)
-        order = torch.tensor(list(itertools.islice(indices, len(self) * self.batch_size)), dtype=torch.long)
-        order = order.to(self.device, non_blocking=True)
+        indices = iter(self.sampler if self.sampler is not None else ())
+        order: torch.Tensor | None = None
+        if self.sampler is not None:
+            order = torch.tensor(list(itertools.islice(indices, len(self) * self.batch_size)), dtype=torch.long)
+            order = order.to(self.device, non_blocking=True)
         for b in range(len(self)):
-            yield _rows(self.data, order[b * self.batch_size:(b + 1) * self.batch_size])
+            rows = slice(b * self.batch_size, (b + 1) * self.batch_size)
+            yield _rows(self.data, rows if order is None else order[rows])
         for _ in indices:  # asked past the last batch
             pass
 
