@@ -102,14 +102,8 @@ def test_device_loader_gives_the_host_batches_epoch_after_epoch(seed, drop_last,
 
 def test_device_loader_trains_as_the_host_loader_in_lightning(tmp_path):
     """Three epochs of 10 batches, the last 10 items dropped: the same weights from either loader."""
-    def trained(on_device: bool) -> dict[str, torch.Tensor]:
-        burnlike.seed(0)
-        data = DataLoaderBuilder(ToyBatcher()).batch_size(32).shuffle(1).drop_last(True)
-        learner = (LearnerBuilder(tmp_path / str(on_device)).devices(["cpu"]).num_epochs(3).progress_bar(False)
-                   .with_application_logger(False).build(Classifier(), AdamConfig(), 1e-2))
-        return learner.fit((data.on_device("cpu") if on_device else data).build(blobs(330))).model.state_dict()
-
-    host, device = trained(False), trained(True)
+    host, _ = train(tmp_path / "host", fast=False, epochs=3, n=330, drop_last=True)
+    device, _ = train(tmp_path / "device", fast=False, epochs=3, n=330, drop_last=True, on_device="cpu")
     for key in host:
         assert torch.equal(host[key], device[key]), key
 
