@@ -11,6 +11,7 @@ import logging
 import os
 import re
 import sys
+from typing import Any
 
 import pytest
 from idx import write_mnist_idx
@@ -91,9 +92,11 @@ class Stop(Exception):
     """Raised by the spy once run() has built everything it configures: no training needed."""
 
 
-def test_run_hands_the_trainer_its_limits_strategy_loggers_hyperparameters_and_the_tracker_its_trainer(
-        conf, tmp_path, monkeypatch):
-    seen: dict[str, object] = {}
+@pytest.fixture
+def built(monkeypatch):
+    """What run() hands the builder (`trainer`, `logger` kwargs) and the tracker (`tracker_trainer`),
+    recorded; run() then stops at the tracker, once everything is built (`Stop`)."""
+    seen: dict[str, Any] = {}
     kwargs_of, logger_of = LearnerBuilder.trainer_kwargs, LearnerBuilder.with_logger
     tracker_init = MetricTracker.__init__
 
@@ -102,7 +105,7 @@ def test_run_hands_the_trainer_its_limits_strategy_loggers_hyperparameters_and_t
         return kwargs_of(self, **kwargs)
 
     def with_logger(self, *loggers, **kwargs):
-        seen["hyperparams"] = kwargs.get("hyperparams")
+        seen["logger"] = kwargs
         return logger_of(self, *loggers, **kwargs)
 
     def tracker(self, key, path, store, trainer=None):
@@ -113,48 +116,40 @@ def test_run_hands_the_trainer_its_limits_strategy_loggers_hyperparameters_and_t
     monkeypatch.setattr(LearnerBuilder, "trainer_kwargs", trainer_kwargs)
     monkeypatch.setattr(LearnerBuilder, "with_logger", with_logger)
     monkeypatch.setattr(MetricTracker, "__init__", tracker)
+    return seen
+
+
+def test_run_hands_the_trainer_its_limits_strategy_loggers_hyperparameters_and_the_tracker_its_trainer(
+        conf, tmp_path, built):
     tiny = write_mnist_idx(tmp_path / "mnist", n_train=64, n_test=32)
     with pytest.raises(Stop):
         run(conf(*SMALL, f"data.root={tiny}", "learner.strategy=ddp", "trainer.devices=1",
                  "trainer.limit_train_batches=2", "trainer.limit_val_batches=1"), tmp_path / "run")
-    trainer = seen["trainer"]
+    trainer = built["trainer"]
     assert trainer["strategy"] == "ddp"  # Burn's ExecutionStrategy.ddp, not Lightning's "auto"
     assert trainer["limit_train_batches"] == 2 and trainer["limit_val_batches"] == 1
-    hyperparams = seen["hyperparams"]
+    hyperparams = built["logger"]["hyperparams"]
     assert isinstance(hyperparams, dict) and set(hyperparams) == {"config", "git_commit"}
     assert hyperparams["config"]["learner"]["strategy"] == "ddp"  # the run's own config.json
     import lightning as L
 
-    assert isinstance(seen["tracker_trainer"], L.Trainer)  # so only rank 0 writes result.json
+    assert isinstance(built["tracker_trainer"], L.Trainer)  # so only rank 0 writes result.json
 
 
 def test_run_hands_the_trainer_the_apps_placement_fast_dev_run_and_extra_and_the_logger_its_interval(
-        conf, tmp_path, monkeypatch):
-    seen: dict[str, object] = {}
-    kwargs_of = LearnerBuilder.trainer_kwargs
-
-    def trainer_kwargs(self, **kwargs):
-        seen["trainer"] = kwargs
-        return kwargs_of(self, **kwargs)
-
-    def with_logger(self, *loggers, **kwargs):
-        seen["logger"] = kwargs
-        raise Stop
-
-    monkeypatch.setattr(LearnerBuilder, "trainer_kwargs", trainer_kwargs)
-    monkeypatch.setattr(LearnerBuilder, "with_logger", with_logger)
+        conf, tmp_path, built):
     tiny = write_mnist_idx(tmp_path / "mnist", n_train=64, n_test=32)
     with pytest.raises(Stop):
         run(conf(*SMALL, f"data.root={tiny}", "trainer=cpu", "trainer.fast_dev_run=true", "logger.every_n_steps=7",
                  "+trainer.extra.max_steps=${learner.num_epochs}", "learner.num_epochs=3"), tmp_path / "run")
-    trainer = seen["trainer"]
+    trainer = built["trainer"]
     assert trainer["strategy"] == "auto" and trainer["accelerator"] == "cpu" and trainer["num_nodes"] == 1
     assert trainer["fast_dev_run"] is True
     assert trainer["max_steps"] == 3  # trainer.extra passes through, interpolations resolved
-    assert seen["logger"]["every_n_steps"] == 7
+    assert built["logger"]["every_n_steps"] == 7
     with pytest.raises(Stop):  # Burn's single-device strategy names no Lightning strategy: Lightning's "auto"
         run(conf(*SMALL, f"data.root={tiny}", "trainer=cpu", "learner.strategy=single"), tmp_path / "single")
-    assert seen["trainer"]["strategy"] == "auto" and seen["trainer"]["devices"] == 1
+    assert built["trainer"]["strategy"] == "auto" and built["trainer"]["devices"] == 1
 
 
 def test_run_says_where_it_saved_the_model(conf, tmp_path, caplog):
