@@ -49,3 +49,34 @@ def one_rank_group(tmp_path):
     yield dist
     if dist.is_initialized():
         dist.destroy_process_group()
+
+
+@pytest.fixture
+def terminal(monkeypatch):
+    """`terminal()` makes `sys.stdout` a terminal (isatty) and returns it, read back with
+    `.getvalue()`; rich's console made anew. Called in the test: pytest sets its own `sys.stdout`
+    between a fixture's setup and the test."""
+    import io
+    import sys
+
+    import rich
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    def install() -> Terminal:
+        out = Terminal()
+        monkeypatch.setattr(rich, "_console", None)
+        monkeypatch.setattr(sys, "stdout", out)
+        return out
+
+    return install
+
+
+@pytest.fixture
+def colour_terminal(monkeypatch, terminal):
+    """`terminal`, with colours forced on (FORCE_COLOR, no NO_COLOR)."""
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    return terminal

@@ -2,9 +2,7 @@
 same code in a child process): the Trainer's and the resume's errors name the keys, values and
 files; `fail` is one `error:` line and status 2; the config printout; the TensorBoard logger."""
 
-import io
 import re
-import sys
 from pathlib import Path
 
 import pytest
@@ -114,13 +112,8 @@ def test_print_config_is_one_line_per_group_when_redirected(data, capsys):
     assert [line.split(":")[0] for line in capsys.readouterr().out.splitlines()][:2] == ["config learner", "config model"]
 
 
-def test_print_config_is_a_tree_on_a_terminal(data, monkeypatch, capsys):
-    class Tty(io.StringIO):
-        def isatty(self):
-            return True
-
-    screen = Tty()
-    monkeypatch.setattr(sys, "stdout", screen)
+def test_print_config_is_a_tree_on_a_terminal(data, terminal):
+    screen = terminal()
     print_config(config(data, "optimizer=sgd"))
     text = re.sub(r"\x1b\[[0-9;]*m", "", screen.getvalue())  # without the colours
     assert text.splitlines()[0] == "config"

@@ -3,7 +3,6 @@ CSV options reach the dataset, errors name their key and what was expected, Burn
 strategies pick Lightning's devices, git_commit reads a real checkout, wandb gets its project, and
 the DDP child command keeps the job's config flags. Real Hydra composition, Lightning and git."""
 
-import io
 import json
 import logging
 import os
@@ -333,21 +332,10 @@ def test_wandb_logger_gets_the_project_offline(tmp_path):
 
 
 # tree.py ------------------------------------------------------------------------------------------------
-class Terminal(io.StringIO):
-    def isatty(self) -> bool:
-        return True
-
-
-def test_config_tree_highlights_yaml_in_a_terminal(conf, monkeypatch):
-    import rich
-
+def test_config_tree_highlights_yaml_in_a_terminal(conf, colour_terminal):
     from burnlike.app.tree import print_config
 
-    monkeypatch.setenv("FORCE_COLOR", "1")
-    monkeypatch.delenv("NO_COLOR", raising=False)
-    monkeypatch.setattr(rich, "_console", None)
-    out = Terminal()
-    monkeypatch.setattr(sys, "stdout", out)
+    out = colour_terminal()
     print_config(conf("model=mlp", "model.hidden_sizes=[8]"))
     line = next(x for x in out.getvalue().splitlines() if "hidden_sizes" in x)
     codes = re.search(r"\x1b\[([0-9;]+)mhidden_sizes", line)

@@ -6,11 +6,9 @@ real Lightning loggers (MLflow, W&B when installed), a real tiny MNIST run."""
 
 import contextlib
 import importlib
-import io
 import logging
 import os
 import re
-import sys
 from typing import Any
 
 import pytest
@@ -186,19 +184,10 @@ def test_wandb_goes_offline_without_an_api_key_into_the_run_dir(tmp_path, monkey
 
 # --- the config tree -------------------------------------------------------------------------------------------
 
-class Terminal(io.StringIO):
-    def isatty(self) -> bool:
-        return True
-
-
-def test_config_tree_shows_each_group_as_yaml(conf, monkeypatch):
-    import rich
-
+def test_config_tree_shows_each_group_as_yaml(conf, terminal):
     from burnlike.app.tree import print_config
 
-    monkeypatch.setattr(rich, "_console", None)
-    out = Terminal()
-    monkeypatch.setattr(sys, "stdout", out)
+    out = terminal()
     print_config(conf("model=mlp", "model.hidden_sizes=[8]"))
     text = re.sub(r"\x1b\[[0-9;]*m", "", out.getvalue())
     lines = [line.strip("│ ") for line in text.splitlines()]
@@ -233,19 +222,14 @@ def test_a_job_ends_its_process_group_with_a_barrier_only_after_the_fit(one_rank
     assert os.environ["MASTER_PORT"] == "12345"  # a single job's environment is left as it is
 
 
-def test_config_tree_styles_resolved_values_and_scalars(monkeypatch):
+def test_config_tree_styles_resolved_values_and_scalars(colour_terminal):
     """The terminal tree: a dim root and guides, bold group names, interpolations resolved, a
     top-level scalar as itself, YAML keys in the terminal's 16 colours (not a truecolor theme)."""
-    import rich
     from omegaconf import OmegaConf
 
     from burnlike.app.tree import print_config
 
-    monkeypatch.setenv("FORCE_COLOR", "1")
-    monkeypatch.delenv("NO_COLOR", raising=False)
-    monkeypatch.setattr(rich, "_console", None)
-    out = Terminal()
-    monkeypatch.setattr(sys, "stdout", out)
+    out = colour_terminal()
     print_config(OmegaConf.create({"model": {"width": 8, "name": "w${model.width}"}, "seed": 7}))
     raw = out.getvalue()
     text = re.sub(r"\x1b\[[0-9;]*m", "", raw)
