@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import importlib.util
 import math
-import os
 
 import pytest
 
@@ -82,36 +81,3 @@ def test_resume_points_fast_path_devices_and_execution_checks(conf):
     multi = execution(conf("learner.strategy=multi", "trainer.accelerator=cpu", "trainer.devices=2"))
     sharded = execution(conf("learner.strategy=multi_sharded", "trainer.accelerator=cpu", "trainer.devices=2"))
     assert multi.trainer_kwargs()["strategy"] != sharded.trainer_kwargs()["strategy"] == "fsdp"
-
-
-def test_mlflow_gets_the_name_and_tracking_uri_and_a_file_store_only_in_the_run_dir(conf, tmp_path, monkeypatch):
-    pytest.importorskip("mlflow")
-    from burnlike.app.loggers import build_loggers
-
-    monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE", raising=False)
-    uri = "http://127.0.0.1:9/mlflow"  # a tracking server (not contacted before the first log)
-    (mlflow,) = build_loggers(conf("logger.kinds=[mlflow]", "logger.name=exp", f"logger.mlflow_tracking_uri={uri}"),
-                              tmp_path)
-    assert mlflow._tracking_uri == uri and "MLFLOW_ALLOW_FILE_STORE" not in os.environ
-    build_loggers(conf("logger.kinds=[mlflow]"), tmp_path)  # the run dir's own file store: allowed explicitly
-    assert os.environ["MLFLOW_ALLOW_FILE_STORE"] == "true"
-
-
-def test_wandb_gets_the_project_and_offline_as_asked(conf, tmp_path, monkeypatch):
-    pytest.importorskip("wandb")
-    from burnlike.app.loggers import build_loggers
-
-    (wandb,) = build_loggers(conf("logger.kinds=[wandb]", "logger.name=proj", "logger.wandb_offline=true"), tmp_path)
-    assert wandb._wandb_init["project"] == "proj" and wandb._offline is True
-    assert "anonymous" not in wandb._wandb_init  # Lightning's None, which wandb warns about
-    monkeypatch.delenv("WANDB_API_KEY", raising=False)
-    (online,) = build_loggers(conf("logger.kinds=[wandb]", "logger.wandb_offline=false"), tmp_path)
-    assert online._offline is False  # as asked, though no API key is set
-
-
-def test_the_csv_logger_and_hyperparameters_before_a_config_exists(conf, tmp_path):
-    from burnlike.app.loggers import build_loggers, hyperparams
-
-    (csv,) = build_loggers(conf("logger.kinds=[csv]"), tmp_path)
-    assert csv.name == "csv" and csv.root_dir == str(tmp_path / "csv")
-    assert hyperparams(tmp_path / "no-run-yet")["config"] == {}
