@@ -51,6 +51,6 @@ app_fast_path() {
 suite_with_a_gpu() { TAIL=15 step suite_with_a_gpu 150 $py -m pytest -q -p no:cacheprovider -m "not slow and not cuda" -rfE; }
 records() { TAIL=20 step records 60 $py benchmarks/records.py --sizes 1e8 --repeats 3 --no-memory; }
 
-for name in "${@:-cuda_tests gpu_bench app_fast_path suite_with_a_gpu records}"; do
-    for each in $name; do "$each"; done
+for name in ${*:-cuda_tests gpu_bench app_fast_path suite_with_a_gpu records}; do
+    "$name"
 done
