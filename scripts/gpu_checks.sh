@@ -9,6 +9,9 @@
 # Steps, each under its own time limit so one hang can't eat the others: the `cuda` tests,
 # benchmarks/gpu.py (issue 10's table), the guide's app run on the fast path, the fast tests with a
 # GPU present (the default device becomes it), and benchmarks/records.py at 100M parameters.
+# Not in the default list: `before_fix` (the `cuda` tests matching $BEFORE_K on a copy of the repo
+# with the files under .device/before/ laid over it: the code before a fix, to see a test fail),
+# `resnet` (ResNet-18 alone, three runs a precision) and `slow_with_a_gpu` (the slow tests).
 set -u
 cd "$(dirname "$0")/.."
 
@@ -49,7 +52,14 @@ app_fast_path() {
     cat /tmp/gpu-app-run/result.json >>"$out/app_fast_path.log" 2>&1
 }
 suite_with_a_gpu() { TAIL=15 step suite_with_a_gpu 150 $py -m pytest -q -p no:cacheprovider -m "not slow and not cuda" -rfE; }
-records() { TAIL=20 step records 60 $py benchmarks/records.py --sizes 1e8 --repeats 3 --no-memory; }
+records() { TAIL=20 step records 90 $py benchmarks/records.py --sizes 1e8 --repeats 3 --no-memory; }
+resnet() { TAIL=12 step resnet 150 $py benchmarks/gpu.py --resnet-only --resnet-repeats 3; }
+slow_with_a_gpu() { TAIL=15 step slow_with_a_gpu 300 $py -m pytest -q -p no:cacheprovider -m "slow and not cuda" -rfE; }
+before_fix() {
+    rm -rf /tmp/before && cp -r . /tmp/before && cp -r .device/before/. /tmp/before/
+    (cd /tmp/before && PYTHONPATH="$PWD/.device/site:$PWD" TAIL=15 step before_fix 100 \
+        $py -m pytest -q -p no:cacheprovider -m cuda -k "${BEFORE_K:-}" -rfE)
+}
 
 for name in ${*:-cuda_tests gpu_bench app_fast_path suite_with_a_gpu records}; do
     "$name"

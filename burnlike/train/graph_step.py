@@ -199,7 +199,12 @@ class GraphStep:
             optimizer.zero_grad(set_to_none=False)
         log.info("cuda_graph: training step captured (batch shapes %s)", [tuple(t.shape) for t in tensors(batch)])
         grads = [(p, p.grad) for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
-        return _Captured(fwd_bwd, step, tensors(static_batch), _signature(batch), static_loss, out.item, values, grads)
+        # Detached, so nothing keeps the capture's autograd graph alive: its AccumulateGrad nodes
+        # (one per parameter, reused while alive) would tie later eager backwards to the capture stream.
+        item = map_tensors(Tensor.detach, out.item)
+        values = [(metric, map_tensors(Tensor.detach, value), map_tensors(Tensor.detach, count))
+                  for metric, value, count in values]
+        return _Captured(fwd_bwd, step, tensors(static_batch), _signature(batch), static_loss, item, values, grads)
 
     def _new_graph(self) -> torch.cuda.CUDAGraph:
         graph = torch.cuda.CUDAGraph()
