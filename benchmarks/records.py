@@ -1,7 +1,9 @@
 """CompactRecorder vs torch.save vs safetensors: file size, save time, load time, peak memory.
 
-For models of ~1M, ~10M and ~100M parameters (stacks of Linear layers), in one process (torch.save
-also a second time made as durable as CompactRecorder's save: temp file, fsync, rename):
+For models of ~1M, ~10M and ~100M parameters (stacks of Linear layers), in one process. Saves come
+two ways each: plain (CompactRecorder's default and torch.save: the file is complete when the call
+returns, the disk gets it later) and durable (CompactRecorder's checkpoint saves, and torch.save made
+as durable: temp file, fsync, rename; on the disk when the call returns):
     python benchmarks/records.py [--sizes 1e6,1e7,1e8] [--repeats 3] [--threads N] [--no-memory] [--fresh]
 Repeats are interleaved across the ways (median reported), after a warm-up of each; wall time and
 process CPU time (all threads) are both reported. `--fresh` times each operation in a new process
@@ -69,6 +71,13 @@ def save_burn(model: nn.Module, path: Path) -> Path:
     from burnlike.record import CompactRecorder
 
     return CompactRecorder().save_module(model, path)
+
+
+def save_burn_durable(model: nn.Module, path: Path) -> Path:
+    """As checkpoints are saved: on the disk before the call returns."""
+    from burnlike.record import CompactRecorder
+
+    return CompactRecorder().save_module(model, path, durable=True)
 
 
 def load_burn(model: nn.Module, path: Path) -> None:
@@ -141,6 +150,7 @@ def durable_floor(source: Path, target: Path, repeats: int) -> float:
 
 WAYS: dict[str, tuple[Callable[..., Path], Callable[..., None]]] = {
     "CompactRecorder (.mpk, f16)": (save_burn, load_burn),
+    "CompactRecorder, durable": (save_burn_durable, load_burn),
     "torch.save (.pt, f32)": (save_torch, load_torch),
     "torch.save+fsync+rename": (save_torch_durable, load_torch),
     "safetensors (f32)": (save_st, load_st),
@@ -255,10 +265,12 @@ def main() -> None:
                   f" {load_s:7.3f} {load_s / ref[2]:6.2f} {save_cpu:10.3f} {save_cpu / ref[3]:6.2f}"
                   f" {load_cpu:10.3f} {load_cpu / ref[4]:6.2f} {save_mem / 2**20:14.0f} {load_mem / 2**20:14.0f}")
         size, save_s, load_s = rows["CompactRecorder (.mpk, f16)"][:3]
+        durable_s, durable_torch_s = rows["CompactRecorder, durable"][1], rows["torch.save+fsync+rename"][1]
         load_target = 0.45 if LAYOUT != "embedding" else 0.3  # Burn's transposed Linear weights cost a transpose
         print(f"targets: size {size / ref[0]:.3f}x (<= 0.51), save {save_s / ref[1]:.2f}x (<= 0.6), "
-              f"load {load_s / ref[2]:.2f}x (<= {load_target}); CompactRecorder save includes fsync, torch.save's "
-              "doesn't. cpu s: process CPU time, all threads (steadier than wall time on a busy machine)")
+              f"load {load_s / ref[2]:.2f}x (<= {load_target}); durable save {durable_s / ref[1]:.2f}x torch.save, "
+              f"{durable_s / durable_torch_s:.2f}x torch.save+fsync+rename. cpu s: process CPU time, all threads "
+              "(steadier than wall time on a busy machine)")
         print(f"durable floor: the CompactRecorder file's bytes written durably with nothing to encode took "
               f"{floor:.3f} s ({floor / ref[1]:.2f}x torch.save), in this process: the disk's share of the save")
 

@@ -51,13 +51,14 @@ class Module(nn.Module):
         return self.to(device)
 
     # Records -----------------------------------------------------------------------------------
-    def save_file(self, path: str | Path, recorder: Recorder | None = None) -> AnyPath:
+    def save_file(self, path: str | Path, recorder: Recorder | None = None, *, durable: bool = False) -> AnyPath:
         """Save the weights with `recorder` (default `DefaultRecorder`); the extension is replaced
         by the recorder's, like Burn's `FileRecorder`. Returns the path written (`path` may be an
-        fsspec URL such as `s3://bucket/model`: a `RemotePath` then)."""
+        fsspec URL such as `s3://bucket/model`: a `RemotePath` then). Always atomic (temp file,
+        rename); `durable=True` also waits until the file is on the disk (fsync), as checkpoints do."""
         from burnlike.record import DefaultRecorder
 
-        return (recorder or DefaultRecorder()).save_module(self, path)
+        return (recorder or DefaultRecorder()).save_module(self, path, durable=durable)
 
     def load_file(
         self: M, path: str | Path, recorder: Recorder | None = None, device: torch.device | str | None = None

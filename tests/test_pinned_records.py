@@ -28,6 +28,7 @@ from burnlike.record import (
     RecordError,
     load_checkpoint,
 )
+from burnlike.record.format import files
 
 
 class Tiny(Module):
@@ -215,7 +216,7 @@ def test_ints_below_i16_read_back_exactly_in_every_half_format(tmp_path, recorde
 # --- atomic writes ---------------------------------------------------------------------------------
 
 def save_module(path: Path, recorder) -> Path:
-    return randomised(Tiny()).save_file(path, recorder)
+    return randomised(Tiny()).save_file(path, recorder, durable=True)
 
 
 def save_checkpoint(path: Path, recorder) -> Path:
@@ -256,6 +257,44 @@ def test_the_file_is_fsynced_before_the_rename_and_the_folder_after(tmp_path, mo
     assert sorted(p.name for p in target.parent.iterdir()) == [target.name]
 
 
+def test_burns_epoch_files_are_each_fsynced_before_their_rename(tmp_path, monkeypatch):
+    """Burn's checkpointer files are deleted as newer epochs arrive, so each must be on the disk."""
+    from burnlike.record.checkpoint.epoch_files import save_parts
+
+    events: list[tuple[str, int]] = []
+    real_fsync, real_replace = os.fsync, os.replace
+    monkeypatch.setattr(os, "fsync", lambda fd: events.append(("fsync", os.fstat(fd).st_ino)) or real_fsync(fd))
+    monkeypatch.setattr(os, "replace", lambda src, dst: events.append(("replace", os.stat(src).st_ino))
+                        or real_replace(src, dst))
+    model = randomised(Tiny())
+    save_parts(checkpoint(model), model, tmp_path, 2, DefaultRecorder())
+    monkeypatch.undo()
+    written = sorted(p.name for p in tmp_path.iterdir())
+    assert written == ["model-2.mpk", "optim-2.mpk", "scheduler-2.mpk"]
+    for name in written:
+        inode = (tmp_path / name).stat().st_ino
+        assert events.index(("fsync", inode)) < events.index(("replace", inode)), name
+
+
+def test_a_plain_save_is_atomic_without_waiting_for_the_disk(tmp_path, monkeypatch):
+    """`save_file` as torch.save and Burn's recorders: no fsync, no writeback hints; still a temp
+    file renamed over the target, whose bytes are the durable save's."""
+    model = randomised(Tiny())
+    durable = model.save_file(tmp_path / "durable", DefaultRecorder(), durable=True)
+    events: list[str] = []
+    real_replace = os.replace
+    monkeypatch.setattr(os, "fsync", lambda fd: events.append("fsync"))
+    monkeypatch.setattr(files, "_SYNC_FILE_RANGE", lambda *args: events.append("writeback") or 0)
+    monkeypatch.setattr(files, "WRITEBACK_STEP", 1)
+    monkeypatch.setattr(os, "replace", lambda src, dst: events.append(f"replace {Path(src).parent == Path(dst).parent}")
+                        or real_replace(src, dst))
+    plain = model.save_file(tmp_path / "plain", DefaultRecorder())
+    assert events == ["replace True"]
+    assert plain.read_bytes() == durable.read_bytes()
+    model.save_file(tmp_path / "again", DefaultRecorder(), durable=True)
+    assert "writeback" in events and events.count("fsync") == 2  # the file, then its folder
+
+
 class Unencodable:
     """Not a record value: the MessagePack writer fails on it after writing what came before."""
 
@@ -265,7 +304,7 @@ def fail_fsync(path: Path, monkeypatch) -> None:
         raise OSError(5, "Input/output error")
 
     monkeypatch.setattr(os, "fsync", broken)
-    randomised(Tiny(), seed=2).save_file(path, DefaultRecorder())
+    randomised(Tiny(), seed=2).save_file(path, DefaultRecorder(), durable=True)
 
 
 def fail_mid_record(path: Path, monkeypatch) -> None:

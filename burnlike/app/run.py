@@ -276,7 +276,7 @@ def run(cfg: DictConfig, artifact_dir: str | Path | None = None) -> float:
         result = learner.fit(train_loader, valid_loader)
     if result.trainer is not None and not result.trainer.is_global_zero:
         return tracker.best()
-    path = result.model.save_file(artifact / "model", recorder)  # type: ignore[operator]  # a burnlike Module
+    path = result.model.save_file(artifact / "model", recorder, durable=True)  # type: ignore[operator]  # a burnlike Module
     log.info("saved the trained model to %s", path)
     tracker.write()
     return tracker.best()

@@ -51,10 +51,10 @@ def save_parts(checkpoint: dict[str, Any], model: nn.Module, folder: AnyPath, ep
     checkpoint[FILES_KEY] = {kind: epoch_file(folder, kind, epoch, ext).name for kind in ("model", *PARTS)}
     if not write:
         return
-    recorder.save_module(model, epoch_file(folder, "model", epoch, ext))
+    recorder.save_module(model, epoch_file(folder, "model", epoch, ext), durable=True)
     for kind, value in parts.items():
         recorder.record(encode_checkpoint({PARTS[kind]: value}, recorder), epoch_file(folder, kind, epoch, ext),
-                        exact_path=True)
+                        exact_path=True, durable=True)
 
 
 def join_parts(checkpoint: dict[str, Any], path: AnyPath) -> dict[str, Any]:

@@ -68,7 +68,8 @@ class RecorderCheckpointIO(CheckpointIO):
         self._pending.append(self._writer.submit(self._write, snapshot, target, full))
 
     def _write(self, checkpoint: dict[str, Any], target: AnyPath, full: bool) -> None:
-        self.recorder.record(encode_checkpoint(checkpoint, self.recorder, full=full), target, exact_path=True)
+        self.recorder.record(encode_checkpoint(checkpoint, self.recorder, full=full), target, exact_path=True,
+                             durable=True)
 
     @override
     def load_checkpoint(self, path: str | os.PathLike[str], map_location: MapLocation = None,

@@ -96,12 +96,13 @@ class Recorder:
 
     # Whole records ------------------------------------------------------------------------------
     def record(self, item: Any, path: str | os.PathLike[str] | RemotePath, *, exact_path: bool = False,
-               module: nn.Module | None = None) -> AnyPath:
+               module: nn.Module | None = None, durable: bool = False) -> AnyPath:
         """Write `BurnRecord{metadata, item, _b}` to `path` atomically (extension replaced unless
-        `exact_path`). `item` may hold lazy `TensorBytes`; they are streamed to the file."""
+        `exact_path`). `item` may hold lazy `TensorBytes`; they are streamed to the file.
+        `durable`: on the disk before it replaces `path` (`atomic_write`); checkpoints are."""
         target = as_path(path) if exact_path else self.path_for(path)
         record = {"metadata": self.metadata(), "item": item, "_b": []}
-        atomic_write(target, lambda f: self.write(record, module, f), self.size_hint(record))
+        atomic_write(target, lambda f: self.write(record, module, f), self.size_hint(record), durable=durable)
         return target
 
     def size_hint(self, record: Any) -> int:
@@ -149,10 +150,11 @@ class Recorder:
         return metadata, record["item"]
 
     # Modules -------------------------------------------------------------------------------------
-    def save_module(self, module: nn.Module, path: str | os.PathLike[str] | RemotePath) -> AnyPath:
+    def save_module(self, module: nn.Module, path: str | os.PathLike[str] | RemotePath, *,
+                    durable: bool = False) -> AnyPath:
         """Save `module`'s record; returns the path written (extension replaced, like Burn)."""
         item = module_to_record(module, self.settings, self.burn_version, lazy=True)
-        return self.record(item, path, module=module)
+        return self.record(item, path, module=module, durable=durable)
 
     def load_module(self, module: nn.Module, path: str | os.PathLike[str] | RemotePath,
                     device: torch.device | str | None = None) -> None:
