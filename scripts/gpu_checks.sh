@@ -19,7 +19,9 @@ if [ "${1:-}" = "--prepare" ]; then
     site=$(.venv/bin/python -c "import hydra, os; print(os.path.dirname(os.path.dirname(hydra.__file__)))")
     data=${BURNLIKE_DATA:-../shared/data}
     rm -rf .device && mkdir -p .device/site .device/data/MNIST
-    cp -r "$site/hydra" "$site/omegaconf" "$site/antlr4" .device/site/
+    # with their package metadata: Lightning calls its Hydra launcher hook only where it finds hydra-core's
+    cp -r "$site/hydra" "$site/omegaconf" "$site/antlr4" "$site"/hydra_core-*.dist-info "$site"/omegaconf-*.dist-info \
+        "$site"/antlr4_python3_runtime-*.dist-info .device/site/
     cp -r "$data/MNIST/raw" .device/data/MNIST/
     du -sh .device
     exit 0

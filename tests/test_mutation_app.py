@@ -261,12 +261,26 @@ def test_multirun_without_lightnings_hook_spawns_ddp(multirun, monkeypatch, capl
     assert "multirun: this Lightning has no Hydra launcher hook; using ddp_spawn for this job" in caplog.messages
 
 
+def test_multirun_where_lightning_cant_see_hydra_core_spawns_ddp(multirun, monkeypatch, caplog):
+    """Lightning calls its Hydra hook only where hydra-core's package metadata is found: a Hydra on
+    PYTHONPATH alone would have every rank re-run the sweep (its plain sys.argv command)."""
+    from lightning.pytorch.strategies.launchers import subprocess_script
+
+    monkeypatch.setattr(subprocess_script, "_hydra_subprocess_cmd", subprocess_script._hydra_subprocess_cmd)
+    monkeypatch.setattr(subprocess_script, "_HYDRA_AVAILABLE", False)
+    with caplog.at_level(logging.WARNING, logger="burnlike.app"):
+        assert trainer_strategy(multirun, "ddp") == "ddp_spawn"
+    assert subprocess_script._hydra_subprocess_cmd is not ddp.job_subprocess_cmd
+    assert caplog.messages == [f"multirun: {ddp.HYDRA_UNSEEN}; using ddp_spawn for this job"]
+    assert "re-run the whole sweep" in ddp.HYDRA_UNSEEN
+
+
 def test_multirun_patches_lightnings_launcher_once(multirun, monkeypatch, caplog):
     from lightning.pytorch.strategies.launchers import subprocess_script
 
     monkeypatch.setattr(subprocess_script, "_hydra_subprocess_cmd", subprocess_script._hydra_subprocess_cmd)
     with caplog.at_level(logging.INFO, logger="burnlike.app"):
-        assert ddp.patch_for_multirun() and ddp.patch_for_multirun()
+        assert ddp.patch_for_multirun() is None and ddp.patch_for_multirun() is None
     assert caplog.messages == ["multirun: DDP ranks are launched for this job only (not the whole sweep)"]
     assert subprocess_script._hydra_subprocess_cmd is ddp.job_subprocess_cmd
 

@@ -747,7 +747,8 @@ def test_a_recorder_guesses_its_files_size_from_the_tensors_at_their_likely_dtyp
 
     sizes: list[int] = []
     real = files.atomic_write
-    monkeypatch.setattr(files, "atomic_write", lambda path, write, size=0: sizes.append(size) or real(path, write, size))
+    monkeypatch.setattr(files, "atomic_write",
+                        lambda path, write, size=0, **kw: sizes.append(size) or real(path, write, size, **kw))
     monkeypatch.setattr("burnlike.record.format.recorder.atomic_write", files.atomic_write)
     model = nn.Sequential(nn.Linear(64, 32), nn.LayerNorm(32))
     recorder = NamedMpkGzFileRecorder() if gz else CompactRecorder()

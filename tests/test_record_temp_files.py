@@ -79,20 +79,23 @@ def test_another_hosts_temp_stays(tmp_path: Path) -> None:
     assert remove_stale_temps(tmp_path) == [] and tmp.exists()
 
 
-@pytest.mark.parametrize(("code", "advice"), [(errno.ENOSPC, "disk is full"), (errno.EROFS, "read-only")])
+# disk full surfaces at a write, or at the fsync of a durable save; read-only when the temp file is created
+@pytest.mark.parametrize(("code", "advice", "where", "durable"), [
+    (errno.ENOSPC, "disk is full", (files.os, "fsync"), True),
+    (errno.ENOSPC, "disk is full", (files.WritebackFile, "write"), False),
+    (errno.EROFS, "read-only", (files.tempfile, "mkstemp"), False)], ids=["full-at-fsync", "full-at-write", "read-only"])
 def test_write_errors_name_the_destination_and_keep_the_old_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                                  code: int, advice: str) -> None:
+                                                                  code: int, advice: str, where: tuple[object, str],
+                                                                  durable: bool) -> None:
     path = randomised(Net()).save_file(tmp_path / "model", DefaultRecorder())
     before = path.read_bytes()
 
     def refuse(*_: object, **__: object) -> None:
         raise OSError(code, os.strerror(code))
 
-    # disk full surfaces at write/fsync; a read-only filesystem when the temp file is created
-    monkeypatch.setattr(files.os, "fsync", refuse) if code == errno.ENOSPC else \
-        monkeypatch.setattr(files.tempfile, "mkstemp", refuse)
+    monkeypatch.setattr(*where, refuse)
     with pytest.raises(OSError) as info:
-        Net().save_file(tmp_path / "model", DefaultRecorder())
+        Net().save_file(tmp_path / "model", DefaultRecorder(), durable=durable)
     assert info.value.errno == code and info.value.filename == str(path) and advice in str(info.value)
     monkeypatch.undo()
     assert path.read_bytes() == before

@@ -41,17 +41,26 @@ def job_subprocess_cmd(local_rank: int) -> tuple[Sequence[str], str]:
     return command, get_original_cwd()
 
 
-def patch_for_multirun() -> bool:
+NO_HOOK = "this Lightning has no Hydra launcher hook"
+HYDRA_UNSEEN = ("Lightning doesn't see hydra-core installed (importable without its package metadata), "
+                "so its launcher would re-run the whole sweep in every rank")
+
+
+def patch_for_multirun() -> str | None:
     """Make Lightning's ddp launcher start this job's ranks, not the sweep (idempotent).
 
-    Returns False where this Lightning has no such hook (the caller then falls back to ddp_spawn)."""
+    Returns why it can't (the caller then falls back to ddp_spawn), None once patched. Lightning
+    calls the hook only where package metadata says hydra-core is installed: a Hydra on PYTHONPATH
+    alone (vendored, copied) gets its plain command, the sweep's argv (seen on a GPU machine)."""
     try:
         from lightning.pytorch.strategies.launchers import subprocess_script
     except ImportError:  # pragma: no cover - a Lightning without the module
-        return False
+        return NO_HOOK
     if not callable(getattr(subprocess_script, "_hydra_subprocess_cmd", None)):
-        return False
+        return NO_HOOK
+    if not getattr(subprocess_script, "_HYDRA_AVAILABLE", True):
+        return HYDRA_UNSEEN
     if getattr(subprocess_script, "_hydra_subprocess_cmd") is not job_subprocess_cmd:  # noqa: B009 - private
         setattr(subprocess_script, "_hydra_subprocess_cmd", job_subprocess_cmd)  # noqa: B010
         log.info("multirun: DDP ranks are launched for this job only (not the whole sweep)")
-    return True
+    return None

@@ -168,16 +168,17 @@ def execution(cfg: DictConfig) -> Any:
 
 def trainer_strategy(cfg: DictConfig, strategy: Any = None) -> Any:
     """Under `-m`, Lightning's script launcher (`ddp`, and `auto` with several devices) would make
-    ranks 1..N-1 re-launch the sweep: point them at this job, or, if this Lightning has no hook to
-    patch, run an explicit `ddp` job with `ddp_spawn` instead."""
+    ranks 1..N-1 re-launch the sweep: point them at this job, or, where that can't be done
+    (`patch_for_multirun` says why), run an explicit `ddp` job with `ddp_spawn` instead."""
     strategy = str(cfg.trainer.strategy) if strategy is None else strategy
     if not isinstance(strategy, str):
         return strategy
     if _is_multirun():
         from burnlike.app.ddp import patch_for_multirun
 
-        if not patch_for_multirun() and (strategy == "ddp" or strategy.startswith("ddp_find_unused")):
-            log.warning("multirun: this Lightning has no Hydra launcher hook; using ddp_spawn for this job")
+        why = patch_for_multirun()
+        if why is not None and (strategy == "ddp" or strategy.startswith("ddp_find_unused")):
+            log.warning("multirun: %s; using ddp_spawn for this job", why)
             return strategy.replace("ddp", "ddp_spawn", 1)
     return strategy
 
