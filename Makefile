@@ -5,7 +5,7 @@ PY    := $(VENV)/bin/python
 TORCH ?= torch torchvision
 DATA  ?= $(if $(wildcard ../shared/data/MNIST),$(abspath ../shared/data),$(abspath data))
 
-.PHONY: install train test lint bench mutation mutation-full
+.PHONY: install train test lint wheel bench mutation mutation-full
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -25,6 +25,13 @@ test: install
 lint: install
 	$(VENV)/bin/ruff check burnlike tests benchmarks train.py examples scripts
 	$(VENV)/bin/mypy   # --strict over burnlike ([tool.mypy] in pyproject.toml)
+
+# burnlike is pure Python: one py3-none-any wheel, no compiler (issue 9). Offline: the venv's setuptools.
+wheel: install
+	rm -rf build/wheel
+	$(PY) -m pip wheel --quiet --no-deps --no-build-isolation -w build/wheel .
+	@set -- build/wheel/*; if [ $$# -eq 1 ] && [ "$${1%-py3-none-any.whl}" != "$$1" ]; then echo "wheel: $$1"; \
+	else echo "expected one py3-none-any wheel, got: $$*"; exit 1; fi
 
 bench: install
 	BURNLIKE_DATA=$(DATA) $(PY) benchmarks/train_overhead.py
