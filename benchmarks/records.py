@@ -141,7 +141,7 @@ def durable_floor(source: Path, target: Path, repeats: int) -> float:
         target.unlink(missing_ok=True)
         os.sync()
         t = time.perf_counter()
-        atomic_write(target, write, len(data))
+        atomic_write(target, write, len(data), durable=True)
         times.append(time.perf_counter() - t)
     target.unlink()
     os.sync()

@@ -765,5 +765,5 @@ def test_writeback_starts_at_each_full_step(tmp_path, monkeypatch):
     started: list[tuple[int, int]] = []
     monkeypatch.setattr(files, "_SYNC_FILE_RANGE", lambda fd, offset, n, flags: started.append((offset, n)) or 0)
     monkeypatch.setattr(files, "WRITEBACK_STEP", 1000)
-    atomic_write(tmp_path / "f.bin", lambda f: [f.write(b"x" * 500) for _ in range(5)])
+    atomic_write(tmp_path / "f.bin", lambda f: [f.write(b"x" * 500) for _ in range(5)], durable=True)
     assert started == [(0, 1000), (1000, 1000)]  # exactly one step written: handed over at once

@@ -135,7 +135,8 @@ def test_a_big_save_starts_writeback_as_it_goes(tmp_path: Path, monkeypatch: pyt
     monkeypatch.setattr(files, "WRITEBACK_STEP", 1 << 20)
     data = os.urandom(5 << 20) + b"tail"
     target = tmp_path / "big.bin"
-    files.atomic_write(target, lambda f: [f.write(data[i:i + 300_000]) for i in range(0, len(data), 300_000)])
+    files.atomic_write(target, lambda f: [f.write(data[i:i + 300_000]) for i in range(0, len(data), 300_000)],
+                       durable=True)
     assert target.read_bytes() == data
     assert {ino for ino, *_ in started} == {target.stat().st_ino}
     assert [(o, f) for _, o, _, f in started][:1] == [(0, 2)]

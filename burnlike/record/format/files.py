@@ -67,8 +67,8 @@ def read_head(path: str | os.PathLike[str], n: int) -> bytes:
         return b""
 
 
-def atomic_write(path: AnyPath, write: Callable[[IO[bytes]], None] | bytes, size: int = 0,
-                 durable: bool = True) -> None:
+def atomic_write(path: AnyPath, write: Callable[[IO[bytes]], None] | bytes, size: int = 0, *,
+                 durable: bool = False) -> None:
     """Write via a temp file in the same folder, then rename over `path`: a crash or SIGKILL of the
     process at any moment leaves either the old file or the new one, never a torn one. On an fsspec
     filesystem: encode into memory, then one put of the complete object under its final name.
