@@ -275,6 +275,16 @@ def test_multirun_where_lightning_cant_see_hydra_core_spawns_ddp(multirun, monke
     assert "re-run the whole sweep" in ddp.HYDRA_UNSEEN
 
 
+def test_a_lightning_with_the_hook_and_no_availability_flag_is_patched(multirun, monkeypatch):
+    """Only a flag saying False stops the patch: a Lightning without one calls its hook under Hydra."""
+    from lightning.pytorch.strategies.launchers import subprocess_script
+
+    monkeypatch.setattr(subprocess_script, "_hydra_subprocess_cmd", subprocess_script._hydra_subprocess_cmd)
+    monkeypatch.delattr(subprocess_script, "_HYDRA_AVAILABLE")
+    assert trainer_strategy(multirun, "ddp") == "ddp"
+    assert subprocess_script._hydra_subprocess_cmd is ddp.job_subprocess_cmd
+
+
 def test_multirun_patches_lightnings_launcher_once(multirun, monkeypatch, caplog):
     from lightning.pytorch.strategies.launchers import subprocess_script
 

@@ -291,6 +291,11 @@ def test_a_plain_save_is_atomic_without_waiting_for_the_disk(tmp_path, monkeypat
     plain = model.save_file(tmp_path / "plain", DefaultRecorder())
     assert events == ["replace True"]
     assert plain.read_bytes() == durable.read_bytes()
+    # the same default a level down: Burn's recorder API, and the file writer itself
+    DefaultRecorder().save_module(model, tmp_path / "module")
+    DefaultRecorder().record({"x": 1}, tmp_path / "item")
+    files.atomic_write(tmp_path / "raw", b"x" * 64)
+    assert events == ["replace True"] * 4
     model.save_file(tmp_path / "again", DefaultRecorder(), durable=True)
     assert "writeback" in events and events.count("fsync") == 2  # the file, then its folder
 
