@@ -52,6 +52,30 @@ def one_rank_group(tmp_path):
 
 
 @pytest.fixture
+def disk_calls(monkeypatch):
+    """`os.fsync` and `os.replace` as a save makes them, in order (both still done):
+    `("fsync", inode, "file" | "dir")` and `("replace", inode of the source, source, destination)`."""
+    import stat
+    from pathlib import Path
+
+    calls: list[tuple] = []
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(fd: int) -> None:
+        st = os.fstat(fd)
+        calls.append(("fsync", st.st_ino, "dir" if stat.S_ISDIR(st.st_mode) else "file"))
+        real_fsync(fd)
+
+    def replace(src, dst, *args, **kwargs) -> None:
+        calls.append(("replace", os.stat(src).st_ino, Path(src), Path(dst)))
+        real_replace(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+    return calls
+
+
+@pytest.fixture
 def terminal(monkeypatch):
     """`terminal()` makes `sys.stdout` a terminal (isatty) and returns it, read back with
     `.getvalue()`; rich's console made anew. Called in the test: pytest sets its own `sys.stdout`

@@ -150,16 +150,14 @@ def test_run_hands_the_trainer_the_apps_placement_fast_dev_run_and_extra_and_the
     assert built["trainer"]["strategy"] == "auto" and built["trainer"]["devices"] == 1
 
 
-def test_run_saves_the_model_durably_and_says_where(conf, tmp_path, caplog, monkeypatch):
+def test_run_saves_the_model_durably_and_says_where(conf, tmp_path, caplog, disk_calls):
     tiny = write_mnist_idx(tmp_path / "mnist", n_train=64, n_test=32)
-    synced: list[int] = []
-    real_fsync = os.fsync
-    monkeypatch.setattr(os, "fsync", lambda fd: synced.append(os.fstat(fd).st_ino) or real_fsync(fd))
     with caplog.at_level(logging.INFO, logger="burnlike.app"):
         run(conf(*SMALL, f"data.root={tiny}", "learner.num_epochs=1", "trainer.limit_train_batches=1",
                  "trainer.limit_val_batches=1"), tmp_path / "run")
     saved = [r.getMessage() for r in caplog.records if r.name == "burnlike.app" and "saved" in r.getMessage()]
     assert saved == [f"saved the trained model to {tmp_path / 'run' / 'model.mpk'}"]
+    synced = [inode for call, inode, *_ in disk_calls if call == "fsync"]
     assert (tmp_path / "run" / "model.mpk").stat().st_ino in synced  # a run's product survives a node crash
 
 

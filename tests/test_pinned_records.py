@@ -6,7 +6,6 @@ thing: a parameter left out, a byte appended, a tensor's bytes one element too l
 
 import gzip
 import os
-import stat
 from collections import OrderedDict
 from pathlib import Path
 
@@ -228,26 +227,14 @@ def save_checkpoint(path: Path, recorder) -> Path:
 @pytest.mark.parametrize("save", [save_module, save_checkpoint])
 @pytest.mark.parametrize("recorder", [DefaultRecorder(), NamedMpkGzFileRecorder(), BinFileRecorder()],
                          ids=lambda r: r.extension)
-def test_the_file_is_fsynced_before_the_rename_and_the_folder_after(tmp_path, monkeypatch, save, recorder):
-    events: list[tuple] = []
-    real_fsync, real_replace = os.fsync, os.replace
-
-    def fsync(fd: int) -> None:
-        st = os.fstat(fd)
-        events.append(("fsync", st.st_ino, "dir" if stat.S_ISDIR(st.st_mode) else "file"))
-        real_fsync(fd)
-
-    def replace(src, dst, *args, **kwargs) -> None:
-        events.append(("replace", os.stat(src).st_ino, Path(dst)))
-        real_replace(src, dst, *args, **kwargs)
-
-    monkeypatch.setattr(os, "fsync", fsync)
-    monkeypatch.setattr(os, "replace", replace)
+def test_the_file_is_fsynced_before_the_rename_and_the_folder_after(tmp_path, monkeypatch, disk_calls, save,
+                                                                     recorder):
+    events = disk_calls
     (tmp_path / "m").mkdir()
     target = save(tmp_path / "m" / "model", recorder)
     monkeypatch.undo()
     renames = [i for i, e in enumerate(events) if e[0] == "replace"]
-    assert len(renames) == 1 and events[renames[0]][2] == target
+    assert len(renames) == 1 and events[renames[0]][3] == target
     inode = target.stat().st_ino
     assert events[renames[0]][1] == inode  # the temp file renamed is the file now at the target
     synced = [i for i, e in enumerate(events) if e == ("fsync", inode, "file")]
@@ -257,47 +244,43 @@ def test_the_file_is_fsynced_before_the_rename_and_the_folder_after(tmp_path, mo
     assert sorted(p.name for p in target.parent.iterdir()) == [target.name]
 
 
-def test_burns_epoch_files_are_each_fsynced_before_their_rename(tmp_path, monkeypatch):
+def test_burns_epoch_files_are_each_fsynced_before_their_rename(tmp_path, monkeypatch, disk_calls):
     """Burn's checkpointer files are deleted as newer epochs arrive, so each must be on the disk."""
     from burnlike.record.checkpoint.epoch_files import save_parts
 
-    events: list[tuple[str, int]] = []
-    real_fsync, real_replace = os.fsync, os.replace
-    monkeypatch.setattr(os, "fsync", lambda fd: events.append(("fsync", os.fstat(fd).st_ino)) or real_fsync(fd))
-    monkeypatch.setattr(os, "replace", lambda src, dst: events.append(("replace", os.stat(src).st_ino))
-                        or real_replace(src, dst))
     model = randomised(Tiny())
     save_parts(checkpoint(model), model, tmp_path, 2, DefaultRecorder())
     monkeypatch.undo()
     written = sorted(p.name for p in tmp_path.iterdir())
     assert written == ["model-2.mpk", "optim-2.mpk", "scheduler-2.mpk"]
+    events = [e[:2] for e in disk_calls]  # (call, inode)
     for name in written:
         inode = (tmp_path / name).stat().st_ino
         assert events.index(("fsync", inode)) < events.index(("replace", inode)), name
 
 
-def test_a_plain_save_is_atomic_without_waiting_for_the_disk(tmp_path, monkeypatch):
+def test_a_plain_save_is_atomic_without_waiting_for_the_disk(tmp_path, monkeypatch, disk_calls):
     """`save_file` as torch.save and Burn's recorders: no fsync, no writeback hints; still a temp
     file renamed over the target, whose bytes are the durable save's."""
     model = randomised(Tiny())
     durable = model.save_file(tmp_path / "durable", DefaultRecorder(), durable=True)
-    events: list[str] = []
-    real_replace = os.replace
-    monkeypatch.setattr(os, "fsync", lambda fd: events.append("fsync"))
-    monkeypatch.setattr(files, "_SYNC_FILE_RANGE", lambda *args: events.append("writeback") or 0)
+    disk_calls.clear()  # from here on
+    monkeypatch.setattr(files, "_SYNC_FILE_RANGE", lambda *args: disk_calls.append(("writeback",)) or 0)
     monkeypatch.setattr(files, "WRITEBACK_STEP", 1)
-    monkeypatch.setattr(os, "replace", lambda src, dst: events.append(f"replace {Path(src).parent == Path(dst).parent}")
-                        or real_replace(src, dst))
+
+    def events() -> list[str]:  # each call, a rename as whether its temp file was beside its target
+        return [f"replace {c[2].parent == c[3].parent}" if c[0] == "replace" else c[0] for c in disk_calls]
+
     plain = model.save_file(tmp_path / "plain", DefaultRecorder())
-    assert events == ["replace True"]
+    assert events() == ["replace True"]
     assert plain.read_bytes() == durable.read_bytes()
     # the same default a level down: Burn's recorder API, and the file writer itself
     DefaultRecorder().save_module(model, tmp_path / "module")
     DefaultRecorder().record({"x": 1}, tmp_path / "item")
     files.atomic_write(tmp_path / "raw", b"x" * 64)
-    assert events == ["replace True"] * 4
+    assert events() == ["replace True"] * 4
     model.save_file(tmp_path / "again", DefaultRecorder(), durable=True)
-    assert "writeback" in events and events.count("fsync") == 2  # the file, then its folder
+    assert "writeback" in events() and events().count("fsync") == 2  # the file, then its folder
 
 
 class Unencodable:
