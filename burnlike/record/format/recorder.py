@@ -3,7 +3,8 @@ safe reads of `BurnRecord{metadata, item, _b}`. A format implements `encode` and
 `*Gz` twin sets `gzip = True`.
 
 `save_module` replaces the file's extension like Burn's `set_extension` and writes atomically
-(temp file in the same folder, fsync, rename), so a crash mid-save never leaves a torn file.
+(temp file in the same folder, then rename), so a crash mid-save never leaves a torn file; with
+`durable=True` (checkpoints) the file is fsynced before the rename and its folder after.
 """
 
 from __future__ import annotations
