@@ -356,9 +356,9 @@ class MetricTracker:
         data = {"optimized_metric": self.key, "mode": self.direction.value, "value": self.best(),
                 "best_epoch": self.best_epoch(),
                 "epochs": {str(e): v for e, v in self.store.epochs(self.split, self.name).items()}}
-        tmp = self.path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(data, indent=2) + "\n")
-        os.replace(tmp, self.path)
+        from burnlike.record.format.files import atomic_write
+
+        atomic_write(self.path, (json.dumps(data, indent=2) + "\n").encode())
 
 
 @contextlib.contextmanager
