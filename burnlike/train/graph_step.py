@@ -26,10 +26,12 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import lightning as L
 import torch
 from lightning.pytorch import Callback
 from torch import Tensor
@@ -38,8 +40,8 @@ from burnlike.data.tensor_tree import map_tensors, tensors
 from burnlike.train.output import NONE
 
 if TYPE_CHECKING:  # pragma: no cover
-    from burnlike.train.metric.base import Metric
-    from burnlike.train.module import StepModule
+    from burnlike.train.metric.base import Metric, MetricContext
+    from burnlike.train.step import TrainOutput
 
 log = logging.getLogger("burnlike.train")
 
@@ -70,10 +72,30 @@ class _Captured:
     grads: list[tuple[Tensor, Tensor]]  # (parameter, the gradient tensor the graphs read and write)
 
 
+class StepHost(L.LightningModule, ABC):
+    """The LightningModule the fast path runs in, as the fast path sees it (`StepModule` is the
+    one): declared here, so that this module needn't import the module that imports it."""
+
+    @abstractmethod
+    def train_output(self, batch: Any) -> TrainOutput[Any]: ...
+
+    @abstractmethod
+    def update_train_metrics(self, item: Any, metrics: Sequence[Metric] | None = None) -> None: ...
+
+    @abstractmethod
+    def metrics(self, split: str) -> list[Metric]: ...
+
+    @abstractmethod
+    def metric_context(self) -> MetricContext: ...
+
+    @abstractmethod
+    def clip_gradients_burn(self, optimizer: torch.optim.Optimizer) -> None: ...
+
+
 class GraphStep:
     """The manual training step of a `StepModule` built with `cuda_graph=...`: eager, or replayed."""
 
-    def __init__(self, module: StepModule, config: CudaGraphConfig) -> None:
+    def __init__(self, module: StepHost, config: CudaGraphConfig) -> None:
         self.module = module
         self.config = config
         self.reason: str | None = None  # why the step runs eagerly (None: captured, or not decided yet)

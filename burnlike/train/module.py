@@ -13,7 +13,6 @@ import typing
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-import lightning as L
 import torch
 from lightning.pytorch.utilities.types import OptimizerLRScheduler
 from torch import nn
@@ -23,7 +22,7 @@ from burnlike.optim.lr_scheduler import LrScheduler, LrSchedulerConfig
 from burnlike.optim.optimizer import Optimizer, OptimizerConfig, TorchOptimizerFactory, as_optimizer
 from burnlike.record.checkpoint.epoch_files import MODEL_FILE
 from burnlike.record.checkpoint.weights import load_weights
-from burnlike.train.graph_step import CudaGraphConfig, GraphStep, host_lr
+from burnlike.train.graph_step import CudaGraphConfig, GraphStep, StepHost, host_lr
 from burnlike.train.metric.base import Metric, MetricContext
 from burnlike.train.metric.store import EpochEntry, MetricStore, Split
 from burnlike.train.output import NONE
@@ -72,7 +71,7 @@ def check_metrics(item_type: type, metrics: Iterable[Metric], split: str) -> Non
             )
 
 
-class StepModule(L.LightningModule):
+class StepModule(StepHost):
     """Wrap `model` (implementing `train_step`/`valid_step`) for a `lightning.Trainer`.
 
     `optimizer`: a burnlike optimizer/config (`AdamConfig()`), or `callable(params, lr=...)`.
