@@ -1,4 +1,4 @@
-"""A longer run of the record fuzz test (tests/test_record_burn.py): mutated and truncated valid
+"""A longer run of the record fuzz test (tests/record/test_init.py, cases from tests/helpers/fuzz.py): mutated and truncated valid
 files of every recorder and precision (distinct files) and a training checkpoint per recorder,
 loaded in one process; only RecordError may come out.
 
@@ -19,10 +19,11 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT)]
 
 import torch  # noqa: E402
-from test_record_burn import fuzz_case, valid_files  # noqa: E402 - the test's files and mutations
+
+from tests.helpers.fuzz import fuzz_case, valid_files  # noqa: E402 - the test's files and mutations
 
 P9999_LIMIT_MS = 50.0
 GROWTH_LIMIT_MB = 50.0

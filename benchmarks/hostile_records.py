@@ -1,4 +1,4 @@
-"""Issue 15's hostile record files (the cases of tests/test_record_hostile.py), each through every
+"""Hostile record files (the cases of tests/helpers/hostile.py), each through every
 loader and `burnlike inspect`: what came out, the time it took and the peak memory above the
 process's baseline. Bounds: a RecordError (or a load) in < 1 s and < 100 MB.
 
@@ -19,14 +19,14 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
 from peak_memory import peak_above, reset_peak  # noqa: E402
-from test_record import Net  # noqa: E402
-from test_record_hostile import CASES, LOADERS  # noqa: E402 - the test's files and loaders
 
 from burnlike.cli import main as cli  # noqa: E402
 from burnlike.record import DefaultRecorder, RecordError  # noqa: E402
+from tests.helpers.hostile import CASES, LOADERS  # noqa: E402 - the tests' files and loaders
+from tests.helpers.records import Net  # noqa: E402
 
 TIME_LIMIT_S = 1.0
 MEMORY_LIMIT_MB = 100.0

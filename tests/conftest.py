@@ -8,8 +8,16 @@ are left out of every mutmut run: mutmut's trampolines add frames. `make test` r
 from __future__ import annotations
 
 import os
+import sys
+from pathlib import Path
 
 import pytest
+from hydra import compose, initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
+
+from tests.helpers.hostile import CASES
+from tests.helpers.idx import write_mnist_idx
+from tests.helpers.paths import CONF
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -26,16 +34,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture(scope="module")
 def conf():
     """`conf(*overrides)`: the app's config composed by Hydra from conf/, as `train.py` composes it."""
-    from pathlib import Path
 
-    from hydra import compose, initialize_config_dir
+    from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
     from burnlike.app.schema import register_configs
 
     register_configs()
     GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=str(Path(__file__).resolve().parents[1] / "conf"), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
         yield lambda *overrides, **kw: compose("config", overrides=list(overrides), **kw)
     GlobalHydra.instance().clear()
 
@@ -81,7 +88,6 @@ def terminal(monkeypatch):
     `.getvalue()`; rich's console made anew. Called in the test: pytest sets its own `sys.stdout`
     between a fixture's setup and the test."""
     import io
-    import sys
 
     import rich
 
@@ -104,3 +110,25 @@ def colour_terminal(monkeypatch, terminal):
     monkeypatch.setenv("FORCE_COLOR", "1")
     monkeypatch.delenv("NO_COLOR", raising=False)
     return terminal
+
+
+@pytest.fixture(scope="module")
+def tiny_app(tmp_path_factory):
+    return write_mnist_idx(tmp_path_factory.mktemp("mnist"), n_train=256, n_test=128)
+
+
+@pytest.fixture
+def app_hydra():
+    """One Hydra initialisation for the many compositions below (compose is the part under test)."""
+    from burnlike.app.schema import register_configs
+
+    register_configs()
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        yield
+    GlobalHydra.instance().clear()
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    return {name: build(tmp_path_factory.mktemp(name.replace(".", "-"))) for name, (build, _) in CASES.items()}

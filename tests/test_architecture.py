@@ -1,22 +1,21 @@
-"""burnlike's import graph: no cycles anywhere, and the record layers import only downward.
-
-Read with `ast`, not by importing: function-local imports count (they are how cycles hide), and so do
-imports under `if TYPE_CHECKING:`: they never run, but a circle of types is still two modules that
-can't be read, changed or moved apart (the cure is a base class or protocol in the lower module).
-`from pkg import name` is an edge to `pkg.name`
-when that is a submodule, else to `pkg`; the implicit import of a submodule's parent package is not
-an edge (else every package's `__init__` re-export would close a cycle).
-"""
+"""TODO: docstring."""
 
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 import burnlike
-from burnlike.record import LAYERS
+from burnlike.record import (
+    LAYERS,
+    DefaultRecorder,
+)
+from tests.helpers.records import saved_checkpoint
 
 ROOT = Path(burnlike.__file__).parent
 
@@ -135,24 +134,6 @@ def layer_of(module: str) -> int | None:
 EDGES = graph(ROOT, "burnlike")
 
 
-def test_burnlike_has_no_import_cycles():
-    found = cycles(EDGES)
-    assert not found, "import cycles:\n" + "\n".join(" -> ".join(c) for c in found)
-
-
-def test_every_record_module_is_in_a_layer():
-    undeclared = [m for m in EDGES if m.startswith("burnlike.record.") and layer_of(m) is None]
-    assert not undeclared, f"declare these in burnlike.record.LAYERS: {undeclared}"
-
-
-def test_record_layers_import_only_downward():
-    upward = [f"{a} (layer {layer_of(a)}) imports {b} (layer {layer_of(b)})"
-              for a, targets in EDGES.items() for b in sorted(targets)
-              if a.startswith("burnlike.record") and b.startswith("burnlike.record")
-              and layer_of(a) is not None and layer_of(b) is not None and layer_of(b) > layer_of(a)]
-    assert not upward, "record layers import upward:\n" + "\n".join(upward)
-
-
 # The checker itself, on a package written here: what it must see and what it must not.
 FAKE = {
     "__init__.py": "from pkg.a import A\n",
@@ -174,7 +155,42 @@ def fake(tmp_path: Path) -> dict[str, set[str]]:
     return graph(tmp_path, "pkg")
 
 
+def test_burnlike_has_no_import_cycles():
+    found = cycles(EDGES)
+    assert not found, "import cycles:\n" + "\n".join(" -> ".join(c) for c in found)
+
+
+def test_every_record_module_is_in_a_layer():
+    undeclared = [m for m in EDGES if m.startswith("burnlike.record.") and layer_of(m) is None]
+    assert not undeclared, f"declare these in burnlike.record.LAYERS: {undeclared}"
+
+
+def test_record_layers_import_only_downward():
+    upward = [f"{a} (layer {layer_of(a)}) imports {b} (layer {layer_of(b)})"
+              for a, targets in EDGES.items() for b in sorted(targets)
+              if a.startswith("burnlike.record") and b.startswith("burnlike.record")
+              and layer_of(a) is not None and layer_of(b) is not None and layer_of(b) > layer_of(a)]
+    assert not upward, "record layers import upward:\n" + "\n".join(upward)
+
+
 def test_the_checker_reads_local_relative_and_submodule_imports(fake):
     assert fake == {"pkg": {"pkg.a"}, "pkg.a": {"pkg.b"}, "pkg.b": {"pkg.c"}, "pkg.c": {"pkg.b"},
                     "pkg.d": {"pkg.c", "pkg.sub.e"}, "pkg.sub": set(), "pkg.sub.e": {"pkg.d", "pkg.a"}}
     assert sorted(cycles(fake)) == [["pkg.b", "pkg.c", "pkg.b"], ["pkg.d", "pkg.sub.e", "pkg.d"]]
+
+
+@pytest.mark.slow
+def test_inspect_and_checkpoint_weights_never_import_lightning(tmp_path):
+    """Lightning takes seconds to import; looking at a file or loading weights shouldn't pay it."""
+    net = torch.nn.Linear(4, 5)
+    ckpt = saved_checkpoint(tmp_path, net)
+    record = DefaultRecorder().save_module(net, tmp_path / "m")
+    code = (f"import sys, torch\nfrom burnlike.cli import main\n"
+            f"assert main(['inspect', {str(ckpt)!r}]) == 0 and main(['inspect', {str(record)!r}]) == 0\n"
+            f"from burnlike.record import DefaultRecorder, load_checkpoint, load_weights\n"
+            f"load_weights(torch.nn.Linear(4, 5), {str(ckpt)!r}, DefaultRecorder())\n"
+            f"assert load_checkpoint({str(ckpt)!r})['state_dict']['model.weight'].shape == (5, 4)\n"
+            f"print('lightning imported:', 'lightning' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "kind: burnlike training checkpoint" in out.stdout
+    assert out.stdout.strip().endswith("lightning imported: False")

@@ -1,3 +1,5 @@
+"""TODO: docstring."""
+
 import json
 
 import pytest
@@ -26,7 +28,7 @@ def make() -> Training:
     return Training(Inner(10, 512), AdamConfig())
 
 
-def test_defaults_options_and_with_setters_copy():
+def test_config_fills_defaults_and_options_and_with_setters_copy():
     cfg = make()
     assert cfg.num_epochs == 10 and cfg.note is None and cfg.model.dropout == 0.5
     other = cfg.with_num_epochs(3)
@@ -78,7 +80,7 @@ def test_load_errors_name_the_key(tmp_path, mutate, needle):
     assert str(path) in str(err.value)
 
 
-def test_load_missing_or_broken_file(tmp_path):
+def test_load_reports_a_missing_file_or_invalid_json(tmp_path):
     with pytest.raises(ConfigError, match="not found"):
         Training.load(tmp_path / "nope.json")
     (tmp_path / "bad.json").write_text("{")
@@ -86,7 +88,7 @@ def test_load_missing_or_broken_file(tmp_path):
         Training.load(tmp_path / "bad.json")
 
 
-def test_is_a_hydra_structured_config():
+def test_config_is_a_hydra_structured_config():
     from omegaconf import OmegaConf, ValidationError
 
     node = OmegaConf.structured(make())

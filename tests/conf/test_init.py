@@ -1,0 +1,84 @@
+"""TODO: docstring."""
+
+import pytest
+from hydra import compose
+from omegaconf import OmegaConf
+
+from tests.helpers.app import GROUPS, shipped_options
+from tests.helpers.paths import REPO
+
+CONF_PKG = REPO / "burnlike" / "conf"
+
+
+SCHEMA_FILES = sorted(p for p in CONF_PKG.rglob("*.yaml") if p.parent.name != "launcher")  # not Hydra's own
+
+
+def leaves(node, prefix=""):
+    """`{dotted key: value}` of a plain dict tree (empty dicts and lists are values)."""
+    out = {}
+    for key, value in node.items():
+        if isinstance(value, dict) and value:
+            out.update(leaves(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def own_values(path):
+    """What a group YAML sets itself (not its defaults list, not Hydra's own settings)."""
+    data = OmegaConf.to_container(OmegaConf.load(path), resolve=False) or {}
+    return leaves({k: v for k, v in data.items() if k not in ("defaults", "hydra")})
+
+
+def schema_for(path):
+    """The schema defaults a YAML file lands on: AppConfig for the primary and `_global_` files, the
+    group's node of it for data/trainer/learner, the `/schema/...@_here_` class for model/optimizer."""
+    from burnlike.app.schema import SCHEMAS, AppConfig
+
+    app = OmegaConf.to_container(OmegaConf.structured(AppConfig), resolve=False)
+    group = path.parent.name
+    if path.parent == CONF_PKG or "# @package _global_" in path.read_text():
+        return leaves(app)
+    defaults = OmegaConf.load(path).get("defaults", [])
+    schema = [d[len("/schema/"):].split("@")[0] for d in defaults if isinstance(d, str) and d.startswith("/schema/")]
+    if schema:
+        return leaves(OmegaConf.to_container(OmegaConf.structured(SCHEMAS[schema[0]]), resolve=False))
+    return leaves(app[group])
+
+
+def test_shipped_config_groups_have_the_documented_options():
+    assert shipped_options("model") == ["cnn", "mlp", "mnist", "tabular"]
+    assert shipped_options("data") == ["csv", "image_folder", "mnist"]
+    assert GROUPS["optimizer"] == ["adagrad", "adam", "adamw", "adan", "lbfgs", "muon", "rmsprop", "sgd"]
+    assert GROUPS["trainer"] == ["cpu", "ddp", "ddp_spawn", "default", "gpu"]
+    assert shipped_options("hparams_search") == ["mnist_optuna"] and GROUPS["debug"][1:] == ["fast", "limit"]
+
+
+@pytest.mark.parametrize("path", SCHEMA_FILES, ids=lambda p: str(p.relative_to(CONF_PKG)))
+def test_group_yamls_hold_only_what_differs_from_the_schema(path):
+    schema = schema_for(path)
+    for key, value in own_values(path).items():
+        where = f"{path.relative_to(REPO)}: {key}"
+        assert key in schema, f"{where} is not in the schema (burnlike/app/schema.py)"
+        assert schema[key] == "???" or schema[key] != value,\
+            f"{where}: {value!r} repeats the schema's default; defaults live in burnlike/app/schema.py only"
+
+
+def test_default_options_compose_to_the_schema_defaults_and_others_add_only_their_own(app_hydra):
+    from burnlike.app.schema import AppConfig
+
+    app = leaves(OmegaConf.to_container(OmegaConf.structured(AppConfig), resolve=False))
+    composed = leaves(OmegaConf.to_container(compose("config"), resolve=False))
+    for key, default in app.items():  # model and optimizer are the groups' own schemas
+        if not key.startswith(("model", "optimizer")):
+            assert composed[key] == default, f"{key}: composes to {composed[key]!r}, the schema says {default!r}"
+    for group in ("model", "data", "optimizer", "trainer", "learner"):
+        for option in GROUPS[group]:
+            path = CONF_PKG / group / f"{option}.yaml"
+            expected = dict(schema_for(path))
+            for parent in OmegaConf.load(path).get("defaults", []):  # same-group parents (trainer/cpu -> default)
+                if isinstance(parent, str) and "/" not in parent and parent != "_self_":
+                    expected.update(own_values(path.parent / f"{parent}.yaml"))
+            expected.update(own_values(path))
+            cfg = compose("config", overrides=[f"{group}={option}"])
+            assert leaves(OmegaConf.to_container(cfg[group], resolve=False)) == expected, f"{group}={option}"

@@ -1,0 +1,118 @@
+"""TODO: docstring."""
+
+from __future__ import annotations
+
+import pytest
+
+from burnlike.data.dataset import (
+    DatasetError,
+    DatasetNotFoundError,
+    EmptySplitError,
+    MissingColumnError,
+    TextClassificationItem,
+    TextCsvDataset,
+    TextFolderDataset,
+)
+from tests.helpers.expect import raises_exactly
+
+
+def test_text_decoding_follows_burns_detection_order():
+    import codecs
+
+    from burnlike.data.dataset.nlp import decode_text
+
+    assert decode_text(codecs.BOM_UTF8 + "héllo".encode()) == "héllo"
+    assert decode_text(codecs.BOM_UTF16_LE + "hé".encode("utf-16-le")) == "hé"
+    assert decode_text(codecs.BOM_UTF16_BE + "hé".encode("utf-16-be")) == "hé"
+    assert decode_text("中文".encode("gb18030")) == "中文"
+    assert decode_text(b"ok \xff") == "ok \ufffd"  # neither UTF-8 nor GB18030: lossy UTF-8
+
+
+def test_text_folders_and_csv_name_what_is_wrong(tmp_path):
+    from burnlike.data.dataset import DatasetError, TextCsvDataset, TextFolderDataset
+
+    (tmp_path / "pos").mkdir()
+    (tmp_path / "pos" / "a.txt").write_text("good")
+    assert TextFolderDataset.new_classification_with(tmp_path, [".TXT"]).get(0).text.text == "good"
+    with raises_exactly(DatasetError, "Invalid file extension in ['.md']: text folders read .txt files"):
+        TextFolderDataset.new_classification_with(tmp_path, [".md"])
+    items = TextFolderDataset.new_classification_with_items([(tmp_path / "pos" / "a.txt", "pos")], ["neg", "pos"])
+    item = items.get(0)
+    assert (item.text.text, item.text.text_path, item.label) == ("good", str(tmp_path / "pos" / "a.txt"), 1)
+    with raises_exactly(DatasetError, f"{tmp_path / 'pos' / 'a.txt'}: label 'pos' is not one of the classes ['neg']"):
+        TextFolderDataset.new_classification_with_items([(tmp_path / "pos" / "a.txt", "pos")], ["neg"])
+    path = tmp_path / "t.csv"
+    path.write_text("text;label\n;b\nhi;a\n")
+    data = TextCsvDataset.from_csv(path, delimiter=";")
+    assert [(i.text, i.label) for i in data.items] == [("", 1), ("hi", 0)] and data.classes == ["a", "b"]
+    path.write_text("text,label\nx,\ny,a\n")
+    with raises_exactly(DatasetError, f"{path} line 2: label '' is not one of the classes ['a']"):
+        TextCsvDataset.from_csv(path, classes=["a"])
+
+
+def test_text_folder_items_given_by_hand_are_labelled_by_class_index(tmp_path):
+    from burnlike.data.dataset.nlp import TextFolderDataset
+
+    (tmp_path / "a.txt").write_text("good film")
+    (tmp_path / "b.txt").write_text("bad film")
+    data = TextFolderDataset.new_classification_with_items([(tmp_path / "a.txt", "pos"), (str(tmp_path / "b.txt"), "neg")],
+                                                           ["neg", "pos"])
+    assert data.num_classes() == 2 and data.len() == 2
+    first, second = data.get(0), data.get(1)
+    assert (first.text.text, first.text.text_path, first.label) == ("good film", str(tmp_path / "a.txt"), 1)
+    assert (second.text.text, second.label) == ("bad film", 0)
+    with pytest.raises(DatasetError, match=r"a.txt: label 'meh' is not one of the classes \['neg', 'pos'\]"):
+        TextFolderDataset.new_classification_with_items([(tmp_path / "a.txt", "meh")], ["neg", "pos"])
+
+
+def test_text_folder_labels_by_folder_and_detects_encodings(tmp_path):
+    (tmp_path / "pos").mkdir()
+    (tmp_path / "neg").mkdir()
+    (tmp_path / "pos" / "a.txt").write_bytes("très bien".encode())
+    (tmp_path / "neg" / "b.txt").write_bytes(b"\xff\xfe" + "nul".encode("utf-16-le"))
+    (tmp_path / "neg" / "c.txt").write_bytes("\ufeffbad".encode("utf-8"))
+    (tmp_path / "neg" / "d.md").write_text("ignored")
+    ds = TextFolderDataset.new_classification(tmp_path)
+    assert ds.classes == ["neg", "pos"] and ds.len() == 3
+    got = [(item.text.text, item.label, item.text.text_path.endswith(name)) for item, name in
+           zip(ds.iter(), ["b.txt", "c.txt", "a.txt"])]
+    assert got == [("nul", 0, True), ("bad", 0, True), ("très bien", 1, True)]
+    with pytest.raises(DatasetNotFoundError, match="text folder .*nowhere not found"):
+        TextFolderDataset.new_classification(tmp_path / "nowhere")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(EmptySplitError, match=r"no text files \(\*\.txt\) under .*empty"):
+        TextFolderDataset.new_classification(tmp_path / "empty")
+
+
+def test_text_csv_numbers_labels_by_class_name_or_as_written_ids(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text('review,sentiment\n"good, really",positive\nawful,negative\nmeh,positive\n')
+    ds = TextCsvDataset.from_csv(path, "review", "sentiment")
+    assert ds.classes == ["negative", "positive"]
+    assert ds.items == [TextClassificationItem("good, really", 1), TextClassificationItem("awful", 0),
+                        TextClassificationItem("meh", 1)]
+    path.write_text("text,label\na,2\nb,0\n")
+    assert [i.label for i in TextCsvDataset.from_csv(path).items] == [2, 0]
+    assert TextCsvDataset.from_csv(path).classes == ["0", "1", "2"]
+    with pytest.raises(DatasetError, match=r"line 2: label '2' is not one of the classes \['0', '1'\]"):
+        TextCsvDataset.from_csv(path, classes=["0", "1"])
+    with pytest.raises(MissingColumnError, match="column 'body' not found"):
+        TextCsvDataset.from_csv(path, text_column="body")
+    path.write_text("text,label\n")
+    with pytest.raises(EmptySplitError, match="no rows"):
+        TextCsvDataset.from_csv(path)
+
+
+def test_a_text_folder_read_as_a_csv_dataset_keeps_each_files_label(tmp_path):
+    from burnlike.data.dataset import TextCsvDataset
+
+    for label, texts in {"neg": ["bad", "awful"], "pos": ["good"]}.items():
+        (tmp_path / label).mkdir()
+        for i, text in enumerate(texts):
+            (tmp_path / label / f"{i}.txt").write_text(text)
+    data = TextCsvDataset.from_folder(tmp_path)
+    items = sorted((data.get(i).text, data.get(i).label) for i in range(len(data)))
+    classes = list(data.classes)
+    assert sorted(classes) == ["neg", "pos"]
+    assert items == sorted([("bad", classes.index("neg")), ("awful", classes.index("neg")),
+                            ("good", classes.index("pos"))])

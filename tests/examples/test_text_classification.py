@@ -1,0 +1,39 @@
+"""TODO: docstring."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.examples.helpers import example
+
+
+def write_texts(root: Path, per_class: int, seed: int) -> Path:
+    rng = np.random.default_rng(seed)
+    words = {"sports": ["goal", "match", "team", "score"], "weather": ["rain", "storm", "sunny", "cloud"]}
+    for label, vocab in words.items():
+        (root / label).mkdir(parents=True, exist_ok=True)
+        for i in range(per_class):
+            (root / label / f"{i}.txt").write_text(" ".join(rng.choice(vocab, 6)) + " today")
+    return root
+
+
+@pytest.mark.slow
+def test_text_classification_trains_with_noam_warmup_and_reads_a_csv(tmp_path):
+    write_texts(tmp_path / "data" / "train", 12, 0)
+    write_texts(tmp_path / "data" / "test", 3, 1)
+    text = example("text_classification")
+    out = text.main(["--data", str(tmp_path / "data"), "--epochs", "1", "--batch-size", "8", "--seq-length", "48",
+                     "--d-model", "32", "--d-ff", "64", "--heads", "2", "--layers", "1", "--train-samples", "64",
+                     "--test-samples", "16", "--artifact-dir", str(tmp_path / "run")])
+    assert len(out["predicted"]) == 3 and set(out["predicted"]) <= {"sports", "weather"}
+    assert out["expected"] == ["sports"] * 3  # the first test texts, in path order
+    assert (tmp_path / "run" / "model.mpk").exists()
+    lr_log = (tmp_path / "run" / "train" / "epoch-1" / "Learning_Rate.log").read_text().split()
+    assert len(lr_log) == 8 and float(lr_log[1].split(",")[0]) > float(lr_log[0].split(",")[0])  # Noam warm-up
+    csv = tmp_path / "news.csv"
+    csv.write_text("class,description\nsports,goal\nweather,rain\n")
+    args = text.argparse.Namespace(data=None, train_csv=str(csv), test_csv=str(csv), text_column="description",
+                                   label_column="class")
+    train, test = text.load(args)
+    assert train.classes == ["sports", "weather"] and [i.label for i in test.items] == [0, 1]

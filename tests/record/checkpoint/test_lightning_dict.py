@@ -1,0 +1,300 @@
+"""TODO: docstring."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import pickle
+import sys
+from collections import namedtuple
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from burnlike.record import (
+    BinFileRecorder,
+    CompactRecorder,
+    DefaultRecorder,
+    PrettyJsonFileRecorder,
+    RecorderCheckpointIO,
+    RecordError,
+    load_checkpoint,
+)
+from burnlike.record.checkpoint.lightning_dict import encode_checkpoint, map_tensors, snapshot_checkpoint
+from tests.record.checkpoint.helpers import Opaque, save_checkpoint
+from tests.record.helpers import Tiny, lightning_checkpoint, randomised_params
+
+
+class Evil:
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):  # noqa: ANN204
+        return (pathlib.Path.touch, (pathlib.Path(self.marker),))
+
+
+class Payload:
+    """A class a weights_only load refuses (a pickle global outside torch's allowlist)."""
+
+
+def torch_saved(path: Path, obj: Any, legacy: bool = False) -> Path:
+    with open(path, "wb") as f:
+        torch.save(obj, f, _use_new_zipfile_serialization=not legacy)
+    return path
+
+
+@pytest.fixture
+def refused(tmp_path) -> Path:
+    return torch_saved(tmp_path / "last.ckpt", {"state_dict": {"w": torch.ones(2)}, "extra": Payload()})
+
+
+def first_line(path: Path) -> str:
+    try:
+        torch.load(path, weights_only=True)
+    except pickle.UnpicklingError as e:
+        return str(e).strip().splitlines()[0]
+    raise AssertionError("torch loaded it")
+
+
+def gpu_saved(path: Path) -> Path:
+    """A torch.save file whose tensor storage says `cuda:0`, as one saved from a GPU does."""
+    data = torch_saved(path, {"state_dict": {"w": torch.arange(3.0)}}, legacy=True).read_bytes()
+    cpu = b"X\x03\x00\x00\x00cpu"  # the location string in the legacy pickle (BINUNICODE)
+    assert data.count(cpu) == 1
+    path.write_bytes(data.replace(cpu, b"X\x06\x00\x00\x00cuda:0"))
+    return path
+
+
+Point = namedtuple("Point", "x y")
+
+
+def tensors(obj) -> list[torch.Tensor]:
+    if isinstance(obj, torch.Tensor):
+        return [obj]
+    if isinstance(obj, dict):
+        return [t for v in obj.values() for t in tensors(v)]
+    if isinstance(obj, (list, tuple)):
+        return [t for v in obj for t in tensors(v)]
+    return []
+
+
+def to_meta(t: torch.Tensor, location: str) -> torch.Tensor:
+    assert location == "cpu"  # where a decoded tensor is
+    return t.to("meta")
+
+
+MAP_LOCATIONS = {"str": "meta", "device": torch.device("meta"), "dict": {"cpu": "meta"}, "callable": to_meta}
+
+
+@pytest.mark.parametrize("how", ["pickle", "torch.save"])
+def test_a_pickle_that_would_run_code_is_refused_and_never_unpickled(tmp_path, how):
+    marker = tmp_path / "pwned"
+    evil = {"state_dict": {"w": Evil(marker)}, "pytorch-lightning_version": "2.6"}
+    path = tmp_path / "innocent.ckpt"
+    if how == "pickle":
+        path.write_bytes(pickle.dumps(evil, protocol=2))
+    else:
+        torch.save(evil, path)
+    with pytest.raises(RecordError, match="burnlike convert") as e:
+        RecorderCheckpointIO(DefaultRecorder()).load_checkpoint(path)
+    assert str(path) in str(e.value)
+    with pytest.raises(RecordError):
+        load_checkpoint(path)
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize(("recorder", "name"), [(None, "model.mpk"), (BinFileRecorder(), "model.bin")])
+def test_a_refused_torch_file_quotes_the_loaders_first_line_and_how_to_convert(refused, recorder, name):
+    with pytest.raises(RecordError) as e:
+        load_checkpoint(refused, recorder)
+    message = str(e.value)
+    assert message.startswith(f"{refused}: a torch.save/pickle file that torch's weights_only loader refuses "
+                              "(Weights only load failed. ")
+    assert "(1) In PyTorch 2.6" not in message  # only the loader's first line
+    assert message.endswith(f"refuses ({first_line(refused)}); it is never unpickled here. If you trust it, keep "
+                            f"only its tensors and convert them once: burnlike convert {refused} {name} "
+                            "--model pkg.module:Net")
+    assert e.value.path == str(refused)
+
+
+def test_an_environment_forcing_unpickling_does_not_reach_the_loader(refused, monkeypatch):
+    monkeypatch.setenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "1")  # torch honours it unless weights_only is passed
+    with pytest.raises(RecordError, match="weights_only loader refuses"):
+        load_checkpoint(refused)
+
+
+def test_a_torch_file_with_an_empty_error_is_named_by_the_errors_type(tmp_path):
+    whole = torch_saved(tmp_path / "whole.ckpt", {"state_dict": {"w": torch.ones(2)}}, legacy=True).read_bytes()
+    path = tmp_path / "cut.ckpt"
+    for cut in range(len(whole) - 1, 0, -1):  # a cut where the unpickler hits the end between two pickles
+        path.write_bytes(whole[:cut])
+        try:
+            torch.load(path, weights_only=True)
+        except EOFError as e:
+            if not str(e).strip():
+                break
+        except Exception:  # noqa: BLE001, S112 - other cuts fail with a message
+            continue
+    else:
+        pytest.skip("no cut of this torch.save file fails with an empty EOFError")
+    with pytest.raises(RecordError, match=r"weights_only loader refuses \(EOFError\); it is never unpickled"):
+        load_checkpoint(path)
+
+
+def test_a_torch_file_without_a_state_dict_is_refused(tmp_path):
+    path = torch_saved(tmp_path / "weights.ckpt", {"weight": torch.ones(2)})
+    with pytest.raises(RecordError) as e:
+        load_checkpoint(path)
+    assert str(e.value) == f"{path}: a torch.save file that is not a training checkpoint (no 'state_dict')"
+    assert e.value.path == str(path)
+
+
+def test_a_gpu_saved_torch_checkpoint_loads_on_the_cpu_without_map_location(tmp_path):
+    path = gpu_saved(tmp_path / "gpu.ckpt")
+    with pytest.warns(UserWarning, match="torch.save checkpoint"):
+        w = load_checkpoint(path)["state_dict"]["w"]
+    assert w.device.type == "cpu" and torch.equal(w, torch.arange(3.0))
+
+
+def test_map_location_reaches_torchs_loader(tmp_path):
+    path = torch_saved(tmp_path / "last.ckpt", {"state_dict": {"w": torch.ones(2)}})
+    with pytest.warns(UserWarning, match="torch.save checkpoint"):
+        assert load_checkpoint(path, map_location="meta")["state_dict"]["w"].device.type == "meta"
+
+
+def test_a_map_location_callable_returning_none_keeps_the_tensor(tmp_path):
+    path = save_checkpoint(tmp_path / "last.ckpt", {"w": torch.arange(3.0)})
+    w = load_checkpoint(path, map_location=lambda t, location: None)["state_dict"]["w"]
+    assert isinstance(w, torch.Tensor) and torch.equal(w, torch.arange(3.0))
+
+
+def test_map_tensors_keeps_a_named_tuple_as_it_is():
+    p = Point(torch.ones(2), 1)
+    out = map_tensors({"p": p, "t": (torch.ones(1),)}, lambda t: t * 2)
+    assert out["p"] is p and torch.equal(out["t"][0], torch.full((1,), 2.0))
+
+
+def test_a_snapshot_reuses_the_last_snapshots_buffers_where_shape_and_dtype_match():
+    ckpt = {"state_dict": {"w": torch.randn(3, 2), "steps": torch.arange(4)}, "epoch": 1}
+    first, buffers = snapshot_checkpoint(ckpt)
+    assert [b.dtype for b in buffers] == [torch.float32, torch.int64]
+    assert buffers[0] is first["state_dict"]["w"] and buffers[1] is first["state_dict"]["steps"]
+    ckpt["state_dict"]["w"].add_(1)
+    second, again = snapshot_checkpoint(ckpt, buffers)
+    assert again[0] is buffers[0] and again[1] is buffers[1]  # the same pages, rewritten
+    assert torch.equal(second["state_dict"]["w"], ckpt["state_dict"]["w"])
+    assert second["state_dict"]["w"] is not ckpt["state_dict"]["w"]
+
+
+@pytest.mark.parametrize("other", [torch.zeros(2, 3), torch.zeros(3, 2, dtype=torch.float64)])
+def test_a_snapshot_takes_a_fresh_buffer_when_shape_or_dtype_differ(other):
+    w = torch.randn(3, 2)
+    snap, used = snapshot_checkpoint({"w": w}, [other])
+    assert used[0] is not other and used[0].dtype == w.dtype and torch.equal(snap["w"], w)
+
+
+def test_a_snapshot_is_on_the_cpu_whatever_the_default_device():
+    w = torch.arange(4)
+    with torch.device("meta"):
+        snap, _ = snapshot_checkpoint({"w": w})
+    assert snap["w"].device.type == "cpu" and torch.equal(snap["w"], w)
+
+
+def test_map_location_dict_keys_are_location_tags_matched_exactly(tmp_path):
+    path = save_checkpoint(tmp_path / "last.ckpt", {"w": torch.arange(3.0)})
+    kept = load_checkpoint(path, map_location={"cuda:0": "meta", "CPU": "meta"})["state_dict"]["w"]
+    assert kept.device.type == "cpu" and torch.equal(kept, torch.arange(3.0))
+    assert load_checkpoint(path, map_location={"cpu": "meta"})["state_dict"]["w"].device.type == "meta"
+
+
+def test_a_record_that_is_not_a_checkpoint_says_so(tmp_path):
+    path = DefaultRecorder().record({"weights": [1, 2]}, tmp_path / "not-ckpt")
+    for value in ({"weights": [1, 2]}, [1, 2]):
+        DefaultRecorder().record(value, path, exact_path=True)
+        with pytest.raises(RecordError) as error:
+            load_checkpoint(path)
+        assert str(error.value) == f"{path}: not a training checkpoint (no 'state_dict')"
+
+
+def test_a_checkpoint_value_that_cannot_be_stored_warns_how_it_reads_back():
+    with pytest.warns(UserWarning, match=r"^checkpoint key 'hparams\.fn' holds a .*, which can't be stored without "
+                                         r"pickle; it is saved as a marker and reads back as "
+                                         r"burnlike\.record\.Unstorable$"):
+        encode_checkpoint({"state_dict": {}, "hparams": {"fn": Opaque()}}, DefaultRecorder())
+
+
+def test_a_checkpoint_nested_deeper_than_python_can_decode_is_a_record_error(tmp_path):
+    """JSON parses in C (one level per container); decoding the values takes Python frames: under a
+    tight recursion limit the decode is what overflows, and that must be a RecordError, not a crash."""
+    nested: list[object] = []
+    for _ in range(300):
+        nested = [nested]
+    recorder = PrettyJsonFileRecorder()
+    path = recorder.record({"state_dict": {}}, tmp_path / "deep")
+    doc = json.loads(path.read_text())
+    doc["item"]["deep"] = nested
+    path.write_text(json.dumps(doc))  # C's encoder: no Python frame per level
+    depth = 0
+    frame = sys._getframe()
+    while frame is not None:
+        depth, frame = depth + 1, frame.f_back
+    limit = sys.getrecursionlimit()
+    # Room for the JSON parse, not for decoding. Up to 3.11 the C parser counts against the limit
+    # (300) and decoding takes 2 frames a level; from 3.12 the parser doesn't and, with list
+    # comprehensions inlined (PEP 709), decoding takes 1 frame a level.
+    sys.setrecursionlimit(depth + (400 if sys.version_info < (3, 12) else 200))
+    try:
+        with pytest.raises(RecordError) as error:
+            load_checkpoint(path, recorder)
+    finally:
+        sys.setrecursionlimit(limit)
+    assert str(error.value) == f"{path}: checkpoint nests too deeply"
+
+
+def test_a_checkpoint_with_a_malformed_value_is_named_by_its_file(tmp_path):
+    from burnlike.record import DefaultRecorder
+    from burnlike.record.checkpoint.lightning_dict import load_checkpoint
+    from burnlike.record.checkpoint.value import TAG
+    from burnlike.record.error import RecordError
+
+    path = DefaultRecorder().record({"state_dict": {}, "loops": {TAG: "tuple", "items": 5}}, tmp_path / "ckpt")
+    with pytest.raises(RecordError) as error:
+        load_checkpoint(path)
+    assert str(error.value).startswith(f"{path}:") and "loops" in str(error.value)
+
+
+@pytest.mark.parametrize("how", list(MAP_LOCATIONS))
+@pytest.mark.parametrize("via", ["load_checkpoint", "plugin"])
+def test_map_location_moves_every_tensor(tmp_path, how, via):
+    path = tmp_path / "c.ckpt"
+    io = RecorderCheckpointIO(CompactRecorder())
+    io.save_checkpoint(lightning_checkpoint(randomised_params(Tiny())), path)
+    read = load_checkpoint if via == "load_checkpoint" else io.load_checkpoint
+    plain = read(path)
+    moved = read(path, map_location=MAP_LOCATIONS[how])
+    before, after = tensors(plain), tensors(moved)
+    assert len(after) == len(before) == 7 and all(t.device.type == "cpu" for t in before)
+    assert all(t.device.type == "meta" for t in after)
+    assert [(t.shape, t.dtype) for t in after] == [(t.shape, t.dtype) for t in before]
+    assert moved["epoch"] == 2 and isinstance(moved["loops"]["pair"], tuple) and moved["loops"]["pair"][1] == "x"
+
+
+def test_a_map_location_dict_for_another_device_leaves_tensors_in_place(tmp_path):
+    path = tmp_path / "c.ckpt"
+    RecorderCheckpointIO(DefaultRecorder()).save_checkpoint(lightning_checkpoint(Tiny()), path)
+    kept = load_checkpoint(path, map_location={"cuda:0": "meta"})
+    assert all(t.device.type == "cpu" for t in tensors(kept))
+
+
+def test_compact_checkpoint_keeps_optimizer_state_and_spawn_transport_full_precision(tmp_path):
+    io = RecorderCheckpointIO(CompactRecorder())
+    tiny = torch.tensor([1e-8, 2049.0])
+    io.save_checkpoint({"state_dict": {"w": tiny.clone()}, "optimizer_states": [{"exp_avg_sq": tiny.clone()}],
+                        "pytorch-lightning_version": "x"}, tmp_path / "c.ckpt")
+    back = io.load_checkpoint(tmp_path / "c.ckpt")
+    assert back["state_dict"]["w"].dtype == torch.float16 and back["state_dict"]["w"].tolist() == [0.0, 2048.0]
+    assert torch.equal(back["optimizer_states"][0]["exp_avg_sq"], tiny)
+    io.save_checkpoint({"state_dict": {"w": tiny.clone()}, "pytorch-lightning_version": "x"}, tmp_path / ".temp.ckpt")
+    assert torch.equal(io.load_checkpoint(tmp_path / ".temp.ckpt")["state_dict"]["w"], tiny)  # ddp_spawn transport

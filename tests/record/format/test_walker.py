@@ -1,0 +1,159 @@
+"""TODO: docstring."""
+
+from __future__ import annotations
+
+import base64
+
+import msgpack
+import pytest
+import torch
+from torch import nn
+
+from burnlike.record import (
+    BinFileRecorder,
+    CompactRecorder,
+    DefaultRecorder,
+    NamedMpkFileRecorder,
+)
+from burnlike.record.format.module_record import module_to_record
+from tests.helpers.records import Net, randomised
+
+
+class Scaled(nn.Module):
+    """A custom module with a parameter of its own (no standard layer)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.scale = nn.Parameter(torch.tensor([2.0, 3.0]))
+
+
+class WithEmptySlot(nn.Module):
+    """A module whose first submodule slot is empty (`None`), as optional layers often are."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_module("skip", None)
+        self.head = nn.Linear(3, 2)
+
+
+def test_group_norm_records_its_affine_params_then_its_config():
+    norm = nn.GroupNorm(2, 4)
+    with torch.no_grad():
+        norm.weight.copy_(torch.tensor([1.0, 2.0, 3.0, 4.0]))
+    item = module_to_record(norm)
+    assert list(item) == ["gamma", "beta", "num_groups", "num_channels", "epsilon"]
+    assert bytes(item["gamma"]["param"]["bytes"]) == norm.weight.detach().numpy().tobytes()
+
+
+def test_a_custom_modules_own_parameter_is_recorded_under_its_name(tmp_path):
+    item = module_to_record(Scaled())
+    assert list(item) == ["scale"]
+    assert bytes(item["scale"]["param"]["bytes"]) == torch.tensor([2.0, 3.0]).numpy().tobytes()
+    path = DefaultRecorder().save_module(Scaled(), tmp_path / "s")
+    loaded = Scaled()
+    with torch.no_grad():
+        loaded.scale.zero_()
+    DefaultRecorder().load_module(loaded, path)
+    assert loaded.scale.tolist() == [2.0, 3.0]
+
+
+def test_an_empty_module_slot_is_skipped_and_the_next_submodules_are_recorded(tmp_path):
+    model = WithEmptySlot()
+    assert set(module_to_record(model)) == {"head"}
+    path = CompactRecorder().save_module(model, tmp_path / "m")
+    loaded = WithEmptySlot()
+    nn.init.zeros_(loaded.head.weight)
+    CompactRecorder().load_module(loaded, path)
+    assert torch.equal(loaded.head.weight, model.head.weight.half().float())
+
+
+@pytest.mark.parametrize("conv", ["ConvTranspose1d", "ConvTranspose2d"])
+def test_a_transposed_conv_records_its_padding_out(tmp_path, conv):
+    import msgpack
+    from torch import nn
+
+    from burnlike.record import NamedMpkFileRecorder
+
+    torch.manual_seed(4)
+    model = getattr(nn, conv)(3, 5, 3)
+    path = NamedMpkFileRecorder().save_module(model, tmp_path / "conv")
+    item = msgpack.unpackb(path.read_bytes())["item"]
+    assert "padding_out" in item and item["padding_out"] is None
+    loaded = getattr(nn, conv)(3, 5, 3)
+    NamedMpkFileRecorder().load_module(loaded, path)
+    assert torch.equal(loaded.weight, model.weight)
+
+
+def test_burn_0_19_records_an_optional_stateless_child_as_some(tmp_path):
+    """`__burn_optional__` names children Burn declares `Option<…>` (the book's `pool:
+    Option<MaxPool2d>`): Burn 0.19's bincode records them as Some(()), a tag byte a plain stateless
+    child doesn't have (MessagePack writes both as nil)."""
+    from torch import nn
+
+
+    class Plain(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.linear, self.pool = nn.Linear(2, 2), nn.MaxPool2d(2)
+
+    class Optional_(Plain):
+        __burn_optional__ = ("pool",)
+
+    def size(model: nn.Module, version: str) -> int:
+        torch.manual_seed(5)
+        model.linear.reset_parameters()
+        path = BinFileRecorder(burn_version=version).save_module(model, tmp_path / f"{version}-{type(model).__name__}")
+        return path.stat().st_size
+
+    assert size(Optional_(), "0.19.0") == size(Plain(), "0.19.0") + 1
+    assert size(Optional_(), "0.21.0") == size(Plain(), "0.21.0")
+
+
+def test_a_stateless_module_records_as_nil_and_loads_back(tmp_path):
+    path = DefaultRecorder().save_module(nn.ReLU(), tmp_path / "relu")
+    metadata, item = DefaultRecorder().read_record(path)
+    assert item is None
+    DefaultRecorder().load_module(nn.ReLU(), path)
+
+
+def test_compact_file_has_burns_record_structure_field_by_field(tmp_path):
+    net = randomised(Net())
+    path = net.save_file(tmp_path / "model", CompactRecorder())
+    raw = path.read_bytes()
+    record = msgpack.unpackb(raw, raw=False, strict_map_key=False)
+    assert list(record) == ["metadata", "item", "_b"] and record["_b"] == []
+    assert record["metadata"] == {
+        "float": "half::binary16::f16", "int": "i16",
+        "format": "burn_core::record::file::NamedMpkFileRecorder<burn_core::record::settings::HalfPrecisionSettings>",
+        "version": "0.21.0", "settings": "HalfPrecisionSettings",
+    }
+    assert list(record["metadata"]) == ["float", "int", "format", "version", "settings"]
+    item = record["item"]
+    assert list(item) == ["embed", "block", "layers", "dropout"] and item["dropout"] is None
+    conv = item["block"]["conv"]
+    assert list(conv) == ["weight", "bias", "stride", "kernel_size", "dilation", "groups", "padding"]
+    assert conv["stride"] is None and conv["groups"] is None
+    assert list(conv["weight"]) == ["id", "param"] and len(conv["weight"]["id"]) == 13
+    base64.b32hexdecode(conv["weight"]["id"].upper() + "===")  # base32hex of 8 bytes
+    assert conv["weight"]["param"]["shape"] == [4, 2, 3, 3] and conv["weight"]["param"]["dtype"] == "F16"
+    assert list(conv["weight"]["param"]) == ["bytes", "shape", "dtype"] and isinstance(conv["weight"]["param"]["bytes"], bytes)
+    norm = item["block"]["norm"]
+    assert list(norm) == ["gamma", "beta", "running_mean", "running_var", "momentum", "epsilon"]
+    assert item["block"]["act"] is None
+    linear = item["layers"][0]
+    assert linear["weight"]["param"]["shape"] == [4, 5]  # Linear stored [d_in, d_out]
+    expected = net.layers[0].weight.detach().t().contiguous().half().numpy().tobytes()
+    assert linear["weight"]["param"]["bytes"] == expected
+    assert list(item["layers"][1]) == ["gamma", "beta", "epsilon"]
+    assert item["layers"][2]["bias"] is None
+    assert msgpack.packb(record, use_bin_type=True) == raw
+
+
+def test_burn_0_19_layout_writes_conv_geometry_as_nil_pairs_and_bool_as_a_plain_name(tmp_path):
+    path = randomised(Net()).save_file(tmp_path / "m", NamedMpkFileRecorder(burn_version="0.19.0"))
+    record = msgpack.unpackb(path.read_bytes(), raw=False)
+    assert record["metadata"]["version"] == "0.19.0"
+    assert record["item"]["block"]["conv"]["stride"] == [None, None]
+    from burnlike.record.tensor.tensor_data import dtype_field
+
+    assert dtype_field(torch.bool, "0.19.0") == "Bool" and dtype_field(torch.bool, "0.21.0") == {"Bool": "Native"}

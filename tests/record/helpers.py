@@ -1,0 +1,70 @@
+"""TODO: docstring."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from pathlib import Path
+
+import msgpack
+import torch
+from torch import nn
+
+from burnlike.module import Module
+from burnlike.record.tensor.ahead import _AHEAD_BYTES
+from burnlike.record.tensor.layout import TensorBytes
+
+PL_VERSION = "2.6"
+
+
+def seeded_linear(seed: int) -> nn.Linear:
+    torch.manual_seed(seed)
+    return nn.Linear(2, 2)
+
+
+def big(n: int = 1, extra: int = 0) -> list[TensorBytes]:
+    """Tensors whose record bytes (an f16 cast) are `_AHEAD_BYTES` + `extra` each: prepared ahead."""
+    return [TensorBytes(torch.full(((_AHEAD_BYTES + extra) // 2,), float(i)), torch.float16) for i in range(n)]
+
+
+class Tiny(Module):
+    def __init__(self, width: int = 3) -> None:
+        super().__init__()
+        self.linear = nn.Linear(width, width)
+        self.norm = nn.LayerNorm(width)
+
+
+def randomised_params(module: nn.Module, seed: int = 0) -> nn.Module:
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        for p in module.parameters():
+            p.copy_(torch.randn_like(p))
+    return module
+
+
+def unpack(path: Path) -> dict:
+    return msgpack.unpackb(path.read_bytes(), raw=False, strict_map_key=False)
+
+
+def repack(path: Path, record: dict) -> None:
+    path.write_bytes(msgpack.packb(record, use_bin_type=True))
+
+
+def lightning_checkpoint(model: nn.Module, drop: str | None = None) -> dict:
+    """What Lightning saves for a StepModule(model): weights under `model.`, optimizer state beside."""
+    state = OrderedDict((f"model.{k}", v.clone()) for k, v in model.state_dict().items() if k != drop)
+    return {"epoch": 2, "global_step": 6, "pytorch-lightning_version": "2.5.0", "state_dict": state,
+            "optimizer_states": [{"state": {0: {"step": torch.tensor(6.0), "exp_avg": torch.randn(3, 3)}},
+                                  "param_groups": [{"lr": 0.1, "params": [0, 1, 2, 3]}]}],
+            "loops": {"pair": (torch.arange(3), "x")}}
+
+
+class Wide(nn.Module):
+    """Several weights above the threaded-load threshold (1 MiB), of uneven sizes."""
+
+    def __init__(self, dtype: torch.dtype = torch.float32) -> None:
+        super().__init__()
+        self.a = nn.Linear(1024, 768)
+        self.b = nn.Linear(768, 1000, bias=False)
+        self.emb = nn.Embedding(2000, 300)
+        self.c = nn.Linear(300, 4)
+        self.to(dtype)

@@ -1,0 +1,18 @@
+"""TODO: docstring."""
+
+import pytest
+import torch
+from torch import nn
+
+from burnlike.autodiff import backward
+from burnlike.optim import (
+    GradientsParams,
+)
+
+
+def test_gradients_can_be_consumed_only_once():
+    m = nn.Linear(2, 1)
+    g = backward(m(torch.ones(1, 2)).sum())
+    GradientsParams.from_grads(g, m)
+    with pytest.raises(RuntimeError, match="consumed"):
+        GradientsParams.from_grads(g, m)

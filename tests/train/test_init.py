@@ -1,0 +1,28 @@
+"""TODO: docstring."""
+
+from __future__ import annotations
+
+import pytest
+
+import burnlike
+import burnlike.train
+
+
+def test_lazy_names_resolve_once_and_unknown_names_are_refused_by_name():
+    from burnlike.train.evaluator import Evaluator
+
+    burnlike.train.__dict__.pop("Evaluator", None)  # resolved afresh, whatever ran before
+    assert burnlike.train.__getattr__("Evaluator") is Evaluator
+    assert vars(burnlike.train)["Evaluator"] is Evaluator  # cached: the next lookup needs no import
+    with pytest.raises(AttributeError, match=r"^module 'burnlike.train' has no attribute 'Evaluater'$"):
+        burnlike.train.__getattr__("Evaluater")
+    assert not hasattr(burnlike.train, "NoSuchName")
+
+
+def test_burnlike_train_exports_resolve_lazily_to_their_modules():
+    import burnlike.train as train
+    from burnlike.train.interrupter import Interrupter as defined
+
+    assert train.__getattr__("Interrupter") is defined and vars(train)["Interrupter"] is defined
+    with pytest.raises(AttributeError, match=r"^module 'burnlike\.train' has no attribute 'Nope'$"):
+        train.__getattr__("Nope")

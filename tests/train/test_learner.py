@@ -1,0 +1,135 @@
+"""TODO: docstring."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from PIL import Image
+
+from burnlike.optim import AdamConfig, SgdConfig
+from burnlike.record import (
+    DefaultRecorder,
+    load_checkpoint,
+)
+from burnlike.train import (
+    LearnerBuilder,
+    LearnerSummary,
+    Split,
+)
+from burnlike.train.learner import _plot
+from burnlike.train.logger import (
+    read_epochs,
+    read_metric_log,
+)
+from burnlike.train.metric import (
+    LearningRateMetric,
+    LossMetric,
+)
+from burnlike.train.metric.store import EpochEntry
+from burnlike.train.summary import MetricSummary
+from tests.helpers.fit import checkpointing_builder, fit, metrics_builder, same_weights
+from tests.helpers.toy import (
+    Classifier,
+    loader,
+)
+from tests.train.helpers import builder_store, quick
+
+
+class CorruptLogs:
+    """A store listener after the file logger: leaves every `.log` the run wrote unreadable."""
+
+    def __init__(self, artifact_dir: Path) -> None:
+        self.artifact_dir = artifact_dir
+
+    def __call__(self, split: Split, epoch: int, entries: dict[str, EpochEntry]) -> None:
+        for path in (self.artifact_dir / split.value / f"epoch-{epoch}").glob("*.log"):
+            path.write_text("not,a,metric,log\n")
+
+
+def test_a_single_file_model_n_checkpoint_resumes_to_the_uninterrupted_weights(tmp_path):
+    straight = fit(checkpointing_builder(tmp_path / "straight", 3))
+    torch.manual_seed(0)
+    learner = checkpointing_builder(tmp_path / "run", 2).build(Classifier(), AdamConfig(), 1e-2)
+    learner.fit(loader(64, 16), loader(32, 16, seed=1))
+    old = tmp_path / "old" / "checkpoint" / "model-2.mpk"
+    learner.trainer.save_checkpoint(old)  # what FileCheckpointer wrote before: the whole Lightning dict
+    assert "optimizer_states" in load_checkpoint(old)
+    assert same_weights(fit(checkpointing_builder(tmp_path / "old", 3).checkpoint(2)), straight)
+
+
+def test_resuming_last_without_checkpoints_names_the_checkpoint_folder(tmp_path):
+    learner = (quick(tmp_path).with_file_checkpointer(DefaultRecorder()).checkpoint("last")
+               .build(Classifier(), SgdConfig(), 0.01))
+    with pytest.raises(FileNotFoundError) as error:
+        learner.fit(loader(32, 16))
+    assert str(error.value) == f"checkpoint('last'): no complete checkpoint in {tmp_path / 'checkpoint'}"
+
+
+def test_the_experiment_log_says_where_training_finished(tmp_path):
+    learner = quick(tmp_path).with_application_logger(True).build(Classifier(), SgdConfig(), 0.01)
+    learner.fit(loader(32, 16), loader(16, 16))
+    assert "training finished at epoch 1" in (tmp_path / "experiment.log").read_text()
+
+
+def test_the_plot_is_one_panel_of_4_5_by_3_2_inches_per_metric(tmp_path):
+    pytest.importorskip("matplotlib")
+    summary = LearnerSummary(2, [MetricSummary("train", "Loss", 0.5, 2, 0.9, 1, {1: 0.9, 2: 0.5}),
+                                 MetricSummary("valid", "Accuracy", 50.0, 1, 60.0, 2, {1: 50.0, 2: 60.0})])
+    path = tmp_path / "metrics.png"
+    _plot(summary, path)
+    with Image.open(path) as image:
+        assert image.size == (round(2 * 4.5 * 80), round(3.2 * 80))  # figsize × dpi 80
+
+
+def test_the_application_logger_writes_the_experiment_log_when_enabled(tmp_path):
+    learner = (LearnerBuilder(tmp_path).metrics(LossMetric()).devices(["cpu"]).progress_bar(False)
+               .with_application_logger(True).build(Classifier(), AdamConfig(), 1e-2))
+    learner.fit(loader(32, 16))
+    assert (tmp_path / "experiment.log").is_file()
+
+
+def test_summary_and_checkpoints_come_from_the_store_not_the_log_files(tmp_path, capsys):
+    torch.manual_seed(0)
+    learner = builder_store(tmp_path, 3).summary().build(Classifier(), AdamConfig(), 5e-2)
+    store = learner.module.store
+    store.add_listener(CorruptLogs(tmp_path))
+    result = learner.fit(loader(256, 32), loader(128, 32, seed=1))
+    with pytest.raises(ValueError, match="Accuracy.log:1"):  # what the run wrote can't be read back
+        from burnlike.train import LearnerSummary
+
+        LearnerSummary.from_dir(tmp_path, ["Accuracy"], ["Accuracy"])
+    for split in (Split.TRAIN, Split.VALID):
+        for name in ("Accuracy", "Loss"):
+            row = result.summary.get(split.value, name)
+            assert row.epochs == store.epochs(split, name) and len(row.epochs) == 3
+            assert row.max_value == max(store.epochs(split, name).values())
+    assert "Total Epochs: 3" in capsys.readouterr().out
+    best = store.find_epoch("Loss", Split.VALID)
+    kept = sorted(int(p.stem.split("-")[1]) for p in (tmp_path / "checkpoint").glob("model-*.mpk"))
+    assert kept == sorted({2, 3, best})  # Burn's default: the last two plus the best valid loss
+
+
+def test_fit_writes_burn_layout_and_logs_parse_back(tmp_path, capsys):
+    torch.manual_seed(0)
+    learner = metrics_builder(tmp_path, 3).metric_train(LearningRateMetric()).summary().build(Classifier(), AdamConfig(), 5e-2)
+    result = learner.fit(loader(256, 32), loader(128, 32, seed=1))
+    assert (tmp_path / "experiment.log").read_text().count("epoch 3") >= 2
+    lines = (tmp_path / "train" / "epoch-1" / "Accuracy.log").read_text().splitlines()
+    assert len(lines) == 8 and all(line.endswith(",32") for line in lines)
+    assert (tmp_path / "train" / "epoch-2" / "Learning_Rate.log").read_text().splitlines()[0] == "0.05,1"
+    logged = result.trainer.callback_metrics
+    for split in ("train", "valid"):
+        for name in ("Accuracy", "Loss"):
+            from_file = read_metric_log(tmp_path / split / "epoch-3" / f"{name}.log")
+            assert from_file == pytest.approx(float(logged[f"{split}/{name}"]), rel=1e-5)
+    # learning happened, and the summary table printed what the logs hold
+    acc = read_epochs(tmp_path, "valid", "Accuracy")
+    assert list(acc) == [1, 2, 3] and acc[3] > 80
+    out = capsys.readouterr().out
+    assert "Learner Summary" in out and "Total Epochs: 3" in out
+    row = next(line for line in out.splitlines() if line.startswith("| Valid | Accuracy"))
+    assert f"{max(acc.values()):.3f}" in row
+    assert result.summary is not None and result.summary.get("valid", "Accuracy").max_value == max(acc.values())
+    assert not result.model.training

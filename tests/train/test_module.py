@@ -1,0 +1,260 @@
+"""TODO: docstring."""
+
+from __future__ import annotations
+
+import lightning as L
+import pytest
+import torch
+from torch import nn
+
+from burnlike.autodiff import backward
+from burnlike.module import Module
+from burnlike.optim import (
+    AdamConfig,
+    LBFGSConfig,
+    SgdConfig,
+    StepLrSchedulerConfig,
+)
+from burnlike.train import (
+    ClassificationOutput,
+    Learner,
+    LearnerBuilder,
+    MetricInputError,
+    RegressionOutput,
+    Split,
+    StepModule,
+    SupervisedTraining,
+    TrainOutput,
+    TrainStep,
+)
+from burnlike.train.logger import (
+    read_metric_log,
+)
+from burnlike.train.metric import (
+    AccuracyMetric,
+    LearningRateMetric,
+    LossMetric,
+    PsnrMetric,
+    PsnrMetricConfig,
+)
+from burnlike.train.module import output_type
+from tests.helpers.fit import metrics_builder
+from tests.helpers.toy import (
+    Batch,
+    Classifier,
+    Regressor,
+    SelfBackward,
+    UntypedRegressor,
+    loader,
+)
+from tests.train.helpers import InferenceOnly, Successor, builder, builder_store, quick
+
+
+class AnnotatedInference(Module):
+    """No Protocol parameters: the step methods' annotations are the associated types."""
+
+    def __init__(self):
+        super().__init__()
+        self.inner = InferenceOnly()
+
+    def train_step(self, batch: Batch) -> TrainOutput[RegressionOutput]:
+        return self.inner.train_step(batch)
+
+    def inference_step(self, batch: Batch) -> RegressionOutput:
+        return self.inner.inference_step(batch)
+
+
+class NoInference(Module):
+    def train_step(self, batch: Batch) -> TrainOutput[RegressionOutput]:
+        raise AssertionError("never trained")
+
+
+class LossAsGrads(Classifier):
+    """Hands the loss itself over as the gradients."""
+
+    def train_step(self, batch: Batch) -> TrainOutput[ClassificationOutput]:
+        item = self.step(batch)
+        return TrainOutput(self, item.loss, item)  # type: ignore[arg-type]
+
+
+class HintOnly(torch.nn.Module):
+    """Declares its output only through `train_step`'s return hint, not `TrainStep[B, O]`."""
+
+    def train_step(self, batch: object) -> TrainOutput[ClassificationOutput]:
+        raise NotImplementedError
+
+
+class PerSampleValidLoss(Classifier):
+    """Train step: the usual mean loss. Valid step: the per-sample loss vector (reduction='none')."""
+
+    def valid_step(self, batch: Batch) -> ClassificationOutput:
+        out = self(batch.x)
+        return ClassificationOutput(nn.functional.cross_entropy(out, batch.y, reduction="none"), out, batch.y)
+
+    def train_step(self, batch: Batch) -> TrainOutput[ClassificationOutput]:
+        item = self.step(batch)
+        return TrainOutput(self, backward(item.loss), item)
+
+
+def test_inference_step_types_are_checked_at_build_and_launch(tmp_path):
+    for model in (InferenceOnly(), AnnotatedInference()):
+        with pytest.raises(MetricInputError, match="valid metric 'Accuracy'.*RegressionOutput"):
+            LearnerBuilder(tmp_path).metric_valid(AccuracyMetric()).build(model, AdamConfig(), 1e-3)
+    with pytest.raises(MetricInputError, match="RegressionOutput"):
+        SupervisedTraining(tmp_path, loader(32), loader(32)).metrics(AccuracyMetric()).launch(
+            Learner(InferenceOnly(), AdamConfig(), 1e-3))
+    result = (SupervisedTraining(tmp_path, loader(64), loader(64)).metrics(LossMetric()).num_epochs(1)
+              .progress_bar(False).launch(Learner(InferenceOnly(), AdamConfig(), 1e-2)))
+    assert (tmp_path / "valid" / "epoch-1" / "Loss.log").exists() and not result.model.training
+    with pytest.raises(TypeError, match="NoInference must implement valid_step.*or inference_step"):
+        LearnerBuilder(tmp_path).build(NoInference(), AdamConfig(), 1e-3)
+    with pytest.raises(TypeError, match="SupervisedTraining"):
+        Learner(InferenceOnly(), AdamConfig(), 1e-3).fit(loader(32))
+
+
+def test_sequence_output_cannot_feed_vision_metrics(tmp_path):
+    with pytest.raises(MetricInputError, match="SequenceOutput"):
+        from burnlike.optim import AdamConfig
+
+        LearnerBuilder(tmp_path).metric_valid(PsnrMetric(PsnrMetricConfig(1.0))).build(Successor(), AdamConfig(), 1e-3)
+
+
+def test_step_module_forwards_keyword_arguments_to_the_model():
+    model = Classifier()
+    module = StepModule(model, AdamConfig(), 1e-3, [], [])
+    x = torch.randn(2, 4)
+    assert torch.equal(module(x=x), model(x))
+
+
+@pytest.mark.parametrize(("model", "got"), [(SelfBackward, "NoneType"), (LossAsGrads, "Tensor")])
+def test_a_step_with_wrong_grads_is_told_what_grads_must_be(tmp_path, model, got):
+    learner = quick(tmp_path).build(model(), AdamConfig(), 1e-3)
+    with pytest.raises(TypeError, match=r"^TrainOutput\.grads must be backward\(loss\) \(burnlike\.train\.backward\), "
+                                        rf"got {got}\. Don't call loss\.backward\(\) yourself"):
+        learner.fit(loader(32, 16))
+
+
+def test_the_output_type_is_read_from_a_train_step_return_hint():
+    assert output_type(HintOnly(), TrainStep) is ClassificationOutput
+
+
+def test_the_lightning_module_passes_keyword_arguments_to_the_model(tmp_path):
+    learner = builder(tmp_path).build(Classifier(), AdamConfig(), 1e-2)
+    x = torch.randn(3, 4)
+    assert torch.equal(learner.module(x=x), learner.module.model(x))
+
+
+def test_lbfgs_under_the_learner_trains_and_meters_each_batch_once(tmp_path):
+    torch.manual_seed(0)
+    learner = (LearnerBuilder(tmp_path).metric_train_numeric(LossMetric()).num_epochs(2).devices(["cpu"])
+               .progress_bar(False).with_application_logger(False)
+               .build(Classifier(), LBFGSConfig(max_iter=5, history_size=10), 0.5))
+    calls = {"n": 0}
+    step = learner.model.train_step
+
+    def counting(batch):
+        calls["n"] += 1
+        return step(batch)
+
+    learner.model.train_step = counting
+    result = learner.fit(loader(128, 32))
+    assert result.trainer.global_step == 8 and calls["n"] > 8  # the closure ran several times a batch
+    lines = (tmp_path / "train" / "epoch-1" / "Loss.log").read_text().splitlines()
+    assert len(lines) == 4  # ... but each batch is counted once by the metrics
+    first, last = (read_metric_log(tmp_path / "train" / f"epoch-{e}" / "Loss.log") for e in (1, 2))
+    assert last < 0.5 * first
+
+
+def test_trainer_epoch_values_are_count_weighted_over_a_short_last_batch(tmp_path):
+    torch.manual_seed(7)  # an initial model that gets 23/32 and 4/8 right
+    model = PerSampleValidLoss()
+    data = loader(40, 32)  # batches of 32 and 8
+    x = torch.cat([b.x for b in data])
+    y = torch.cat([b.y for b in data])
+    with torch.no_grad():  # lr 0: the weights the whole run sees
+        logits = model(x)
+        right = (logits.argmax(1) == y).float()
+        per_sample = nn.functional.cross_entropy(logits, y, reduction="none")
+    accuracy = 100 * right.mean().item()
+    batch_means = [right[:32].mean().item() * 100, right[32:].mean().item() * 100]
+    assert abs(accuracy - sum(batch_means) / 2) > 1  # the wrong rule would give another number
+    valid_loss = per_sample.mean().item()
+    assert abs(valid_loss - (per_sample[:32].mean() + per_sample[32:].mean()).item() / 2) > 1e-3
+    train_loss = (per_sample[:32].mean() + per_sample[32:].mean()).item() / 2  # scalar loss: 1 per batch
+
+    learner = (LearnerBuilder(tmp_path).metric_train_numeric(AccuracyMetric()).metric_train_numeric(LossMetric())
+               .metric_valid_numeric(AccuracyMetric()).metric_valid_numeric(LossMetric())
+               .num_epochs(1).progress_bar(False).build(model, SgdConfig(), 0.0))
+    learner.fit(data, data)
+    logged = {k: float(v) for k, v in learner.trainer.callback_metrics.items()}
+    assert logged["train/Accuracy"] == pytest.approx(accuracy, rel=1e-6)
+    assert logged["valid/Accuracy"] == pytest.approx(accuracy, rel=1e-6)
+    assert logged["valid/Loss"] == pytest.approx(valid_loss, rel=1e-5)
+    assert logged["train/Loss"] == pytest.approx(train_loss, rel=1e-5)
+    lines = (tmp_path / "valid" / "epoch-1" / "Loss.log").read_text().splitlines()
+    assert [line.split(",")[1] for line in lines] == ["32", "8"]
+
+
+def test_a_typed_models_metric_mismatch_fails_when_the_step_module_is_made():
+    with pytest.raises(MetricInputError, match="Accuracy.*RegressionOutput"):
+        StepModule(Regressor(), AdamConfig(), 1e-3, valid_metrics=[AccuracyMetric()])
+
+
+def test_the_store_survives_a_resume(tmp_path):
+    torch.manual_seed(0)
+    first = builder_store(tmp_path, 2).build(Classifier(), AdamConfig(), 5e-2)
+    first.fit(loader(128, 32), loader(64, 32, seed=1))
+    before = first.module.store.epochs(Split.VALID, "Loss")
+    resumed = builder_store(tmp_path, 3).checkpoint(2).build(Classifier(), AdamConfig(), 5e-2)
+    resumed.fit(loader(128, 32), loader(64, 32, seed=1))
+    after = resumed.module.store.epochs(Split.VALID, "Loss")
+    assert list(after) == [1, 2, 3] and {e: after[e] for e in (1, 2)} == before
+
+
+def test_metric_the_output_cannot_feed_fails_at_build(tmp_path):
+    b = LearnerBuilder(tmp_path).metric_valid_numeric(AccuracyMetric())
+    with pytest.raises(MetricInputError, match="Accuracy.*RegressionOutput"):
+        b.build(Regressor(), AdamConfig(), 1e-3)
+    # Loss is fine for a regression output.
+    LearnerBuilder(tmp_path).metric_valid_numeric(LossMetric()).build(Regressor(), AdamConfig(), 1e-3)
+
+
+def test_untyped_model_mismatch_fails_at_first_step(tmp_path):
+    learner = LearnerBuilder(tmp_path).metric_train(AccuracyMetric()).progress_bar(False).build(
+        UntypedRegressor(), AdamConfig(), 1e-3
+    )
+    with pytest.raises(MetricInputError, match="RegressionOutput"):
+        learner.fit(loader(64))
+
+
+def test_calling_backward_yourself_is_a_clear_error(tmp_path):
+    learner = metrics_builder(tmp_path, 1).build(SelfBackward(), AdamConfig(), 1e-3)
+    with pytest.raises(TypeError, match=r"loss\.backward\(\) yourself"):
+        learner.fit(loader(64))
+
+
+def test_step_module_trains_under_a_plain_trainer():
+    torch.manual_seed(0)
+    module = StepModule(Classifier(), SgdConfig(), 0.1, [AccuracyMetric()], [AccuracyMetric(), LossMetric()])
+    trainer = L.Trainer(max_epochs=3, logger=False, enable_checkpointing=False, enable_progress_bar=False,
+                        enable_model_summary=False, accelerator="cpu")
+    trainer.fit(module, loader(256, 32), loader(128, 32, seed=1))
+    assert float(trainer.callback_metrics["valid/Accuracy"]) > 80
+    assert float(trainer.callback_metrics["train/Accuracy"]) > 60
+
+
+def test_lr_scheduler_is_stepped_per_iteration(tmp_path):
+    learner = (LearnerBuilder(tmp_path).metric_train(LearningRateMetric()).num_epochs(1).progress_bar(False)
+               .build(Classifier(), AdamConfig(), StepLrSchedulerConfig(0.1, 2, gamma=0.5)))
+    learner.fit(loader(128, 32))
+    values = [float(line.split(",")[0]) for line in
+              (tmp_path / "train" / "epoch-1" / "Learning_Rate.log").read_text().splitlines()]
+    assert values == pytest.approx([0.1, 0.1, 0.05, 0.05])
+
+
+def test_step_module_forward_is_the_models_forward(tmp_path):
+    learner = LearnerBuilder(tmp_path).metrics(LossMetric()).progress_bar(False).build(
+        Classifier(), AdamConfig(), 1e-2)
+    x = torch.randn(5, 4)
+    assert torch.equal(learner.module(x), learner.model(x))
+    assert torch.equal(learner.module.forward(x), learner.model.linear(x))

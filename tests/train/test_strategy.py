@@ -1,0 +1,130 @@
+"""TODO: docstring."""
+
+import functools
+
+import pytest
+import torch
+from lightning.pytorch.strategies import DDPStrategy
+
+from burnlike.optim import AdamConfig
+from burnlike.train import (
+    CollectiveConfig,
+    DistributedConfig,
+    ExecutionStrategy,
+    LearnerBuilder,
+    LearningStrategy,
+    MultiDeviceOptim,
+    ReduceOperation,
+    SupervisedTraining,
+    TrainingStrategy,
+)
+from burnlike.train.builder import trainer_devices
+from burnlike.train.metric import LossMetric
+from tests.helpers.toy import Classifier, loader
+
+
+def test_device_strategies_translate_to_lightning():
+    assert LearningStrategy.single_device("cpu").trainer_kwargs() == {"accelerator": "cpu", "devices": 1}
+    assert LearningStrategy.multi_device_naive(["cuda:0", "cuda:1"]).trainer_kwargs() == {
+        "accelerator": "gpu", "devices": [0, 1], "strategy": "ddp"}
+    assert ExecutionStrategy.multi(["cuda:0"]).trainer_kwargs() == {"accelerator": "gpu", "devices": [0]}
+    sharded = TrainingStrategy.multi_device([0, 1], MultiDeviceOptim.OPTIM_SHARDED).trainer_kwargs()
+    assert sharded["strategy"] == "fsdp"
+    ddp = ExecutionStrategy.ddp(["cuda:0", "cuda:1"], DistributedConfig(num_nodes=2)).trainer_kwargs()
+    assert ddp == {"accelerator": "gpu", "devices": [0, 1], "strategy": "ddp", "num_nodes": 2}
+    assert CollectiveConfig().with_num_nodes(3).num_nodes == 3
+    gloo = LearningStrategy.ddp(["cpu", "cpu"], CollectiveConfig(process_group_backend="gloo")).trainer_kwargs()
+    assert type(gloo["strategy"]).__name__ == "DDPStrategy" and gloo["strategy"]._process_group_backend == "gloo"
+    assert TrainingStrategy.default(ExecutionStrategy.single("cpu")) == ExecutionStrategy.single("cpu")
+    assert TrainingStrategy.custom("ddp_spawn", ["cpu", "cpu"]).trainer_kwargs()["strategy"] == "ddp_spawn"
+    with pytest.raises(TypeError, match="list of devices"):
+        ExecutionStrategy.multi("cuda:0")
+    with pytest.raises(ValueError, match="one kind"):
+        ExecutionStrategy.ddp(["cpu", "cuda:0"])
+    with pytest.raises(NotImplementedError, match="averages"):
+        DistributedConfig(all_reduce_op=ReduceOperation.SUM)
+    with pytest.raises(TypeError, match="device strategy"):
+        LearnerBuilder("x").learning_strategy("cpu")
+    # the builder hands the translation to the Trainer
+    trainer = (LearnerBuilder("unused").learning_strategy(LearningStrategy.multi_device_naive(["cpu", "cpu"]))
+               .progress_bar(False).build(Classifier(), AdamConfig(), 1e-3).trainer)
+    assert type(trainer.strategy).__name__ == "DDPStrategy" and trainer.num_devices == 2
+
+
+# Device strategies --------------------------------------------------------------------------------
+@pytest.mark.parametrize(("make", "what"), [
+    (LearningStrategy.multi_device_naive, "LearningStrategy.multi_device_naive"),
+    (LearningStrategy.ddp, "LearningStrategy.ddp"),
+    (TrainingStrategy.ddp, "TrainingStrategy.ddp"),
+    (functools.partial(TrainingStrategy.custom, "ddp"), "TrainingStrategy.custom"),
+    (ExecutionStrategy.multi, "ExecutionStrategy.multi"),
+    (ExecutionStrategy.ddp, "ExecutionStrategy.ddp"),
+])
+def test_strategies_refuse_a_single_device_naming_themselves(make, what):
+    with pytest.raises(TypeError, match=rf"^{what} takes a list of devices, got the single device 'cpu': "
+                                        r"use \['cpu'\]$"):
+        make("cpu")
+
+
+@pytest.mark.parametrize(("make", "what"), [(LearningStrategy.ddp, "LearningStrategy.ddp"),
+                                            (TrainingStrategy.ddp, "TrainingStrategy.ddp"),
+                                            (ExecutionStrategy.ddp, "ExecutionStrategy.ddp")])
+def test_ddp_strategies_name_a_wrong_config(make, what):
+    with pytest.raises(TypeError, match=rf"^{what}: config must be a DistributedConfig/CollectiveConfig, got dict$"):
+        make(["cpu", "cpu"], {"num_nodes": 2})
+
+
+def test_distributed_config_and_strategy_errors_say_what_to_use(tmp_path):
+    with pytest.raises(NotImplementedError, match=r"^DistributedConfig\(all_reduce_op=ReduceOperation\.SUM\): Lightning's "
+                                                  r"DDP averages gradients across processes; use ReduceOperation\.MEAN "
+                                                  r"\(and scale the learning rate if you relied on sums\)$"):
+        DistributedConfig(all_reduce_op=ReduceOperation.SUM)
+    for nodes in (0, 1.5):
+        with pytest.raises(ValueError, match=rf"^DistributedConfig\.num_nodes must be an integer >= 1, got {nodes}$"):
+            DistributedConfig(num_nodes=nodes)
+    with pytest.raises(TypeError, match=r"^expected a device strategy such as LearningStrategy\.single_device\('cpu'\), "
+                                        r"ExecutionStrategy\.ddp\(\['cuda:0', 'cuda:1'\]\) or "
+                                        r"TrainingStrategy\.custom\(\.\.\.\), got str$"):
+        LearnerBuilder(tmp_path).learning_strategy("cpu")
+
+
+def test_a_custom_strategy_reaches_the_trainer_with_or_without_devices(tmp_path):
+    alone = TrainingStrategy.custom("ddp")
+    assert alone.devices == () and alone.trainer_kwargs() == {"strategy": "ddp"}
+    two = TrainingStrategy.custom("ddp", ["cpu", "cpu"])
+    assert two.trainer_kwargs() == {"accelerator": "cpu", "devices": 2, "strategy": "ddp"}
+    trainer = (LearnerBuilder(tmp_path).learning_strategy(two).progress_bar(False)
+               .build(Classifier(), AdamConfig(), 1e-3).trainer)
+    assert isinstance(trainer.strategy, DDPStrategy) and trainer.num_devices == 2
+
+
+def test_trainer_devices_maps_burn_devices_and_refuses_mixed_or_unknown_ones():
+    assert trainer_devices(["cpu"]) == {"accelerator": "cpu", "devices": 1}
+    assert trainer_devices(["cuda:1", torch.device("cuda", 3)]) == {"accelerator": "gpu", "devices": [1, 3]}
+    assert trainer_devices([0]) == {"accelerator": "gpu", "devices": [0]}
+    with pytest.raises(ValueError, match="one kind"):
+        trainer_devices(["cpu", "cuda:0"])
+    with pytest.raises(ValueError, match="not a device"):
+        trainer_devices(["gpu-ish"])
+
+
+def test_training_strategy_single_device_and_ddp_reach_the_trainer(tmp_path):
+    assert TrainingStrategy.single_device("cpu").trainer_kwargs() == {"accelerator": "cpu", "devices": 1}
+    assert TrainingStrategy.single_device(torch.device("cuda", 2)).trainer_kwargs() ==\
+        {"accelerator": "gpu", "devices": [2]}
+    with pytest.raises(TypeError, match=r"single device 'cpu'.*\['cpu'\]"):
+        TrainingStrategy.ddp("cpu")
+    ddp = TrainingStrategy.ddp(["cpu", "cpu"], DistributedConfig(num_nodes=1))
+    assert ddp.trainer_kwargs() == {"accelerator": "cpu", "devices": 2, "strategy": "ddp", "num_nodes": 1}
+    gloo = TrainingStrategy.ddp(["cpu", "cpu"], DistributedConfig(process_group_backend="gloo").with_num_nodes(3))
+    assert isinstance(gloo.strategy, DDPStrategy) and gloo.strategy._process_group_backend == "gloo"
+    assert gloo.num_nodes == 3 and TrainingStrategy.ddp(["cpu"]).num_nodes == 1
+    with pytest.raises(TypeError, match="DistributedConfig"):
+        TrainingStrategy.ddp(["cpu"], {"num_nodes": 2})
+    # SupervisedTraining hands the strategy to the Trainer (built, not launched: no processes)
+    training = SupervisedTraining(tmp_path, loader(32), loader(32)).metrics(LossMetric()).progress_bar(False)
+    assert training.with_training_strategy(ddp) is training
+    trainer = training.build(Classifier(), AdamConfig(), 1e-2).trainer
+    assert isinstance(trainer.strategy, DDPStrategy) and trainer.num_devices == 2 and trainer.num_nodes == 1
+    with pytest.raises(TypeError, match="device strategy"):
+        training.with_training_strategy("ddp")
