@@ -1,4 +1,8 @@
-"""TODO: docstring."""
+"""The package's import graph, read statically from burnlike's sources (every import statement,
+function-local and TYPE_CHECKING ones too): no import cycles, and `burnlike.record`'s layers
+(`burnlike.record.LAYERS`) import only downward. The checker itself is tested on a package written
+here. And at run time: inspecting a file or loading weights never imports Lightning, which takes
+seconds to import."""
 
 from __future__ import annotations
 
@@ -11,13 +15,10 @@ import pytest
 import torch
 
 import burnlike
-from burnlike.record import (
-    LAYERS,
-    DefaultRecorder,
-)
+from burnlike.record import LAYERS, DefaultRecorder
 from tests.helpers.records import saved_checkpoint
 
-ROOT = Path(burnlike.__file__).parent
+PACKAGE_DIR = Path(burnlike.__file__).parent
 
 
 def modules(root: Path, package: str) -> dict[str, Path]:
@@ -131,7 +132,7 @@ def layer_of(module: str) -> int | None:
     return None
 
 
-EDGES = graph(ROOT, "burnlike")
+EDGES = graph(PACKAGE_DIR, "burnlike")  # module -> the burnlike modules it imports
 
 
 # The checker itself, on a package written here: what it must see and what it must not.
@@ -148,13 +149,22 @@ FAKE = {
 
 
 @pytest.fixture
-def fake(tmp_path: Path) -> dict[str, set[str]]:
+def fake_graph(tmp_path: Path) -> dict[str, set[str]]:
+    """The import graph the checker reads from FAKE, written under tmp_path as package `pkg`."""
     for name, text in FAKE.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text)
     return graph(tmp_path, "pkg")
 
 
+# --- the checker ---------------------------------------------------------------------------------------
+def test_the_checker_reads_local_relative_and_submodule_imports(fake_graph):
+    assert fake_graph == {"pkg": {"pkg.a"}, "pkg.a": {"pkg.b"}, "pkg.b": {"pkg.c"}, "pkg.c": {"pkg.b"},
+                    "pkg.d": {"pkg.c", "pkg.sub.e"}, "pkg.sub": set(), "pkg.sub.e": {"pkg.d", "pkg.a"}}
+    assert sorted(cycles(fake_graph)) == [["pkg.b", "pkg.c", "pkg.b"], ["pkg.d", "pkg.sub.e", "pkg.d"]]
+
+
+# --- burnlike's import graph ----------------------------------------------------------------------------
 def test_burnlike_has_no_import_cycles():
     found = cycles(EDGES)
     assert not found, "import cycles:\n" + "\n".join(" -> ".join(c) for c in found)
@@ -173,12 +183,7 @@ def test_record_layers_import_only_downward():
     assert not upward, "record layers import upward:\n" + "\n".join(upward)
 
 
-def test_the_checker_reads_local_relative_and_submodule_imports(fake):
-    assert fake == {"pkg": {"pkg.a"}, "pkg.a": {"pkg.b"}, "pkg.b": {"pkg.c"}, "pkg.c": {"pkg.b"},
-                    "pkg.d": {"pkg.c", "pkg.sub.e"}, "pkg.sub": set(), "pkg.sub.e": {"pkg.d", "pkg.a"}}
-    assert sorted(cycles(fake)) == [["pkg.b", "pkg.c", "pkg.b"], ["pkg.d", "pkg.sub.e", "pkg.d"]]
-
-
+# --- imports at run time ---------------------------------------------------------------------------------
 @pytest.mark.slow
 def test_inspect_and_checkpoint_weights_never_import_lightning(tmp_path):
     """Lightning takes seconds to import; looking at a file or loading weights shouldn't pay it."""

@@ -1,5 +1,9 @@
-"""TODO: docstring."""
+"""`burnlike.cli_runs`: `burnlike compare` and `burnlike summary` on real run dirs. compare ranks a
+sweep's jobs by their best optimized metric (its direction) with their overrides and can write one
+plot; summary prints Burn's learner summary of a run and writes its metrics.png; both name a path that
+is no run (status 2)."""
 
+import json
 import os
 import subprocess
 import sys
@@ -25,8 +29,6 @@ def sweep(tmp_path_factory):
 
 
 def test_compare_ranks_a_sweeps_jobs_by_their_best_metric_and_writes_one_plot(sweep, tmp_path, capsys):
-    import json
-
     assert main(["compare", str(sweep), "--plot", str(tmp_path / "cmp.png")]) == 0
     out = capsys.readouterr().out
     best = {job: json.loads((sweep / job / "result.json").read_text())["value"] for job in ("0", "1")}

@@ -1,8 +1,12 @@
-"""TODO: docstring."""
+"""`burnlike.config`: Burn's `#[derive(Config)]` as a decorator. A `@config` class fills defaults,
+has copying `with_*` setters and `new`, saves JSON in Burn's key order (required, then optional,
+then defaulted fields), loads it back naming the bad key and the file, and is a Hydra structured
+config."""
 
 import json
 
 import pytest
+from omegaconf import OmegaConf, ValidationError
 
 from burnlike.config import ConfigError, config
 from burnlike.optim import AdamConfig
@@ -24,12 +28,12 @@ class Training:
     learning_rate: float = 1.0e-4
 
 
-def make() -> Training:
+def training() -> Training:
     return Training(Inner(10, 512), AdamConfig())
 
 
 def test_config_fills_defaults_and_options_and_with_setters_copy():
-    cfg = make()
+    cfg = training()
     assert cfg.num_epochs == 10 and cfg.note is None and cfg.model.dropout == 0.5
     other = cfg.with_num_epochs(3)
     assert other.num_epochs == 3 and cfg.num_epochs == 10  # a copy, like Burn's owned setters
@@ -48,8 +52,15 @@ def test_nested_config_defaults_are_not_shared():
     assert b.optimizer.beta_1 == 0.9
 
 
+def test_config_is_a_hydra_structured_config():
+    node = OmegaConf.structured(training())
+    assert node.model.hidden_size == 512
+    with pytest.raises(ValidationError):
+        node.num_epochs = "many"
+
+
 def test_save_uses_burn_key_order_and_round_trips(tmp_path):
-    cfg = make()
+    cfg = training()
     path = tmp_path / "config.json"
     cfg.save(path)
     data = json.loads(path.read_text())
@@ -71,7 +82,7 @@ def test_save_uses_burn_key_order_and_round_trips(tmp_path):
 )
 def test_load_errors_name_the_key(tmp_path, mutate, needle):
     path = tmp_path / "config.json"
-    make().save(path)
+    training().save(path)
     data = json.loads(path.read_text())
     mutate(data)
     path.write_text(json.dumps(data))
@@ -86,12 +97,3 @@ def test_load_reports_a_missing_file_or_invalid_json(tmp_path):
     (tmp_path / "bad.json").write_text("{")
     with pytest.raises(ConfigError, match="not valid JSON"):
         Training.load(tmp_path / "bad.json")
-
-
-def test_config_is_a_hydra_structured_config():
-    from omegaconf import OmegaConf, ValidationError
-
-    node = OmegaConf.structured(make())
-    assert node.model.hidden_size == 512
-    with pytest.raises(ValidationError):
-        node.num_epochs = "many"

@@ -1,4 +1,4 @@
-"""TODO: docstring."""
+"""`burnlike` (the package's `__init__`): `burnlike.seed` makes a run reproducible."""
 
 import torch
 

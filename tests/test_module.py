@@ -1,4 +1,5 @@
-"""TODO: docstring."""
+"""`burnlike.module`: `Module`, Burn's module API on a `torch.nn.Module` (parameter count, `valid()`
+as a frozen inference copy, as Burn's is, and the devices it lives on)."""
 
 import torch
 from torch import nn

@@ -1,33 +1,34 @@
-"""Fixtures shared below this folder."""
+"""Fixtures of the `burnlike.app` tests: small MNIST files (`data`), the app's config for an MLP on
+them (`mlp_conf`), a multirun job's HydraConfig (`multirun`), and `app`, one in-process run of the
+app with its result.json. All compose through the `conf` fixture (tests/conftest.py): one Hydra
+initialisation per test module."""
 
 import json
 
 import pytest
-from hydra import compose, initialize_config_dir
-from hydra.core.global_hydra import GlobalHydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import open_dict
 
 from burnlike.app.run import run
-from tests.app.helpers import SMALL_pinned_app
+from tests.app.helpers import APP_HIDDEN_SIZE, quiet_mlp
 from tests.helpers.idx import write_mnist_idx
-from tests.helpers.paths import CONF, REPO
 
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
+    """MNIST files of 64 train and 32 test images."""
     return write_mnist_idx(tmp_path_factory.mktemp("mnist"), n_train=64, n_test=32)
 
 
 @pytest.fixture(scope="module")
-def hydra_conf():
-    from burnlike.app.schema import register_configs
+def mlp_conf(conf, data):
+    """`mlp_conf(*overrides, hydra_config=False)`: the app's config for an MLP on `data`, without a
+    progress bar (with Hydra's own node when `hydra_config`)."""
+    def compose(*overrides, hydra_config=False):
+        return conf("model=mlp", f"data.root={data}", "learner.progress_bar=false", *overrides,
+                    return_hydra_config=hydra_config)
 
-    register_configs()
-    GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
-        yield lambda overrides: compose("config", overrides=overrides)
-    GlobalHydra.instance().clear()
+    return compose
 
 
 @pytest.fixture
@@ -44,17 +45,11 @@ def multirun(conf, tmp_path):
 
 
 @pytest.fixture(scope="module")
-def app(tiny_app):
-    """`app(out, *overrides)` → (returned value, result.json) of one in-process run into `out`."""
-    from burnlike.app.schema import register_configs
+def app(conf, tiny_app):
+    """`app(out, *overrides)` → (returned value, result.json) of one in-process run into `out` (an MLP
+    of `APP_HIDDEN_SIZE` units on 256 train and 128 test images)."""
+    def go(out, *overrides):
+        value = run(conf(*quiet_mlp(APP_HIDDEN_SIZE), f"data.root={tiny_app}", *overrides), out)
+        return value, json.loads((out / "result.json").read_text())
 
-    register_configs()
-    GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        def go(out, *overrides):
-            cfg = compose("config", overrides=[*SMALL_pinned_app, f"data.root={tiny_app}", *overrides])
-            value = run(cfg, out)
-            return value, json.loads((out / "result.json").read_text())
-
-        yield go
-    GlobalHydra.instance().clear()
+    return go

@@ -1,23 +1,24 @@
-"""TODO: docstring."""
+"""Overrides and data writers shared by the tests of `burnlike.app`: the overrides of a small quiet
+run, and a CSV table with a regression target and the overrides that train on it."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import numpy as np
-from hydra import compose, initialize_config_dir
-from hydra.core.global_hydra import GlobalHydra
-
-from tests.helpers.app import compose_app
-from tests.helpers.paths import REPO
 
 
-def config(data, *overrides, hydra_config=False):
-    return compose_app(["model=mlp", f"data.root={data}", "learner.progress_bar=false", *overrides],
-                       hydra_config=hydra_config)
+def quiet_mlp(hidden_size: int) -> list[str]:
+    """Overrides of a small quiet run: an MLP of one hidden layer, no progress bar, summary or checkpoints."""
+    return ["model=mlp", f"model.hidden_sizes=[{hidden_size}]", "learner.progress_bar=false", "learner.summary=false",
+            "learner.checkpointing=false"]
 
 
-def write_table_data_app(path: Path, n: int = 80, seed: int = 0) -> Path:
+SMALL = quiet_mlp(8)
+APP_HIDDEN_SIZE = 32  # the MLP the `app` fixture trains (tests/app/conftest.py)
+
+
+def write_regression_table(path: Path, n: int = 80, seed: int = 0) -> Path:
     """y = 2 a - b + noise (regression) and its sign as a class name, a constant column c."""
     rng = np.random.default_rng(seed)
     a, b = rng.normal(size=n), rng.normal(size=n)
@@ -27,29 +28,7 @@ def write_table_data_app(path: Path, n: int = 80, seed: int = 0) -> Path:
     return path
 
 
+# a regression on `write_regression_table`'s t.csv (data.root: its folder)
 REGRESSION = ["model=tabular", "data=csv", "data.train=t.csv", "data.target=y", "data.features=[a,b,c]",
               "data.task=regression", "model.num_features=3", "learner.metrics=[Loss]",
               "optimized_metric=valid/Loss", "learner.progress_bar=false"]
-
-
-# --- default device -----------------------------------------------------------------------------------
-def compose_app_fast_path(overrides: list[str]):
-    from burnlike.app.schema import register_configs
-
-    register_configs()
-    GlobalHydra.instance().clear()
-    try:
-        with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
-            return compose("config", overrides=overrides)
-    finally:
-        GlobalHydra.instance().clear()
-
-
-SMALL = ["model=mlp", "model.hidden_sizes=[8]", "learner.progress_bar=false", "learner.summary=false",
-         "learner.checkpointing=false"]
-
-
-
-
-SMALL_pinned_app = ["model=mlp", "model.hidden_sizes=[32]", "learner.progress_bar=false", "learner.summary=false",
-         "learner.checkpointing=false"]

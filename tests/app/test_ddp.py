@@ -1,26 +1,57 @@
-"""TODO: docstring."""
+"""`burnlike.app.ddp`: DDP inside a Hydra multirun. The command Lightning's ddp launcher runs for
+ranks 1..N-1 must re-run this job (its overrides, RUN mode, its output dir), not the whole sweep,
+which every rank would otherwise launch again; `patch_for_multirun` installs it, once, only where
+Lightning will call it."""
 
+import importlib.machinery
 import logging
 import sys
 
 import pytest
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
+from lightning.pytorch.strategies.launchers import subprocess_script
 from omegaconf import open_dict, read_write
 
 from burnlike.app import ddp
+from burnlike.app.ddp import job_subprocess_cmd
 from burnlike.app.run import trainer_strategy
-from tests.helpers.app import compose_app
 
 
-def test_ddp_child_command_runs_this_job_not_the_sweep(tmp_path, monkeypatch):
-    """What Lightning's ddp launcher runs for rank 1 inside a multirun job (burnlike/app/ddp.py)."""
+# --- the child command ----------------------------------------------------------------------------
+@pytest.mark.parametrize(("argv", "flags"), [
+    (["--config-name=config", "seed=3"], ["--config-name=config"]),
+    (["-cn", "config", "seed=3"], ["-cn", "config"]),
+    (["seed=3", "-cn"], ["-cn"]),
+])
+def test_ddp_child_command_keeps_config_flags_and_the_job(multirun, monkeypatch, argv, flags, tmp_path):
+    import __main__
+
+    monkeypatch.setattr(__main__, "__spec__", None)  # started as a script (under `python -m pytest` it is a module)
+    monkeypatch.setattr(sys, "argv", [str(tmp_path / "train.py"), *argv])
+    command, cwd = job_subprocess_cmd(1)
+    assert command[:2] == [sys.executable, str(tmp_path / "train.py")]
+    assert command[2:] == [*flags, "learner.num_epochs=2", "hydra.mode=RUN", f'hydra.run.dir="{tmp_path / "job0"}"',
+                           "hydra.job.name=train_ddp_process_1", "hydra.output_subdir=null"]
+    assert cwd == str(tmp_path)
+
+
+def test_ddp_child_command_reruns_an_app_started_as_a_module_with_dash_m(multirun, monkeypatch, tmp_path):
+    import __main__
+
+    monkeypatch.setattr(__main__, "__spec__", importlib.machinery.ModuleSpec("myproject.train", None))
+    monkeypatch.setattr(sys, "argv", [str(tmp_path / "train.py"), "seed=3"])
+    command, _ = job_subprocess_cmd(1)
+    assert command[:3] == [sys.executable, "-m", "myproject.train"]
+
+
+def test_ddp_child_command_runs_this_job_not_the_sweep(conf, tmp_path, monkeypatch):
+    """What Lightning's ddp launcher runs for rank 1 inside job 3 of an optuna sweep: Hydra composes
+    it, and its RUN mode wins over the MULTIRUN that hparams_search sets."""
     pytest.importorskip("hydra_plugins.hydra_optuna_sweeper")
 
-    from burnlike.app.ddp import job_subprocess_cmd
-
     job = ["hparams_search=mnist_optuna", "trainer=ddp", "optimizer.lr=0.01"]
-    cfg = compose_app(job, hydra_config=True)
+    cfg = conf(*job, return_hydra_config=True)
     with read_write(cfg), open_dict(cfg):  # what Hydra's launcher fills in for job 3 of the sweep
         cfg.hydra.runtime.output_dir = str(tmp_path / "sweep" / "3")
         cfg.hydra.runtime.cwd = str(tmp_path)
@@ -36,26 +67,23 @@ def test_ddp_child_command_runs_this_job_not_the_sweep(tmp_path, monkeypatch):
     assert "-m" not in args and args[:2] == ["--config-name", "config"] and "optimizer.lr=0.01" in args
     assert f'hydra.run.dir="{tmp_path / "sweep" / "3"}"' in args and "hydra.output_subdir=null" in args
     # Hydra accepts the command, and RUN wins over the MULTIRUN that hparams_search sets
-    child = compose_app([a for a in args[2:] if a != "hydra.output_subdir=null"], hydra_config=True)
+    child = conf(*[a for a in args[2:] if a != "hydra.output_subdir=null"], return_hydra_config=True)
     assert child.hydra.mode == RunMode.RUN and child.hydra.run.dir == str(tmp_path / "sweep" / "3")
     assert child.optimizer.lr == 0.01
 
-    # the app installs this command for multirun jobs; without Lightning's hook it falls back to ddp_spawn
-    from lightning.pytorch.strategies.launchers import subprocess_script
 
-    from burnlike.app.run import trainer_strategy
-
+# --- patching Lightning's launcher ----------------------------------------------------------------
+def test_multirun_patches_lightnings_launcher_once(multirun, monkeypatch, caplog):
     monkeypatch.setattr(subprocess_script, "_hydra_subprocess_cmd", subprocess_script._hydra_subprocess_cmd)
-    assert trainer_strategy(cfg) == "ddp" and subprocess_script._hydra_subprocess_cmd is job_subprocess_cmd
-    monkeypatch.delattr(subprocess_script, "_hydra_subprocess_cmd")
-    assert trainer_strategy(cfg) == "ddp_spawn"
+    with caplog.at_level(logging.INFO, logger="burnlike.app"):
+        assert ddp.patch_for_multirun() is None and ddp.patch_for_multirun() is None
+    assert caplog.messages == ["multirun: DDP ranks are launched for this job only (not the whole sweep)"]
+    assert subprocess_script._hydra_subprocess_cmd is ddp.job_subprocess_cmd
 
 
 def test_multirun_where_lightning_cant_see_hydra_core_spawns_ddp(multirun, monkeypatch, caplog):
     """Lightning calls its Hydra hook only where hydra-core's package metadata is found: a Hydra on
     PYTHONPATH alone would have every rank re-run the sweep (its plain sys.argv command)."""
-    from lightning.pytorch.strategies.launchers import subprocess_script
-
     monkeypatch.setattr(subprocess_script, "_hydra_subprocess_cmd", subprocess_script._hydra_subprocess_cmd)
     monkeypatch.setattr(subprocess_script, "_HYDRA_AVAILABLE", False)
     with caplog.at_level(logging.WARNING, logger="burnlike.app"):
@@ -67,47 +95,7 @@ def test_multirun_where_lightning_cant_see_hydra_core_spawns_ddp(multirun, monke
 
 def test_a_lightning_with_the_hook_and_no_availability_flag_is_patched(multirun, monkeypatch):
     """Only a flag saying False stops the patch: a Lightning without one calls its hook under Hydra."""
-    from lightning.pytorch.strategies.launchers import subprocess_script
-
     monkeypatch.setattr(subprocess_script, "_hydra_subprocess_cmd", subprocess_script._hydra_subprocess_cmd)
     monkeypatch.delattr(subprocess_script, "_HYDRA_AVAILABLE")
     assert trainer_strategy(multirun, "ddp") == "ddp"
     assert subprocess_script._hydra_subprocess_cmd is ddp.job_subprocess_cmd
-
-
-def test_multirun_patches_lightnings_launcher_once(multirun, monkeypatch, caplog):
-    from lightning.pytorch.strategies.launchers import subprocess_script
-
-    monkeypatch.setattr(subprocess_script, "_hydra_subprocess_cmd", subprocess_script._hydra_subprocess_cmd)
-    with caplog.at_level(logging.INFO, logger="burnlike.app"):
-        assert ddp.patch_for_multirun() is None and ddp.patch_for_multirun() is None
-    assert caplog.messages == ["multirun: DDP ranks are launched for this job only (not the whole sweep)"]
-    assert subprocess_script._hydra_subprocess_cmd is ddp.job_subprocess_cmd
-
-
-@pytest.mark.parametrize(("argv", "flags"), [
-    (["--config-name=config", "seed=3"], ["--config-name=config"]),
-    (["-cn", "config", "seed=3"], ["-cn", "config"]),
-    (["seed=3", "-cn"], ["-cn"]),
-])
-def test_ddp_child_command_keeps_config_flags_and_the_job(multirun, monkeypatch, argv, flags, tmp_path):
-    import __main__
-
-    monkeypatch.setattr(__main__, "__spec__", None)  # started as a script (under `python -m pytest` it is a module)
-    monkeypatch.setattr(sys, "argv", [str(tmp_path / "train.py"), *argv])
-    command, cwd = ddp.job_subprocess_cmd(1)
-    assert command[:2] == [sys.executable, str(tmp_path / "train.py")]
-    assert command[2:] == [*flags, "learner.num_epochs=2", "hydra.mode=RUN", f'hydra.run.dir="{tmp_path / "job0"}"',
-                           "hydra.job.name=train_ddp_process_1", "hydra.output_subdir=null"]
-    assert cwd == str(tmp_path)
-
-
-def test_ddp_child_command_reruns_an_app_started_as_a_module_with_dash_m(multirun, monkeypatch, tmp_path):
-    import importlib.machinery
-
-    import __main__
-
-    monkeypatch.setattr(__main__, "__spec__", importlib.machinery.ModuleSpec("myproject.train", None))
-    monkeypatch.setattr(sys, "argv", [str(tmp_path / "train.py"), "seed=3"])
-    command, _ = ddp.job_subprocess_cmd(1)
-    assert command[:3] == [sys.executable, "-m", "myproject.train"]

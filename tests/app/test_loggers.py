@@ -1,12 +1,15 @@
-"""TODO: docstring."""
+"""`burnlike.app.loggers`: the experiment loggers the app builds (`logger.kinds`: csv, tensorboard,
+mlflow, wandb). Each writes under the run dir unless told otherwise, gets the run's name, the
+config and the git commit as hyperparameters; `check` refuses a config the loggers can't run
+before training; a resumed run continues the same MLflow / W&B run."""
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
 import json
 import os
 import re
+import struct
 import subprocess
 from pathlib import Path
 
@@ -14,46 +17,17 @@ import pytest
 
 from burnlike.app import loggers
 from burnlike.app.loggers import LoggerConfigError, _wandb, build_loggers, check, git_commit, hyperparams
-from burnlike.app.run import (
-    run,
-)
-from tests.app.helpers import SMALL, config
-from tests.helpers.paths import CONF
+from burnlike.app.run import run
+from tests.app.helpers import SMALL
 
 
-# loggers.py -------------------------------------------------------------------------------------------
 def git(cwd: Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
-
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    from tests.helpers.idx import write_mnist_idx
-
-    return write_mnist_idx(tmp_path_factory.mktemp("mnist"), n_train=64, n_test=32)
-
-
-def app_run(tiny, run_dir, overrides):
-    from hydra import compose, initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-
-    from burnlike.app.schema import register_configs
-
-    register_configs()
-    GlobalHydra.instance().clear()
-    conf = CONF
-    with initialize_config_dir(config_dir=str(conf), version_base="1.3"):
-        cfg = compose("config", overrides=[f"data.root={tiny}", "model=mlp", "learner.progress_bar=false",
-                                           "learner.summary=false", *overrides])
-    GlobalHydra.instance().clear()
-    return run(cfg, run_dir)
 
 
 def wandb_records(path):
     """The protobuf records (wandb's own `Record` schema) of an offline run's `.wandb` file: a 7-byte
     header, then LevelDB-log blocks of 32 KiB whose chunks carry (crc32, length, type) headers."""
-    import struct
-
     from wandb.proto import wandb_internal_pb2
 
     data, pos, block, pending = path.read_bytes(), 7, 32768, b""
@@ -73,8 +47,15 @@ def wandb_records(path):
             yield record
 
 
-def test_tensorboard_logger_writes_under_the_run_dir(tmp_path, data):
-    (logger,) = build_loggers(config(data, "logger=tensorboard"), tmp_path)
+# --- csv and tensorboard --------------------------------------------------------------------------
+def test_csv_logger_writes_under_the_run_dir_and_hyperparams_need_no_config_yet(conf, tmp_path):
+    (csv,) = build_loggers(conf("logger.kinds=[csv]"), tmp_path)
+    assert csv.name == "csv" and csv.root_dir == str(tmp_path / "csv")
+    assert hyperparams(tmp_path / "no-run-yet")["config"] == {}
+
+
+def test_tensorboard_logger_writes_under_the_run_dir(mlp_conf, tmp_path):
+    (logger,) = build_loggers(mlp_conf("logger=tensorboard"), tmp_path)
     assert type(logger).__name__ == "TensorBoardLogger"
     assert Path(logger.save_dir) == tmp_path and logger.name == "tensorboard"
     assert Path(logger.log_dir) == tmp_path / "tensorboard" / "version_0"
@@ -86,6 +67,64 @@ def test_tensorboard_logger_writes_under_the_run_dir(tmp_path, data):
     assert logger._default_hp_metric is False  # no hp_metric placeholder next to Burn's metrics
 
 
+# --- mlflow ---------------------------------------------------------------------------------------
+def test_mlflow_logs_under_the_runs_name_into_the_run_dir(conf, tmp_path, monkeypatch):
+    pytest.importorskip("mlflow")
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    (logger,) = build_loggers(conf(*SMALL, "logger=mlflow", "logger.name=my-sweep"), tmp_path)
+    assert logger._experiment_name == "my-sweep"
+    assert logger._tracking_uri == (tmp_path / "mlruns").resolve().as_uri()
+
+
+def test_mlflow_gets_the_name_and_tracking_uri_and_a_file_store_only_in_the_run_dir(conf, tmp_path, monkeypatch):
+    pytest.importorskip("mlflow")
+    monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE", raising=False)
+    uri = "http://127.0.0.1:9/mlflow"  # a tracking server (not contacted before the first log)
+    (mlflow,) = build_loggers(conf("logger.kinds=[mlflow]", "logger.name=exp", f"logger.mlflow_tracking_uri={uri}"),
+                              tmp_path)
+    assert mlflow._tracking_uri == uri and "MLFLOW_ALLOW_FILE_STORE" not in os.environ
+    build_loggers(conf("logger.kinds=[mlflow]"), tmp_path)  # the run dir's own file store: allowed explicitly
+    assert os.environ["MLFLOW_ALLOW_FILE_STORE"] == "true"
+
+
+# --- wandb ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize(("key", "offline"), [(None, True), ("0123456789abcdef0123456789abcdef01234567", False)])
+def test_wandb_goes_offline_without_an_api_key_into_the_run_dir(tmp_path, monkeypatch, key, offline):
+    pytest.importorskip("wandb")
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    if key:
+        monkeypatch.setenv("WANDB_API_KEY", key)
+    logger = _wandb(tmp_path, "my-project", None)
+    assert logger._offline is offline
+    assert logger.save_dir == str(tmp_path)
+    assert logger.name == "my-project"
+    assert "anonymous" not in logger._wandb_init  # Lightning's None, which wandb would warn about
+
+
+def test_wandb_gets_the_project_and_offline_as_asked(conf, tmp_path, monkeypatch):
+    pytest.importorskip("wandb")
+    (wandb,) = build_loggers(conf("logger.kinds=[wandb]", "logger.name=proj", "logger.wandb_offline=true"), tmp_path)
+    assert wandb._wandb_init["project"] == "proj" and wandb.name == "proj" and wandb._offline is True
+    assert "anonymous" not in wandb._wandb_init
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    (online,) = build_loggers(conf("logger.kinds=[wandb]", "logger.wandb_offline=false"), tmp_path)
+    assert online._offline is False  # as asked, though no API key is set
+
+
+# --- the checks before training -------------------------------------------------------------------
+def test_logger_check_names_a_missing_package_a_repeated_logger_and_a_negative_interval(conf, monkeypatch):
+    check(conf("logger.every_n_steps=0"))  # 0: epochs only, allowed
+    with pytest.raises(LoggerConfigError, match=r"^logger.every_n_steps=-1 is invalid: expected an integer >= 0$"):
+        check(conf("logger.every_n_steps=-1"))
+    with pytest.raises(LoggerConfigError, match=r"^logger.kinds: \['csv', 'csv'\] names a logger twice$"):
+        check(conf("logger.kinds=[csv,csv]"))
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "mlflow" else find_spec(name, *a))
+    with pytest.raises(LoggerConfigError, match=r"^logger=mlflow needs the mlflow package: pip install 'burnlike\[loggers\]'$"):
+        check(conf("logger.kinds=[csv,mlflow]"))
+
+
+# --- the git commit -------------------------------------------------------------------------------
 def test_git_commit_reads_the_checkout_and_marks_local_changes_dirty(tmp_path, monkeypatch):
     repo, elsewhere = tmp_path / "repo", tmp_path / "elsewhere"
     repo.mkdir(), elsewhere.mkdir()
@@ -117,78 +156,13 @@ def test_git_commit_gives_up_on_a_git_that_hangs(tmp_path, monkeypatch, hangs):
     assert git_commit(tmp_path) is None
 
 
-def test_wandb_logger_gets_the_project_offline(tmp_path):
-    pytest.importorskip("wandb")
-    logger = _wandb(tmp_path, "my-project", True)
-    assert logger.name == "my-project"
-    assert "anonymous" not in logger._wandb_init
-
-
-def test_mlflow_logs_under_the_runs_name_into_the_run_dir(conf, tmp_path, monkeypatch):
-    pytest.importorskip("mlflow")
-    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
-    (logger,) = build_loggers(conf(*SMALL, "logger=mlflow", "logger.name=my-sweep"), tmp_path)
-    assert logger._experiment_name == "my-sweep"
-    assert logger._tracking_uri == (tmp_path / "mlruns").resolve().as_uri()
-
-
-@pytest.mark.parametrize(("key", "offline"), [(None, True), ("0123456789abcdef0123456789abcdef01234567", False)])
-def test_wandb_goes_offline_without_an_api_key_into_the_run_dir(tmp_path, monkeypatch, key, offline):
-    pytest.importorskip("wandb")
-    monkeypatch.delenv("WANDB_API_KEY", raising=False)
-    if key:
-        monkeypatch.setenv("WANDB_API_KEY", key)
-    logger = _wandb(tmp_path, "my-project", None)
-    assert logger._offline is offline
-    assert logger.save_dir == str(tmp_path)
-    assert logger.name == "my-project"
-    assert "anonymous" not in logger._wandb_init  # Lightning's None, which wandb would warn about
-
-
-def test_mlflow_gets_the_name_and_tracking_uri_and_a_file_store_only_in_the_run_dir(conf, tmp_path, monkeypatch):
-    pytest.importorskip("mlflow")
-    monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE", raising=False)
-    uri = "http://127.0.0.1:9/mlflow"  # a tracking server (not contacted before the first log)
-    (mlflow,) = build_loggers(conf("logger.kinds=[mlflow]", "logger.name=exp", f"logger.mlflow_tracking_uri={uri}"),
-                              tmp_path)
-    assert mlflow._tracking_uri == uri and "MLFLOW_ALLOW_FILE_STORE" not in os.environ
-    build_loggers(conf("logger.kinds=[mlflow]"), tmp_path)  # the run dir's own file store: allowed explicitly
-    assert os.environ["MLFLOW_ALLOW_FILE_STORE"] == "true"
-
-
-def test_wandb_gets_the_project_and_offline_as_asked(conf, tmp_path, monkeypatch):
-    pytest.importorskip("wandb")
-    (wandb,) = build_loggers(conf("logger.kinds=[wandb]", "logger.name=proj", "logger.wandb_offline=true"), tmp_path)
-    assert wandb._wandb_init["project"] == "proj" and wandb._offline is True
-    monkeypatch.delenv("WANDB_API_KEY", raising=False)
-    (online,) = build_loggers(conf("logger.kinds=[wandb]", "logger.wandb_offline=false"), tmp_path)
-    assert online._offline is False  # as asked, though no API key is set
-
-
-def test_csv_logger_writes_under_the_run_dir_and_hyperparams_need_no_config_yet(conf, tmp_path):
-    (csv,) = build_loggers(conf("logger.kinds=[csv]"), tmp_path)
-    assert csv.name == "csv" and csv.root_dir == str(tmp_path / "csv")
-    assert hyperparams(tmp_path / "no-run-yet")["config"] == {}
-
-
-def test_logger_check_names_a_missing_package_a_repeated_logger_and_a_negative_interval(conf, monkeypatch):
-    check(conf("logger.every_n_steps=0"))  # 0: epochs only, allowed
-    with pytest.raises(LoggerConfigError, match=r"^logger.every_n_steps=-1 is invalid: expected an integer >= 0$"):
-        check(conf("logger.every_n_steps=-1"))
-    with pytest.raises(LoggerConfigError, match=r"^logger.kinds: \['csv', 'csv'\] names a logger twice$"):
-        check(conf("logger.kinds=[csv,csv]"))
-    find_spec = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "mlflow" else find_spec(name, *a))
-    with pytest.raises(LoggerConfigError, match=r"^logger=mlflow needs the mlflow package: pip install 'burnlike\[loggers\]'$"):
-        check(conf("logger.kinds=[csv,mlflow]"))
-
-
-def test_app_mlflow_file_store_holds_epochs_config_and_resume_continues_the_run(tiny, tmp_path):
+# --- what a run of the app logs, and its resume -----------------------------------------------------
+def test_app_mlflow_file_store_holds_epochs_config_and_resume_continues_the_run(mlp_conf, tmp_path):
     pytest.importorskip("mlflow")
     from mlflow.tracking import MlflowClient
 
-    app_run(tiny, tmp_path, ["logger=mlflow", "learner.num_epochs=1"])
-    app_run(tiny, tmp_path, ["logger=mlflow", "learner.num_epochs=2", "learner.checkpoint=1"])
+    run(mlp_conf("learner.summary=false", "logger=mlflow", "learner.num_epochs=1"), tmp_path)
+    run(mlp_conf("learner.summary=false", "logger=mlflow", "learner.num_epochs=2", "learner.checkpoint=1"), tmp_path)
     client = MlflowClient(tracking_uri=(tmp_path / "mlruns").resolve().as_uri())
     experiment = client.get_experiment_by_name("burnlike")
     runs = client.search_runs([experiment.experiment_id])
@@ -200,12 +174,12 @@ def test_app_mlflow_file_store_holds_epochs_config_and_resume_continues_the_run(
     assert "git_commit" in params
 
 
-def test_app_wandb_offline_run_dir_holds_epochs_and_config(tiny, tmp_path, monkeypatch):
+def test_app_wandb_offline_run_dir_holds_epochs_and_config(mlp_conf, tmp_path, monkeypatch):
     pytest.importorskip("wandb")
     monkeypatch.delenv("WANDB_API_KEY", raising=False)
     monkeypatch.setenv("WANDB_SILENT", "true")
-    app_run(tiny, tmp_path, ["logger=wandb", "learner.num_epochs=1"])
-    app_run(tiny, tmp_path, ["logger=wandb", "learner.num_epochs=2", "learner.checkpoint=1"])
+    run(mlp_conf("learner.summary=false", "logger=wandb", "learner.num_epochs=1"), tmp_path)
+    run(mlp_conf("learner.summary=false", "logger=wandb", "learner.num_epochs=2", "learner.checkpoint=1"), tmp_path)
     runs = sorted((tmp_path / "wandb").glob("offline-run-*"))
     assert runs, list((tmp_path / "wandb").iterdir())
     # offline-run-<date>_<time>-<id>, plus "-1" when both fits started in the same second

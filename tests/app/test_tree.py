@@ -1,13 +1,17 @@
-"""TODO: docstring."""
+"""`burnlike.app.tree`: how the app prints its config. Redirected, one `config <group>: k=v ...` line
+per group (greppable in a job's log); on a terminal, a tree of the groups as YAML in the terminal's
+own 16 colours."""
 
 import re
 
 from omegaconf import OmegaConf
 
 from burnlike.app.tree import _flat, print_config
-from tests.app.helpers import config
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
+# --- one line per group ---------------------------------------------------------------------------
 def test_flat_config_is_dotted_key_value_pairs_with_interpolations_resolved():
     group = OmegaConf.create({"lr": 0.001, "betas": {"b1": 0.9, "b2": 0.999}, "empty": {}, "tags": [1, 2],
                               "ref": "${lr}"})
@@ -16,8 +20,8 @@ def test_flat_config_is_dotted_key_value_pairs_with_interpolations_resolved():
     assert _flat(OmegaConf.create([1, {"a": 2}])) == "[1, {'a': 2}]"
 
 
-def test_print_config_is_one_line_per_group_when_redirected(data, capsys):
-    cfg = config(data, "optimizer=sgd", "seed=7")
+def test_print_config_is_one_line_per_group_when_redirected(mlp_conf, data, capsys):
+    cfg = mlp_conf("optimizer=sgd", "seed=7")
     print_config(cfg)
     lines = capsys.readouterr().out.splitlines()
     groups = [line.split(":")[0].removeprefix("config ") for line in lines]
@@ -31,10 +35,11 @@ def test_print_config_is_one_line_per_group_when_redirected(data, capsys):
     assert [line.split(":")[0] for line in capsys.readouterr().out.splitlines()][:2] == ["config learner", "config model"]
 
 
-def test_print_config_is_a_tree_on_a_terminal(data, terminal):
+# --- a tree on a terminal -------------------------------------------------------------------------
+def test_print_config_is_a_tree_on_a_terminal(mlp_conf, terminal):
     screen = terminal()
-    print_config(config(data, "optimizer=sgd"))
-    text = re.sub(r"\x1b\[[0-9;]*m", "", screen.getvalue())  # without the colours
+    print_config(mlp_conf("optimizer=sgd"))
+    text = ANSI.sub("", screen.getvalue())  # without the colours
     assert text.splitlines()[0] == "config"
     for group in ("model", "data", "optimizer", "trainer", "learner"):
         assert f"── {group}" in text
@@ -42,10 +47,16 @@ def test_print_config_is_a_tree_on_a_terminal(data, terminal):
     assert "momentum" in text and "lr" in text
 
 
-# tree.py ------------------------------------------------------------------------------------------------
-def test_config_tree_highlights_yaml_in_a_terminal(conf, colour_terminal):
-    from burnlike.app.tree import print_config
+def test_config_tree_shows_each_group_as_yaml(conf, terminal):
+    out = terminal()
+    print_config(conf("model=mlp", "model.hidden_sizes=[8]"))
+    text = ANSI.sub("", out.getvalue())
+    lines = [line.strip("│ ") for line in text.splitlines()]
+    assert "hidden_sizes:" in lines and "- 8" in lines  # YAML, not a dict's repr
+    assert "{'" not in text
 
+
+def test_config_tree_highlights_yaml_in_a_terminal(conf, colour_terminal):
     out = colour_terminal()
     print_config(conf("model=mlp", "model.hidden_sizes=[8]"))
     line = next(x for x in out.getvalue().splitlines() if "hidden_sizes" in x)
@@ -53,28 +64,13 @@ def test_config_tree_highlights_yaml_in_a_terminal(conf, colour_terminal):
     assert codes and any(c.startswith(("3", "9")) for c in codes[1].split(";")), line  # the yaml key's colour
 
 
-def test_config_tree_shows_each_group_as_yaml(conf, terminal):
-    from burnlike.app.tree import print_config
-
-    out = terminal()
-    print_config(conf("model=mlp", "model.hidden_sizes=[8]"))
-    text = re.sub(r"\x1b\[[0-9;]*m", "", out.getvalue())
-    lines = [line.strip("│ ") for line in text.splitlines()]
-    assert "hidden_sizes:" in lines and "- 8" in lines  # YAML, not a dict's repr
-    assert "{'" not in text
-
-
 def test_config_tree_styles_resolved_values_and_scalars(colour_terminal):
     """The terminal tree: a dim root and guides, bold group names, interpolations resolved, a
     top-level scalar as itself, YAML keys in the terminal's 16 colours (not a truecolor theme)."""
-    from omegaconf import OmegaConf
-
-    from burnlike.app.tree import print_config
-
     out = colour_terminal()
     print_config(OmegaConf.create({"model": {"width": 8, "name": "w${model.width}"}, "seed": 7}))
     raw = out.getvalue()
-    text = re.sub(r"\x1b\[[0-9;]*m", "", raw)
+    text = ANSI.sub("", raw)
     lines = [line.strip("│├└─ ") for line in text.splitlines()]
     assert "name: w8" in lines and "7" in lines, lines  # resolved; the scalar's own value
     assert raw.startswith("\x1b[2mconfig"), repr(raw[:40])

@@ -1,15 +1,16 @@
-"""TODO: docstring."""
+"""`burnlike.conf`: the YAML options the app ships (model, data, optimizer, trainer, learner, debug,
+logger, hparams_search). The groups offer the documented options, and each YAML holds only what its
+option changes: the defaults live in `burnlike.app.schema` alone, so a YAML that repeats one (or sets
+a key the schema lacks) would drift from it unseen."""
 
 import pytest
-from hydra import compose
 from omegaconf import OmegaConf
 
+from burnlike.app.schema import SCHEMAS, AppConfig
 from tests.helpers.app import GROUPS, shipped_options
 from tests.helpers.paths import REPO
 
 CONF_PKG = REPO / "burnlike" / "conf"
-
-
 SCHEMA_FILES = sorted(p for p in CONF_PKG.rglob("*.yaml") if p.parent.name != "launcher")  # not Hydra's own
 
 
@@ -33,8 +34,6 @@ def own_values(path):
 def schema_for(path):
     """The schema defaults a YAML file lands on: AppConfig for the primary and `_global_` files, the
     group's node of it for data/trainer/learner, the `/schema/...@_here_` class for model/optimizer."""
-    from burnlike.app.schema import SCHEMAS, AppConfig
-
     app = OmegaConf.to_container(OmegaConf.structured(AppConfig), resolve=False)
     group = path.parent.name
     if path.parent == CONF_PKG or "# @package _global_" in path.read_text():
@@ -64,11 +63,9 @@ def test_group_yamls_hold_only_what_differs_from_the_schema(path):
             f"{where}: {value!r} repeats the schema's default; defaults live in burnlike/app/schema.py only"
 
 
-def test_default_options_compose_to_the_schema_defaults_and_others_add_only_their_own(app_hydra):
-    from burnlike.app.schema import AppConfig
-
+def test_default_options_compose_to_the_schema_defaults_and_others_add_only_their_own(conf):
     app = leaves(OmegaConf.to_container(OmegaConf.structured(AppConfig), resolve=False))
-    composed = leaves(OmegaConf.to_container(compose("config"), resolve=False))
+    composed = leaves(OmegaConf.to_container(conf(), resolve=False))
     for key, default in app.items():  # model and optimizer are the groups' own schemas
         if not key.startswith(("model", "optimizer")):
             assert composed[key] == default, f"{key}: composes to {composed[key]!r}, the schema says {default!r}"
@@ -80,5 +77,5 @@ def test_default_options_compose_to_the_schema_defaults_and_others_add_only_thei
                 if isinstance(parent, str) and "/" not in parent and parent != "_self_":
                     expected.update(own_values(path.parent / f"{parent}.yaml"))
             expected.update(own_values(path))
-            cfg = compose("config", overrides=[f"{group}={option}"])
+            cfg = conf(f"{group}={option}")
             assert leaves(OmegaConf.to_container(cfg[group], resolve=False)) == expected, f"{group}={option}"

@@ -1,4 +1,4 @@
-"""TODO: docstring."""
+"""Helpers for the tests of `burnlike.data`: a torch-call recorder to see how batches move and pin."""
 
 from __future__ import annotations
 

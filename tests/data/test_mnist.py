@@ -1,4 +1,9 @@
-"""TODO: docstring."""
+"""`burnlike.data.mnist`: `MnistDataset` reads the four IDX files (gzip or raw) from the root given,
+then `BURNLIKE_DATA`, then ./data; it names the file and the fault for every malformed file and the
+folder, the files and the fixes for missing ones, downloads through torchvision only when allowed
+(argument, then `BURNLIKE_DOWNLOAD`), and says why a download failed. Its items are small copies,
+its batched fetch (`__getitems__`) equals fetching item by item, and `MnistBatcher` normalises a
+whole batch at once, on the CPU or where the images are; `MnistBatch` moves and pins like a tensor."""
 
 from __future__ import annotations
 
@@ -6,6 +11,7 @@ import gzip
 import hashlib
 import http.server
 import pickle
+import socket
 import threading
 from pathlib import Path
 
@@ -25,6 +31,7 @@ from burnlike.data import (
     MnistItems,
     MnistNotFoundError,
 )
+from tests.data.helpers import TorchCalls
 from tests.helpers.idx import MALFORMED, NAMES, digits, idx_bytes, write_malformed, write_mnist_idx
 
 FOUR = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")
@@ -34,24 +41,36 @@ def normalised(images: torch.Tensor) -> torch.Tensor:
     return (images.double() / 255 - 0.1307) / 0.3081
 
 
-def _idx(magic: int, dims: list[int], data: bytes) -> bytes:
+def idx_file(magic: int, dims: list[int], data: bytes) -> bytes:
+    """An IDX file's bytes with any magic number and dimensions, matching the data or not."""
     return magic.to_bytes(4, "big") + b"".join(d.to_bytes(4, "big") for d in dims) + data
 
 
-def _mnist_files(raw: Path, split: str, n: int, seed: int, gz: bool = False, labels_n: int | None = None) -> np.ndarray:
-    """Writes `split`'s two IDX files of `n` random digits; returns the images."""
+def write_random_split(raw: Path, split: str, n: int, seed: int, gz: bool = False,
+                       labels_n: int | None = None) -> np.ndarray:
+    """Writes `split`'s two IDX files of `n` random digits (`labels_n` labels); returns the images."""
     rng = np.random.default_rng(seed)
     images = rng.integers(0, 256, (n, 28, 28), dtype=np.uint8)
     labels = rng.integers(0, 10, labels_n if labels_n is not None else n, dtype=np.uint8)
     raw.mkdir(parents=True, exist_ok=True)
     image_name, label_name = mnist_module.FILES[split]
-    for name, blob in ((image_name, _idx(2051, [n, 28, 28], images.tobytes())),
-                       (label_name, _idx(2049, [len(labels)], labels.tobytes()))):
+    for name, blob in ((image_name, idx_file(2051, [n, 28, 28], images.tobytes())),
+                       (label_name, idx_file(2049, [len(labels)], labels.tobytes()))):
         if gz:
             (raw / f"{name}.gz").write_bytes(gzip.compress(blob))
         else:
             (raw / name).write_bytes(blob)
     return images
+
+
+def write_split(root: Path, images: np.ndarray, labels: np.ndarray, split: str = "train") -> Path:
+    """Writes the given images and labels as `split`'s two raw IDX files; returns the raw folder."""
+    raw = root / "MNIST" / "raw"
+    raw.mkdir(parents=True, exist_ok=True)
+    image_name, label_name = NAMES[split]
+    (raw / image_name).write_bytes(idx_bytes(images))
+    (raw / label_name).write_bytes(idx_bytes(labels))
+    return raw
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
@@ -63,8 +82,8 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
 def mnist_server(tmp_path):
     """A local HTTP server holding four tiny gzip IDX files, as torchvision's MNIST mirrors do."""
     served = tmp_path / "served"
-    _mnist_files(served, "train", 3, seed=5, gz=True)
-    _mnist_files(served, "test", 2, seed=6, gz=True)
+    write_random_split(served, "train", 3, seed=5, gz=True)
+    write_random_split(served, "test", 2, seed=6, gz=True)
     handler = lambda *a, **k: _Quiet(*a, directory=str(served), **k)  # noqa: E731
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
@@ -77,20 +96,13 @@ def mnist_server(tmp_path):
         thread.join()
 
 
-def write_split(root: Path, images: np.ndarray, labels: np.ndarray, split: str = "train") -> Path:
-    raw = root / "MNIST" / "raw"
-    raw.mkdir(parents=True, exist_ok=True)
-    image_name, label_name = NAMES[split]
-    (raw / image_name).write_bytes(idx_bytes(images))
-    (raw / label_name).write_bytes(idx_bytes(labels))
-    return raw
-
-
 @pytest.fixture
-def downloads(monkeypatch):
+def download_calls(monkeypatch) -> list[Path]:
+    """Stands in for torchvision's download (no network in tests): records each root asked for and
+    writes 12 train and 6 test digits there."""
     calls: list[Path] = []
 
-    def fake_download(root: Path) -> None:  # stands in for torchvision
+    def fake_download(root: Path) -> None:
         calls.append(root)
         write_mnist_idx(root, 12, 6)
 
@@ -98,18 +110,7 @@ def downloads(monkeypatch):
     return calls
 
 
-def test_idx_test_helper_writes_learnable_valid_idx_digits():
-    images, labels = digits(200, 0)
-    assert set(labels.tolist()) == set(range(10))
-    # a nearest-class-mean classifier on row sums separates the classes: the content is learnable
-    rows = images.astype(np.float64).sum(axis=2)
-    means = np.stack([rows[labels == c].mean(axis=0) for c in range(10)])
-    predicted = ((rows[:, None, :] - means[None]) ** 2).sum(-1).argmin(1)
-    assert (predicted == labels).mean() > 0.99
-    data = idx_bytes(images)
-    assert int.from_bytes(data[:4], "big") == 2051 and len(data) == 16 + 200 * 784
-
-
+# --- reading the IDX files ----------------------------------------------------------------------------------
 @pytest.mark.parametrize("gz", [True, False])
 def test_reads_gz_and_raw_idx_files_into_uint8_images_and_int_labels(tmp_path, gz):
     write_mnist_idx(tmp_path, 40, 20, gz=gz, seed=3)
@@ -128,104 +129,16 @@ def test_reads_gz_and_raw_idx_files_into_uint8_images_and_int_labels(tmp_path, g
     assert torch.equal(item.image, torch.from_numpy(images[3]))
 
 
-def test_item_is_a_small_copy_not_a_view_of_the_whole_dataset(root):
-    item = MnistDataset.train(root)[0]
-    assert item.image.untyped_storage().nbytes() == 784  # pickling it won't drag the whole dataset along
-    assert pickle.loads(pickle.dumps(item)).label == item.label
+def test_labels_zero_to_nine_are_all_accepted(tmp_path):
+    images, _ = digits(10, 0)
+    write_split(tmp_path, images, np.arange(10, dtype=np.uint8))
+    assert MnistDataset.train(tmp_path).labels.tolist() == list(range(10))
 
 
-def test_batcher_normalises_the_whole_batch_and_moves_it_to_the_device(root):
-    ds = MnistDataset.train(root)
-    batch = MnistBatcher().batch([ds[0], ds[1], ds[7]])
-    assert isinstance(batch, MnistBatch) and isinstance(MnistBatcher(), Batcher)
-    assert batch.images.dtype == torch.float32 and batch.images.shape == (3, 28, 28)
-    expected = normalised(ds.images[[0, 1, 7]])
-    assert torch.allclose(batch.images.double(), expected, atol=1e-5)
-    assert batch.images.min().item() == pytest.approx(-0.1307 / 0.3081, abs=1e-5)  # pixel 0
-    assert batch.images.max().item() == pytest.approx((230 / 255 - 0.1307) / 0.3081, abs=1e-5)  # the bar
-    assert batch.targets.dtype == torch.int64 and batch.targets.tolist() == ds.labels[[0, 1, 7]].tolist()
-    moved = MnistBatcher().batch([ds[0]], device="meta")
-    assert moved.images.device.type == "meta" and moved.targets.device.type == "meta"
-
-
-def test_batched_fetch_equals_per_item_fetch(root):
-    ds = MnistDataset.train(root)
-    idx = [5, 0, 99, 42, 5]
-    fast_items = ds.__getitems__(idx)
-    assert fast_items.images.dtype == torch.uint8  # still uint8 until the batcher
-    for fast in (MnistBatcher().batch(fast_items), MnistBatcher().batch(ds.__getitems__(torch.tensor(idx)))):
-        slow = MnistBatcher().batch([ds[i] for i in idx])
-        assert torch.equal(fast.images, slow.images) and torch.equal(fast.targets, slow.targets)
-
-
-def test_loader_batches_through_getitems_match_per_item_batches(root):
-    """The DataLoader uses __getitems__; the result equals batching the same indices item by item."""
-    ds = MnistDataset.train(root)
-    loader = DataLoaderBuilder(MnistBatcher()).batch_size(16).shuffle(5).build(ds)
-    order = list(iter(loader.sampler))  # the sampler's generator is fresh: this is the first epoch's order
-    fresh = DataLoaderBuilder(MnistBatcher()).batch_size(16).shuffle(5).build(ds)
-    for n, batch in enumerate(fresh):
-        idx = order[16 * n : 16 * (n + 1)]
-        slow = MnistBatcher().batch([ds[i] for i in idx])
-        assert torch.equal(batch.images, slow.images) and torch.equal(batch.targets, slow.targets)
-    assert n == 6
-
-
-def test_torch_subset_of_mnist_keeps_batched_fetching(root):
-    ds = MnistDataset.train(root)
-    subset = torch.utils.data.Subset(ds, range(10, 42))
-    batches = list(DataLoaderBuilder(MnistBatcher()).batch_size(8).build(subset))
-    assert len(batches) == 4 and torch.cat([b.targets for b in batches]).tolist() == ds.labels[10:42].tolist()
-
-
-def test_missing_files_error_names_the_folder_the_files_and_the_fixes(tmp_path, monkeypatch):
-    monkeypatch.delenv("BURNLIKE_DOWNLOAD", raising=False)
-    monkeypatch.setattr(mnist_module, "_download", lambda root: pytest.fail("downloaded without permission"))
-    with pytest.raises(MnistNotFoundError) as err:
-        MnistDataset.train(tmp_path)
-    text = str(err.value)
-    assert str((tmp_path / "MNIST" / "raw").resolve()) in text
-    for name in FOUR:
-        assert f"{name}[.gz]" in text
-    assert "BURNLIKE_DATA" in text and "data.root" in text and "download=True" in text
-    assert isinstance(err.value, FileNotFoundError)
-
-
-def test_half_present_split_is_missing_naming_the_absent_file(tmp_path, monkeypatch):
-    monkeypatch.delenv("BURNLIKE_DOWNLOAD", raising=False)
-    write_mnist_idx(tmp_path, 10, 10)
-    (tmp_path / "MNIST" / "raw" / "t10k-labels-idx1-ubyte.gz").unlink()
-    assert len(MnistDataset.train(tmp_path)) == 10
-    with pytest.raises(MnistNotFoundError, match="t10k-labels-idx1-ubyte"):
-        MnistDataset.test(tmp_path)
-
-
-def test_download_only_when_allowed_and_never_refetched(tmp_path, monkeypatch):
-    calls: list[Path] = []
-
-    def fake_download(root: Path) -> None:  # stands in for torchvision: no network in tests
-        calls.append(root)
-        write_mnist_idx(root, 12, 6)
-
-    monkeypatch.setattr(mnist_module, "_download", fake_download)
-    monkeypatch.setenv("BURNLIKE_DOWNLOAD", "1")
-    with pytest.raises(MnistNotFoundError):
-        MnistDataset.train(tmp_path / "a", download=False)  # the explicit argument wins over the env var
-    assert calls == [] and len(MnistDataset.train(tmp_path / "a")) == 12 and calls == [tmp_path / "a"]
-    monkeypatch.delenv("BURNLIKE_DOWNLOAD")
-    with pytest.raises(MnistNotFoundError):
-        MnistDataset.test(tmp_path / "b")
-    assert len(MnistDataset.test(tmp_path / "b", download=True)) == 6 and len(calls) == 2
-    assert len(MnistDataset.test(tmp_path / "b", download=True)) == 6 and len(calls) == 2  # present: no refetch
-
-
-def test_failed_download_keeps_the_advice(tmp_path, monkeypatch):
-    def offline(root: Path) -> None:
-        raise RuntimeError("Error downloading train-images-idx3-ubyte.gz")
-
-    monkeypatch.setattr(mnist_module, "_download", offline)
-    with pytest.raises(MnistNotFoundError, match="(?s)BURNLIKE_DATA.*Downloading through torchvision failed"):
-        MnistDataset.train(tmp_path, download=True)
+def test_read_idx_reads_all_four_bytes_of_every_dimension(tmp_path):
+    path = tmp_path / "big-dims"
+    path.write_bytes(idx_file(2051, [0, 2**24 + 5, 2**16 + 7], b""))
+    assert mnist_module._read_idx(path, 2051, 3).shape == (0, 2**24 + 5, 2**16 + 7)
 
 
 def test_root_is_the_argument_then_burnlike_data_then_dot_data(tmp_path, monkeypatch):
@@ -239,6 +152,112 @@ def test_root_is_the_argument_then_burnlike_data_then_dot_data(tmp_path, monkeyp
     assert len(MnistDataset.test()) == 9  # ./data
 
 
+# --- items and the batched fetch ----------------------------------------------------------------------------
+def test_item_is_a_small_copy_not_a_view_of_the_whole_dataset(mnist_root):
+    item = MnistDataset.train(mnist_root)[0]
+    assert item.image.untyped_storage().nbytes() == 784  # pickling it won't drag the whole dataset along
+    assert pickle.loads(pickle.dumps(item)).label == item.label
+
+
+def test_batched_fetch_equals_per_item_fetch(mnist_root):
+    ds = MnistDataset.train(mnist_root)
+    idx = [5, 0, 99, 42, 5]
+    fast_items = ds.__getitems__(idx)
+    assert fast_items.images.dtype == torch.uint8  # uint8 until the batcher
+    for fast in (MnistBatcher().batch(fast_items), MnistBatcher().batch(ds.__getitems__(torch.tensor(idx)))):
+        slow = MnistBatcher().batch([ds[i] for i in idx])
+        assert torch.equal(fast.images, slow.images) and torch.equal(fast.targets, slow.targets)
+
+
+def test_loader_batches_through_getitems_match_per_item_batches(mnist_root):
+    """The DataLoader uses __getitems__; the result equals batching the same indices item by item."""
+    ds = MnistDataset.train(mnist_root)
+    loader = DataLoaderBuilder(MnistBatcher()).batch_size(16).shuffle(5).build(ds)
+    order = list(iter(loader.sampler))  # the sampler's generator is fresh: this is the first epoch's order
+    fresh = DataLoaderBuilder(MnistBatcher()).batch_size(16).shuffle(5).build(ds)
+    for n, batch in enumerate(fresh):
+        idx = order[16 * n : 16 * (n + 1)]
+        slow = MnistBatcher().batch([ds[i] for i in idx])
+        assert torch.equal(batch.images, slow.images) and torch.equal(batch.targets, slow.targets)
+    assert n == 6
+
+
+def test_torch_subset_of_mnist_keeps_batched_fetching(mnist_root):
+    ds = MnistDataset.train(mnist_root)
+    subset = torch.utils.data.Subset(ds, range(10, 42))
+    batches = list(DataLoaderBuilder(MnistBatcher()).batch_size(8).build(subset))
+    assert len(batches) == 4 and torch.cat([b.targets for b in batches]).tolist() == ds.labels[10:42].tolist()
+
+
+def test_mnist_dataset_and_batch_survive_pickling(mnist_root):
+    """What ddp_spawn and DataLoader workers do to them."""
+    ds = MnistDataset.train(mnist_root)
+    again = pickle.loads(pickle.dumps(ds))
+    assert torch.equal(again.__getitems__([3, 1]).images, ds.images[[3, 1]])
+    batch = pickle.loads(pickle.dumps(MnistBatcher().batch(ds.__getitems__([0, 1]))))
+    assert isinstance(batch, MnistBatch) and batch.images.shape == (2, 28, 28)
+
+
+# --- the batcher and its batches ----------------------------------------------------------------------------
+def test_batcher_normalises_the_whole_batch_and_moves_it_to_the_device(mnist_root):
+    ds = MnistDataset.train(mnist_root)
+    batch = MnistBatcher().batch([ds[0], ds[1], ds[7]])
+    assert isinstance(batch, MnistBatch) and isinstance(MnistBatcher(), Batcher)
+    assert batch.images.dtype == torch.float32 and batch.images.shape == (3, 28, 28)
+    expected = normalised(ds.images[[0, 1, 7]])
+    assert torch.allclose(batch.images.double(), expected, atol=1e-5)
+    assert batch.images.min().item() == pytest.approx(-0.1307 / 0.3081, abs=1e-5)  # pixel 0
+    assert batch.images.max().item() == pytest.approx((230 / 255 - 0.1307) / 0.3081, abs=1e-5)  # the bar
+    assert batch.targets.dtype == torch.int64 and batch.targets.tolist() == ds.labels[[0, 1, 7]].tolist()
+    moved = MnistBatcher().batch([ds[0]], device="meta")
+    assert moved.images.device.type == "meta" and moved.targets.device.type == "meta"
+
+
+def test_mnist_batcher_values_dtypes_and_the_non_cpu_route():
+    images = torch.tensor([[[0, 255] * 14] * 28, [[128] * 28] * 28], dtype=torch.uint8)
+    items = MnistItems(images, torch.tensor([7, 2]))
+    batch = MnistBatcher().batch(items)
+    expected = (images.double() / 255 - mnist_module.MEAN) / mnist_module.STD
+    assert batch.images.dtype == torch.float32 and batch.targets.tolist() == [7, 2]
+    assert torch.allclose(batch.images.double(), expected, atol=1e-5)
+    # a batch on another device is normalised there (torch ops, not numpy)
+    on_meta = MnistBatcher().batch(MnistItems(images.to("meta"), torch.tensor([7, 2], device="meta")))
+    assert isinstance(on_meta, MnistBatch)
+    assert on_meta.images.device.type == "meta" and on_meta.images.dtype == torch.float32
+    assert on_meta.images.shape == (2, 28, 28) and on_meta.targets.shape == (2,)
+
+
+def test_batch_moves_with_lightnings_move_data_to_device():
+    from lightning.fabric.utilities.apply_func import move_data_to_device
+
+    batch = MnistBatch(torch.zeros(2, 28, 28), torch.zeros(2, dtype=torch.long))
+    moved = move_data_to_device(batch, torch.device("meta"))
+    assert isinstance(moved, MnistBatch) and moved.images.device.type == "meta"
+    assert moved.targets.device.type == "meta" and batch.images.device.type == "cpu"
+    assert batch.to("meta").images.device.type == "meta"
+
+
+def test_mnist_batch_moves_blocking_unless_asked_and_pins_both_tensors():
+    mnist = MnistBatch(torch.zeros(1, 28, 28), torch.zeros(1, dtype=torch.int64))
+    with TorchCalls() as calls:
+        mnist.to("cpu")
+    assert [k.get("non_blocking") for _, k in calls.named("to")] == [False] * 2
+    with TorchCalls() as calls:
+        mnist.to("cpu", non_blocking=True)
+    assert [k.get("non_blocking") for _, k in calls.named("to")] == [True] * 2
+    with TorchCalls() as calls:
+        pinned_mnist = mnist.pin_memory()
+    assert len(calls.pinned) == 2
+    assert pinned_mnist.images is calls.pinned[0] and pinned_mnist.targets is calls.pinned[1]
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="pinning host memory needs a CUDA device")
+def test_mnist_batch_pin_memory_pins_images_and_targets():
+    mnist = MnistBatch(torch.randn(2, 1, 28, 28), torch.tensor([3, 4])).pin_memory()
+    assert mnist.images.is_pinned() and mnist.targets.is_pinned() and mnist.targets.tolist() == [3, 4]
+
+
+# --- malformed files and tensors ----------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("kind", "needle"),
     [
@@ -270,43 +289,24 @@ def test_malformed_test_split_error_names_its_file(tmp_path):
         MnistDataset.test(tmp_path)
 
 
-def test_batch_moves_with_lightnings_move_data_to_device():
-    from lightning.fabric.utilities.apply_func import move_data_to_device
-
-    batch = MnistBatch(torch.zeros(2, 28, 28), torch.zeros(2, dtype=torch.long))
-    moved = move_data_to_device(batch, torch.device("meta"))
-    assert isinstance(moved, MnistBatch) and moved.images.device.type == "meta"
-    assert moved.targets.device.type == "meta" and batch.images.device.type == "cpu"
-    assert batch.to("meta").images.device.type == "meta"
-
-
-def test_allowed_download_without_a_network_keeps_the_advice_and_says_why(tmp_path, monkeypatch):
-    """The real downloader (torchvision), offline: the error keeps the advice and says why it failed."""
-    import socket
-
-    from burnlike.data import MnistDataset, MnistNotFoundError
-
-    tried = []
-
-    def offline(*args, **kwargs):
-        tried.append(args[0] if args else None)
-        raise socket.gaierror("no network in tests")
-
-    monkeypatch.setattr(socket, "getaddrinfo", offline)
-    monkeypatch.setattr(socket.socket, "connect", offline)
-    with pytest.raises(MnistNotFoundError) as err:
-        MnistDataset.train(tmp_path, download=True)
-    message = str(err.value)
-    assert f"MNIST not found in {(tmp_path / 'MNIST' / 'raw').resolve()}" in message
-    assert "Downloading through torchvision failed: RuntimeError" in message
-    assert tried  # torchvision did try its mirrors
-    assert not list((tmp_path / "MNIST" / "raw").glob("*-ubyte"))  # nothing half-written was left as data
+@pytest.mark.parametrize("label", [10, 11, 255])
+def test_label_above_nine_is_refused_naming_the_file(tmp_path, label):
+    images, labels = digits(6, 0)
+    labels[4] = label
+    raw = write_split(tmp_path, images, labels)
+    with pytest.raises(MnistFormatError, match=rf"label {label} found, expected digits 0-9") as err:
+        MnistDataset.train(tmp_path)
+    assert str(raw / NAMES["train"][1]) in str(err.value)
 
 
-def test_read_idx_reads_all_four_bytes_of_every_dimension(tmp_path):
-    path = tmp_path / "big-dims"
-    path.write_bytes(_idx(2051, [0, 2**24 + 5, 2**16 + 7], b""))
-    assert mnist_module._read_idx(path, 2051, 3).shape == (0, 2**24 + 5, 2**16 + 7)
+@pytest.mark.parametrize("shape", [(28, 27), (27, 28), (32, 32), (14, 56)])
+def test_images_that_are_not_28_by_28_are_refused(tmp_path, shape):
+    rng = np.random.default_rng(0)
+    images = rng.integers(0, 255, (5, *shape)).astype(np.uint8)
+    raw = write_split(tmp_path, images, np.zeros(5, dtype=np.uint8))
+    with pytest.raises(MnistFormatError, match=r"images of shape \(\d+, \d+\), expected \(28, 28\)") as err:
+        MnistDataset.train(tmp_path)
+    assert str(raw / NAMES["train"][0]) in str(err.value) and str(shape) in str(err.value)
 
 
 def test_mnist_dataset_checks_its_tensors():
@@ -320,6 +320,20 @@ def test_mnist_dataset_checks_its_tensors():
     assert ds.labels.dtype == torch.int64
     empty = ds.__getitems__([])
     assert empty.images.shape == (0, 28, 28) and empty.labels.shape == (0,)
+
+
+# --- missing files ------------------------------------------------------------------------------------------
+def test_missing_files_error_names_the_folder_the_files_and_the_fixes(tmp_path, monkeypatch):
+    monkeypatch.delenv("BURNLIKE_DOWNLOAD", raising=False)
+    monkeypatch.setattr(mnist_module, "_download", lambda root: pytest.fail("downloaded without permission"))
+    with pytest.raises(MnistNotFoundError) as err:
+        MnistDataset.train(tmp_path)
+    text = str(err.value)
+    assert str((tmp_path / "MNIST" / "raw").resolve()) in text
+    for name in FOUR:
+        assert f"{name}[.gz]" in text
+    assert "BURNLIKE_DATA" in text and "data.root" in text and "download=True" in text
+    assert isinstance(err.value, FileNotFoundError)
 
 
 def test_mnist_load_errors_name_both_files_and_the_fix(tmp_path, monkeypatch):
@@ -338,12 +352,49 @@ def test_mnist_load_errors_name_both_files_and_the_fix(tmp_path, monkeypatch):
         "variable BURNLIKE_DATA=<root>, the Hydra key data.root=<root> or MnistDataset.train(root); "
         "MnistDataset.train(root, download=True) or BURNLIKE_DOWNLOAD=1 lets torchvision download them."
     )
-    _mnist_files(tmp_path / "MNIST" / "raw", "test", 3, seed=1, labels_n=2)
+    write_random_split(tmp_path / "MNIST" / "raw", "test", 3, seed=1, labels_n=2)
     images, labels = (str(tmp_path / "MNIST" / "raw" / n) for n in mnist_module.FILES["test"])
     with pytest.raises(MnistFormatError) as counts:
         MnistDataset.load("test", tmp_path)
     assert str(counts.value) == (f"{images} has 3 images but {labels} has 2 labels; "
                                  "expected the same count (files from different splits or downloads?)")
+
+
+def test_half_present_split_is_missing_naming_the_absent_file(tmp_path, monkeypatch):
+    monkeypatch.delenv("BURNLIKE_DOWNLOAD", raising=False)
+    write_mnist_idx(tmp_path, 10, 10)
+    (tmp_path / "MNIST" / "raw" / "t10k-labels-idx1-ubyte.gz").unlink()
+    assert len(MnistDataset.train(tmp_path)) == 10
+    with pytest.raises(MnistNotFoundError, match="t10k-labels-idx1-ubyte"):
+        MnistDataset.test(tmp_path)
+
+
+# --- downloads ----------------------------------------------------------------------------------------------
+def test_download_only_when_allowed_and_never_refetched(tmp_path, monkeypatch, download_calls):
+    monkeypatch.setenv("BURNLIKE_DOWNLOAD", "1")
+    with pytest.raises(MnistNotFoundError):
+        MnistDataset.train(tmp_path / "a", download=False)  # the explicit argument wins over the env var
+    assert download_calls == [] and len(MnistDataset.train(tmp_path / "a")) == 12
+    assert download_calls == [tmp_path / "a"]
+    monkeypatch.delenv("BURNLIKE_DOWNLOAD")
+    with pytest.raises(MnistNotFoundError):
+        MnistDataset.test(tmp_path / "b")
+    assert len(MnistDataset.test(tmp_path / "b", download=True)) == 6 and len(download_calls) == 2
+    assert len(MnistDataset.test(tmp_path / "b", download=True)) == 6 and len(download_calls) == 2  # present: no refetch
+
+
+@pytest.mark.parametrize("value", ["1", "true", "yes", "on", "TRUE", " Yes "])
+def test_burnlike_download_truthy_values_enable_the_download(tmp_path, monkeypatch, download_calls, value):
+    monkeypatch.setenv("BURNLIKE_DOWNLOAD", value)
+    assert len(MnistDataset.train(tmp_path)) == 12 and download_calls == [tmp_path]
+
+
+@pytest.mark.parametrize("value", ["", "0", "false", "no", "off", "2", "y"])
+def test_other_burnlike_download_values_do_not_download(tmp_path, monkeypatch, download_calls, value):
+    monkeypatch.setenv("BURNLIKE_DOWNLOAD", value)
+    with pytest.raises(MnistNotFoundError):
+        MnistDataset.train(tmp_path)
+    assert download_calls == []
 
 
 def test_mnist_downloads_through_torchvision_when_allowed(tmp_path, monkeypatch, mnist_server):
@@ -363,6 +414,15 @@ def test_mnist_downloads_through_torchvision_when_allowed(tmp_path, monkeypatch,
     assert sorted(p.name for p in tmp_path.iterdir()) == ["root", "served"]
 
 
+def test_failed_download_keeps_the_advice(tmp_path, monkeypatch):
+    def offline(root: Path) -> None:
+        raise RuntimeError("Error downloading train-images-idx3-ubyte.gz")
+
+    monkeypatch.setattr(mnist_module, "_download", offline)
+    with pytest.raises(MnistNotFoundError, match="(?s)BURNLIKE_DATA.*Downloading through torchvision failed"):
+        MnistDataset.train(tmp_path, download=True)
+
+
 def test_mnist_says_why_a_download_failed(tmp_path, monkeypatch, mnist_server):
     from torchvision.datasets import MNIST
 
@@ -375,55 +435,35 @@ def test_mnist_says_why_a_download_failed(tmp_path, monkeypatch, mnist_server):
     assert "download them.\nDownloading through torchvision failed: RuntimeError: Error downloading " in message
 
 
-def test_mnist_batcher_values_dtypes_and_the_non_cpu_route():
-    images = torch.tensor([[[0, 255] * 14] * 28, [[128] * 28] * 28], dtype=torch.uint8)
-    items = MnistItems(images, torch.tensor([7, 2]))
-    batch = MnistBatcher().batch(items)
-    expected = (images.double() / 255 - mnist_module.MEAN) / mnist_module.STD
-    assert batch.images.dtype == torch.float32 and batch.targets.tolist() == [7, 2]
-    assert torch.allclose(batch.images.double(), expected, atol=1e-5)
-    # a batch on another device is normalised there (torch ops, not numpy)
-    on_meta = MnistBatcher().batch(MnistItems(images.to("meta"), torch.tensor([7, 2], device="meta")))
-    assert isinstance(on_meta, MnistBatch)
-    assert on_meta.images.device.type == "meta" and on_meta.images.dtype == torch.float32
-    assert on_meta.images.shape == (2, 28, 28) and on_meta.targets.shape == (2,)
+def test_allowed_download_without_a_network_keeps_the_advice_and_says_why(tmp_path, monkeypatch):
+    """The real downloader (torchvision), offline: the error keeps the advice and says why it failed."""
+    tried = []
+
+    def offline(*args, **kwargs):
+        tried.append(args[0] if args else None)
+        raise socket.gaierror("no network in tests")
+
+    monkeypatch.setattr(socket, "getaddrinfo", offline)
+    monkeypatch.setattr(socket.socket, "connect", offline)
+    with pytest.raises(MnistNotFoundError) as err:
+        MnistDataset.train(tmp_path, download=True)
+    message = str(err.value)
+    assert f"MNIST not found in {(tmp_path / 'MNIST' / 'raw').resolve()}" in message
+    assert "Downloading through torchvision failed: RuntimeError" in message
+    assert tried  # torchvision did try its mirrors
+    assert not list((tmp_path / "MNIST" / "raw").glob("*-ubyte"))  # nothing half-written was left as data
 
 
-@pytest.mark.parametrize("label", [10, 11, 255])
-def test_label_above_nine_is_refused_naming_the_file(tmp_path, label):
-    images, labels = digits(6, 0)
-    labels[4] = label
-    raw = write_split(tmp_path, images, labels)
-    with pytest.raises(MnistFormatError, match=rf"label {label} found, expected digits 0-9") as err:
-        MnistDataset.train(tmp_path)
-    assert str(raw / NAMES["train"][1]) in str(err.value)
-
-
-def test_labels_zero_to_nine_are_all_accepted(tmp_path):
-    images, _ = digits(10, 0)
-    write_split(tmp_path, images, np.arange(10, dtype=np.uint8))
-    assert MnistDataset.train(tmp_path).labels.tolist() == list(range(10))
-
-
-@pytest.mark.parametrize("shape", [(28, 27), (27, 28), (32, 32), (14, 56)])
-def test_images_that_are_not_28_by_28_are_refused(tmp_path, shape):
-    rng = np.random.default_rng(0)
-    images = rng.integers(0, 255, (5, *shape)).astype(np.uint8)
-    raw = write_split(tmp_path, images, np.zeros(5, dtype=np.uint8))
-    with pytest.raises(MnistFormatError, match=r"images of shape \(\d+, \d+\), expected \(28, 28\)") as err:
-        MnistDataset.train(tmp_path)
-    assert str(raw / NAMES["train"][0]) in str(err.value) and str(shape) in str(err.value)
-
-
-@pytest.mark.parametrize("value", ["1", "true", "yes", "on", "TRUE", " Yes "])
-def test_burnlike_download_truthy_values_enable_the_download(tmp_path, monkeypatch, downloads, value):
-    monkeypatch.setenv("BURNLIKE_DOWNLOAD", value)
-    assert len(MnistDataset.train(tmp_path)) == 12 and downloads == [tmp_path]
-
-
-@pytest.mark.parametrize("value", ["", "0", "false", "no", "off", "2", "y"])
-def test_other_burnlike_download_values_do_not_download(tmp_path, monkeypatch, downloads, value):
-    monkeypatch.setenv("BURNLIKE_DOWNLOAD", value)
-    with pytest.raises(MnistNotFoundError):
-        MnistDataset.train(tmp_path)
-    assert downloads == []
+# --- the IDX writer these tests use -------------------------------------------------------------------------
+def test_idx_test_helper_writes_learnable_valid_idx_digits():
+    """`tests.helpers.idx.digits` gives learnable classes and `idx_bytes` a valid IDX header: the
+    training tests that read these files rely on both."""
+    images, labels = digits(200, 0)
+    assert set(labels.tolist()) == set(range(10))
+    # a nearest-class-mean classifier on row sums separates the classes: the content is learnable
+    rows = images.astype(np.float64).sum(axis=2)
+    means = np.stack([rows[labels == c].mean(axis=0) for c in range(10)])
+    predicted = ((rows[:, None, :] - means[None]) ** 2).sum(-1).argmin(1)
+    assert (predicted == labels).mean() > 0.99
+    data = idx_bytes(images)
+    assert int.from_bytes(data[:4], "big") == 2051 and len(data) == 16 + 200 * 784

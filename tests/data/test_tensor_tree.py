@@ -1,15 +1,16 @@
-"""TODO: docstring."""
+"""`burnlike.data.tensor_tree`: `map_tensors` rebuilds every container kind (dict, list, tuple,
+namedtuple) around the mapped tensors and leaves other leaves alone, classes included (a dataclass
+type is not an instance to walk into); `tensors` lists the tensors in order."""
+
+from collections import namedtuple
 
 import torch
 
 from burnlike.data.dataset.table import TabularItems
+from burnlike.data.tensor_tree import map_tensors, tensors
 
 
 def test_map_tensors_walks_every_container_kind():
-    from collections import namedtuple
-
-    from burnlike.data.tensor_tree import map_tensors, tensors
-
     Pair = namedtuple("Pair", "left right")
     tree = {"pair": Pair(torch.tensor(1), "path.png"), "list": [torch.tensor(2), 3], "tuple": (torch.tensor(4),),
             "plain": 5}

@@ -1,4 +1,8 @@
-"""TODO: docstring."""
+"""`burnlike.data.text`: the byte and character tokenizers (encode, decode, vocabulary size, the
+class token first and the special tokens skipped on decode), Burn's `SeqLengthOption` and
+`generate_padding_mask` (NoMax, Max, Fixed; int64 tokens whatever the pad token's type), and
+`TextClassificationBatcher`, which takes any tokenizer or callable and any item with `.text` and
+`.label` (or plain strings, for inference) and names what it refuses."""
 
 from __future__ import annotations
 
@@ -16,9 +20,7 @@ from burnlike.data import (
     TextClassificationBatcher,
     TextClassificationInferenceBatch,
 )
-from burnlike.data.dataset import (
-    TextClassificationItem,
-)
+from burnlike.data.dataset import TextClassificationItem
 from burnlike.data.text import generate_padding_mask
 from tests.helpers.expect import raises_exactly
 
@@ -33,6 +35,16 @@ class Review:
 class Scored:
     text: bytes
     label: int
+
+
+# --- tokenizers ---------------------------------------------------------------------------------------------
+def test_byte_and_char_tokenizers_encode_decode_and_vocab_size():
+    byte = ByteTokenizer()
+    assert byte.encode("hé") == [1, ord("h") + 3, 0xC3 + 3, 0xA9 + 3] and byte.decode(byte.encode("hé")) == "hé"
+    assert byte.vocab_size() == 259 and byte.pad_token() == 0
+    chars = CharTokenizer.from_texts(["abba", "cab"])
+    assert chars.alphabet == ["a", "b", "c"] and chars.encode("cz") == [1, 5, 2] and chars.decode([1, 5, 3]) == "ca"
+    assert chars.vocab_size() == 6
 
 
 def test_byte_tokenizer_decode_skips_special_tokens_and_replaces_bad_utf8():
@@ -52,27 +64,18 @@ def test_char_tokenizer_orders_by_frequency_skips_unknown_and_refuses_strings():
         CharTokenizer(["ab", "c"])
 
 
+# --- sequence lengths and the padding mask ------------------------------------------------------------------
 def test_seq_length_option_constructors_equal_their_kinds():
     assert SeqLengthOption.NoMax() == SeqLengthOption("no_max") == SeqLengthOption.of(None)
     assert SeqLengthOption.of(4) == SeqLengthOption("max", 4)
     assert SeqLengthOption.Fixed(4) == SeqLengthOption("fixed", 4)
 
 
-def test_text_batcher_takes_any_item_with_text_and_label():
-    batch = TextClassificationBatcher(ByteTokenizer()).batch([Review("ab", 1), Review("c", 0)])
-    assert batch.tokens.tolist() == [[1, 3 + ord("a"), 3 + ord("b")], [1, 3 + ord("c"), 0]]
-    assert batch.labels.tolist() == [1, 0]
-    with raises_exactly(TypeError, "expected items with .text and .label (or strings), got Scored"):
-        TextClassificationBatcher(ByteTokenizer()).batch([Scored(b"ab", 1)])
-
-
-def test_byte_and_char_tokenizers_encode_decode_and_vocab_size():
-    byte = ByteTokenizer()
-    assert byte.encode("hé") == [1, ord("h") + 3, 0xC3 + 3, 0xA9 + 3] and byte.decode(byte.encode("hé")) == "hé"
-    assert byte.vocab_size() == 259 and byte.pad_token() == 0
-    chars = CharTokenizer.from_texts(["abba", "cab"])
-    assert chars.alphabet == ["a", "b", "c"] and chars.encode("cz") == [1, 5, 2] and chars.decode([1, 5, 3]) == "ca"
-    assert chars.vocab_size() == 6
+def test_sequence_lengths_must_be_positive_integers():
+    assert SeqLengthOption.Max(1).resolve(5) == 1 and SeqLengthOption.Fixed(1).resolve(0) == 1
+    for bad in (0, True, "5", 2.0):
+        with pytest.raises(ValueError, match=r"^a sequence length must be an integer >= 1, got "):
+            SeqLengthOption.Max(bad)
 
 
 def test_padding_mask_follows_burns_seq_length_options():
@@ -88,6 +91,13 @@ def test_padding_mask_follows_burns_seq_length_options():
         SeqLengthOption.Fixed(0)
 
 
+def test_padding_tokens_are_int64_whatever_the_pad_tokens_type():
+    tokens, mask = generate_padding_mask(np.int32(9), [[1, 2, 3], [4]])
+    assert tokens.dtype == torch.int64 and tokens.tolist() == [[1, 2, 3], [4, 9, 9]]
+    assert mask.tolist() == [[False] * 3, [False, True, True]]
+
+
+# --- the batcher --------------------------------------------------------------------------------------------
 def test_text_batcher_takes_any_tokenizer():
     items = [TextClassificationItem("ab", 1), TextClassificationItem("abcd", 0)]
     batch = TextClassificationBatcher(ByteTokenizer(), SeqLengthOption.Fixed(4)).batch(items)
@@ -103,17 +113,12 @@ def test_text_batcher_takes_any_tokenizer():
         TextClassificationBatcher(3)
 
 
-def test_sequence_lengths_must_be_positive_integers():
-    assert SeqLengthOption.Max(1).resolve(5) == 1 and SeqLengthOption.Fixed(1).resolve(0) == 1
-    for bad in (0, True, "5", 2.0):
-        with pytest.raises(ValueError, match=r"^a sequence length must be an integer >= 1, got "):
-            SeqLengthOption.Max(bad)
-
-
-def test_padding_tokens_are_int64_whatever_the_pad_tokens_type():
-    tokens, mask = generate_padding_mask(np.int32(9), [[1, 2, 3], [4]])
-    assert tokens.dtype == torch.int64 and tokens.tolist() == [[1, 2, 3], [4, 9, 9]]
-    assert mask.tolist() == [[False] * 3, [False, True, True]]
+def test_text_batcher_takes_any_item_with_text_and_label():
+    batch = TextClassificationBatcher(ByteTokenizer()).batch([Review("ab", 1), Review("c", 0)])
+    assert batch.tokens.tolist() == [[1, 3 + ord("a"), 3 + ord("b")], [1, 3 + ord("c"), 0]]
+    assert batch.labels.tolist() == [1, 0]
+    with raises_exactly(TypeError, "expected items with .text and .label (or strings), got Scored"):
+        TextClassificationBatcher(ByteTokenizer()).batch([Scored(b"ab", 1)])
 
 
 def test_text_batcher_pad_tokens_lengths_and_refusals():

@@ -1,4 +1,8 @@
-"""TODO: docstring."""
+"""`burnlike.data.vision`: `ImageBatcher` and `ImageBatch`. The batcher normalises images of any
+depth (uint8, uint16, float already in [0, 1]) with a per-channel mean and std, on the device the
+images are on; turns labels, multi-labels (multi-hot) and masks into targets; refuses, naming the
+values and the files, what it cannot batch (sizes or depths that differ, mixed annotation kinds);
+and puts the batch, image paths along, on the device asked for."""
 
 from __future__ import annotations
 
@@ -10,30 +14,20 @@ import pytest
 import torch
 from PIL import Image
 
-from burnlike.data import (
-    DataLoaderBuilder,
-    ImageBatch,
-    ImageBatcher,
-)
-from burnlike.data.dataset import (
-    Annotation,
-    ImageFolderDataset,
-    Label,
-    MultiLabel,
-)
+from burnlike.data import DataLoaderBuilder, ImageBatch, ImageBatcher
+from burnlike.data.dataset import Annotation, ImageFolderDataset, Label, MultiLabel
+from burnlike.data.dataset.vision import ImageDatasetItem
 from tests.helpers.expect import raises_exactly
 from tests.helpers.images import pixels
 
 
-def image_item(shape, dtype=torch.uint8, path="a.png", label=0):
-    from burnlike.data.dataset.vision import ImageDatasetItem, Label
-
+def image_item(shape, dtype=torch.uint8, path="a.png", label=0) -> ImageDatasetItem:
+    """An item of zeros of `shape` ([H, W, C]) built in memory, no file behind it."""
     return ImageDatasetItem(torch.zeros(shape, dtype=dtype), shape[1], shape[0], Label(label), path)
 
 
-def _items(tmp_path: Path, shapes: list[tuple[int, int]], channels: int = 3) -> list:
-    from burnlike.data.dataset import ImageFolderDataset
-
+def items_from_files(tmp_path: Path, shapes: list[tuple[int, int]], channels: int = 3) -> list[ImageDatasetItem]:
+    """One PNG per `(height, width)` written under `tmp_path`, read back as items of one class."""
     paths = []
     for i, (h, w) in enumerate(shapes):
         array = pixels(i, i, size=max(h, w), channels=channels)[:h, :w]
@@ -44,77 +38,8 @@ def _items(tmp_path: Path, shapes: list[tuple[int, int]], channels: int = 3) -> 
     return [ds.get(i) for i in range(ds.len())]
 
 
-def dataclasses_replace(item, **changes):
-
-    return dataclasses.replace(item, **changes)
-
-
-def test_image_batcher_refusals_name_the_values_and_files():
-    from burnlike.data import ImageBatcher
-    from burnlike.data.dataset.vision import MultiLabel
-
-    with raises_exactly(ValueError, "mean and std need the same number of values (one, or one per channel), got "
-                                    "[0.1, 0.2] and [1.0]"):
-        ImageBatcher(mean=(0.1, 0.2), std=(1.0,))
-    with raises_exactly(ValueError, "std values must be > 0, got [1.0, 0.0]"):
-        ImageBatcher(mean=(0.0, 0.0), std=(1.0, 0.0))
-    with raises_exactly(ValueError, "mean/std have 2 values but the images have 3 channels"):
-        ImageBatcher(mean=(0.0, 0.0), std=(1.0, 1.0)).normalise(torch.zeros(1, 2, 2, 3, dtype=torch.uint8))
-    with raises_exactly(ValueError, "images of different sizes in one batch: a.png is 2x3 (1 channels), b.png is "
-                                    "2x4 (1 channels); resize them to one size (ImageFolderDataset(..., size=(H, W)), "
-                                    "data.size=[H,W] in the app)"):
-        ImageBatcher().batch([image_item((3, 2, 1)), image_item((4, 2, 1), path="b.png")])
-    with raises_exactly(ValueError, "images of different depths in one batch: a.png is torch.uint8, b.png is "
-                                    "torch.float32"):
-        ImageBatcher().batch([image_item((3, 2, 1)), image_item((3, 2, 1), torch.float32, "b.png")])
-    mixed = [image_item((2, 2, 1)), image_item((2, 2, 1))]
-    mixed[1].annotation = MultiLabel([0])
-    with raises_exactly(ValueError, "one batch mixes annotation kinds ['Label', 'MultiLabel']"):
-        ImageBatcher(num_classes=2).batch(mixed)
-
-
-def test_float_images_are_already_in_unit_range():
-    from burnlike.data import ImageBatcher
-
-    images = torch.tensor([0.0, 0.5, 1.0]).reshape(1, 1, 3, 1)
-    assert ImageBatcher(mean=(0.5,), std=(0.25,)).normalise(images).flatten().tolist() == [-2.0, 0.0, 2.0]
-
-
-def test_images_off_the_cpu_are_normalised_where_they_are():
-    """The non-CPU path (a GPU's): shapes and dtype checked on the meta device, which has no values."""
-    from burnlike.data import ImageBatcher
-
-    images = torch.empty(2, 4, 5, 3, dtype=torch.uint8, device="meta")
-    out = ImageBatcher(mean=(0.1, 0.2, 0.3), std=(0.5, 0.5, 0.5)).normalise(images)
-    assert (out.device.type, out.dtype, tuple(out.shape)) == ("meta", torch.float32, (2, 3, 4, 5))
-
-
-@pytest.mark.cuda
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
-def test_images_on_a_gpu_are_normalised_there_with_the_cpus_values():
-    """Mean and std move to the images' device (the meta device above accepts CPU operands, a GPU doesn't)."""
-    from burnlike.data import ImageBatcher
-
-    images = torch.randint(0, 256, (2, 4, 5, 3), dtype=torch.uint8)
-    batcher = ImageBatcher(mean=(0.1, 0.2, 0.3), std=(0.5, 0.25, 0.125))
-    out = batcher.normalise(images.cuda())
-    assert out.device.type == "cuda"
-    torch.testing.assert_close(out.cpu(), batcher.normalise(images))
-
-
-def test_loader_yields_image_batches_that_move_with_their_paths(tree):
-    ds = ImageFolderDataset.new_classification(tree)
-    loader = DataLoaderBuilder(ImageBatcher()).batch_size(4).shuffle(3).num_workers(0).build(ds)
-    batches = list(loader)
-    assert all(isinstance(b, ImageBatch) for b in batches) and [len(b.targets) for b in batches] == [4, 4, 4, 3]
-    assert sorted(torch.cat([b.targets for b in batches]).tolist()) == [0] * 5 + [1] * 5 + [2] * 5
-    moved = batches[0].to("meta")
-    assert moved.images.device.type == "meta" and moved.image_paths == batches[0].image_paths
-
-
+# --- normalising --------------------------------------------------------------------------------------------
 def test_normalise_applies_mean_and_std_per_channel_at_every_depth():
-    from burnlike.data import ImageBatcher
-
     batcher = ImageBatcher(mean=(0.5, 0.25, 0.0), std=(0.5, 0.25, 2.0))
     u8 = torch.tensor([[[[255, 0, 51]]]], dtype=torch.uint8)  # [B=1, H=1, W=1, C=3]
     out = batcher.normalise(u8)
@@ -128,31 +53,86 @@ def test_normalise_applies_mean_and_std_per_channel_at_every_depth():
     assert one.shape == (2, 4, 2, 3) and torch.allclose(one, torch.full_like(one, 2.0))
 
 
-def test_image_batcher_refusals_name_what_is_wrong(tmp_path):
-    from burnlike.data import ImageBatcher
+def test_float_images_are_already_in_unit_range():
+    images = torch.tensor([0.0, 0.5, 1.0]).reshape(1, 1, 3, 1)
+    assert ImageBatcher(mean=(0.5,), std=(0.25,)).normalise(images).flatten().tolist() == [-2.0, 0.0, 2.0]
 
+
+def test_images_off_the_cpu_are_normalised_where_they_are():
+    """The non-CPU path (a GPU's): shapes and dtype checked on the meta device, which has no values."""
+    images = torch.empty(2, 4, 5, 3, dtype=torch.uint8, device="meta")
+    out = ImageBatcher(mean=(0.1, 0.2, 0.3), std=(0.5, 0.5, 0.5)).normalise(images)
+    assert (out.device.type, out.dtype, tuple(out.shape)) == ("meta", torch.float32, (2, 3, 4, 5))
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_images_on_a_gpu_are_normalised_there_with_the_cpus_values():
+    """Mean and std move to the images' device (the meta device above accepts CPU operands, a GPU doesn't)."""
+    images = torch.randint(0, 256, (2, 4, 5, 3), dtype=torch.uint8)
+    batcher = ImageBatcher(mean=(0.1, 0.2, 0.3), std=(0.5, 0.25, 0.125))
+    out = batcher.normalise(images.cuda())
+    assert out.device.type == "cuda"
+    torch.testing.assert_close(out.cpu(), batcher.normalise(images))
+
+
+# --- batches and their device -------------------------------------------------------------------------------
+def test_image_batch_goes_to_the_device_asked_for(tmp_path):
+    items = items_from_files(tmp_path, [(2, 3), (2, 3)])
+    here = ImageBatcher().batch(items)
+    assert here.images.device.type == "cpu" and here.targets.tolist() == [0, 0]
+    moved = ImageBatcher().batch(items, device="meta")
+    assert moved.images.device.type == "meta" and moved.targets.device.type == "meta"
+    assert moved.image_paths == [i.image_path for i in items]
+
+
+def test_loader_yields_image_batches_that_move_with_their_paths(image_tree):
+    ds = ImageFolderDataset.new_classification(image_tree)
+    loader = DataLoaderBuilder(ImageBatcher()).batch_size(4).shuffle(3).num_workers(0).build(ds)
+    batches = list(loader)
+    assert all(isinstance(b, ImageBatch) for b in batches) and [len(b.targets) for b in batches] == [4, 4, 4, 3]
+    assert sorted(torch.cat([b.targets for b in batches]).tolist()) == [0] * 5 + [1] * 5 + [2] * 5
+    moved = batches[0].to("meta")
+    assert moved.images.device.type == "meta" and moved.image_paths == batches[0].image_paths
+
+
+# --- refusals -----------------------------------------------------------------------------------------------
+def test_image_batcher_refusals_name_what_is_wrong(tmp_path):
     with pytest.raises(ValueError, match=r"^mean and std need the same number of values \(one, or one per channel\), "
                                          r"got \[0.1, 0.2\] and \[1.0\]$"):
         ImageBatcher(mean=(0.1, 0.2), std=(1.0,))
     with pytest.raises(ValueError, match=r"^std values must be > 0, got \[1.0, 0.0\]$"):
         ImageBatcher(mean=(0.1, 0.2), std=(1.0, 0.0))
+    with raises_exactly(ValueError, "std values must be > 0, got [1.0, 0.0]"):
+        ImageBatcher(mean=(0.0, 0.0), std=(1.0, 0.0))
     with pytest.raises(ValueError, match=r"^mean/std have 2 values but the images have 3 channels$"):
         ImageBatcher(mean=(0.1, 0.2), std=(1.0, 1.0)).normalise(torch.zeros((1, 2, 2, 3), dtype=torch.uint8))
     batcher = ImageBatcher()
     with pytest.raises(ValueError, match=r"^cannot batch zero images$"):
         batcher.batch([])
-    a, b = _items(tmp_path, [(2, 5), (3, 5)])
+    a, b = items_from_files(tmp_path, [(2, 5), (3, 5)])
     with pytest.raises(ValueError, match=rf"^images of different sizes in one batch: {re.escape(a.image_path)} is "
                                          rf"5x2 \(3 channels\), {re.escape(b.image_path)} is 5x3 \(3 channels\); "
                                          r"resize them to one size \(ImageFolderDataset\(\.\.\., size=\(H, W\)\), "
                                          r"data\.size=\[H,W\] in the app\)$"):
         batcher.batch([a, b])
-    deep = dataclasses_replace(a, image=a.image.to(torch.int32).to(torch.uint16))
+    with raises_exactly(ValueError, "images of different sizes in one batch: a.png is 2x3 (1 channels), b.png is "
+                                    "2x4 (1 channels); resize them to one size (ImageFolderDataset(..., size=(H, W)), "
+                                    "data.size=[H,W] in the app)"):
+        batcher.batch([image_item((3, 2, 1)), image_item((4, 2, 1), path="b.png")])
+    deep = dataclasses.replace(a, image=a.image.to(torch.int32).to(torch.uint16))
     with pytest.raises(ValueError, match=rf"^images of different depths in one batch: {re.escape(a.image_path)} is "
                                          rf"torch.uint8, {re.escape(a.image_path)} is torch.uint16$"):
         batcher.batch([a, deep])
+    with raises_exactly(ValueError, "images of different depths in one batch: a.png is torch.uint8, b.png is "
+                                    "torch.float32"):
+        batcher.batch([image_item((3, 2, 1)), image_item((3, 2, 1), torch.float32, "b.png")])
     with pytest.raises(ValueError, match=r"^one batch mixes annotation kinds \['Label', 'MultiLabel'\]$"):
         batcher.targets([Label(0), MultiLabel([1])])
+    mixed = [image_item((2, 2, 1)), image_item((2, 2, 1))]
+    mixed[1].annotation = MultiLabel([0])
+    with raises_exactly(ValueError, "one batch mixes annotation kinds ['Label', 'MultiLabel']"):
+        ImageBatcher(num_classes=2).batch(mixed)
     with pytest.raises(ValueError, match=r"^multi-label targets need ImageBatcher\(num_classes=\.\.\.\)$"):
         batcher.targets([MultiLabel([1])])
 
@@ -163,14 +143,3 @@ def test_image_batcher_refusals_name_what_is_wrong(tmp_path):
         batcher.targets([Box()])
     hot = ImageBatcher(num_classes=3).targets([MultiLabel([0, 2]), MultiLabel([])])
     assert hot.dtype == torch.int64 and hot.tolist() == [[1, 0, 1], [0, 0, 0]]
-
-
-def test_image_batch_goes_to_the_device_asked_for(tmp_path):
-    from burnlike.data import ImageBatcher
-
-    items = _items(tmp_path, [(2, 3), (2, 3)])
-    here = ImageBatcher().batch(items)
-    assert here.images.device.type == "cpu" and here.targets.tolist() == [0, 0]
-    moved = ImageBatcher().batch(items, device="meta")
-    assert moved.images.device.type == "meta" and moved.targets.device.type == "meta"
-    assert moved.image_paths == [i.image_path for i in items]

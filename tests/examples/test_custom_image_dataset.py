@@ -1,9 +1,16 @@
-"""TODO: docstring."""
+"""`examples/custom_image_dataset.py`, Burn's custom image dataset example: it runs as a script
+(--help), trains its CNN on an image folder with train/ and test/, writes the model and a checkpoint
+per epoch, and names a missing folder."""
 
 import pytest
 
-from tests.examples.helpers import example
+from tests.examples.helpers import example, run_with_help
 from tests.helpers.images import write_image_folder
+
+
+def test_custom_image_dataset_runs_as_a_script_with_help(capsys, monkeypatch):
+    code, out = run_with_help("custom_image_dataset", capsys, monkeypatch)
+    assert code == 0 and out.startswith("usage: custom_image_dataset.py") and "Burn" in out and "--epochs" in out
 
 
 def test_custom_image_dataset_trains_and_names_a_missing_folder(tmp_path):

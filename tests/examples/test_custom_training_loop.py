@@ -1,26 +1,18 @@
-"""TODO: docstring."""
+"""`examples/custom_training_loop.py`, the Burn book's custom training loop without the Learner:
+it runs as a script (--help), trains on MNIST with gradient accumulation (the optimizer steps the
+weights), logs every train and valid iteration as Burn's example does, and computes accuracy."""
 
-import runpy
-import sys
-
-import pytest
 import torch
 
-from tests.examples.helpers import example
+import burnlike
+from burnlike.models.mnist import ModelConfig
+from tests.examples.helpers import example, run_with_help
 from tests.helpers.idx import write_mnist_idx
-from tests.helpers.paths import REPO
-
-EXAMPLES = ["custom_training_loop", "simple_regression", "custom_image_dataset", "text_classification"]
 
 
-@pytest.mark.parametrize("name", EXAMPLES)
-def test_example_runs_as_a_script_with_help(name, capsys, monkeypatch):
-    """Run as `__main__` (what `python examples/<name>.py --help` does, in this process: no start-up cost)."""
-    monkeypatch.setattr(sys, "argv", [f"examples/{name}.py", "--help"])
-    with pytest.raises(SystemExit) as done:
-        runpy.run_path(str(REPO / "examples" / f"{name}.py"), run_name="__main__")
-    out = capsys.readouterr().out
-    assert done.value.code == 0 and out.startswith(f"usage: {name}.py") and "Burn" in out and "--epochs" in out
+def test_custom_training_loop_runs_as_a_script_with_help(capsys, monkeypatch):
+    code, out = run_with_help("custom_training_loop", capsys, monkeypatch)
+    assert code == 0 and out.startswith("usage: custom_training_loop.py") and "Burn" in out and "--epochs" in out
 
 
 def test_custom_training_loop_trains_and_logs_every_iteration(tmp_path, capsys):
@@ -31,9 +23,6 @@ def test_custom_training_loop_trains_and_logs_every_iteration(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "[Train - Epoch 1 - Iteration 0] Loss " in out and "[Train - Epoch 2 - Iteration 5]" in out
     assert "[Valid - Epoch 2 - Iteration 1] Loss " in out and 0 <= accuracy <= 100
-    import burnlike
-    from burnlike.models.mnist import ModelConfig
-
     burnlike.seed(42)
     untrained = ModelConfig(10, 1024).init("cpu")
     assert not torch.equal(untrained.linear2.weight, model.linear2.weight)  # the optimizer stepped it

@@ -1,4 +1,6 @@
-"""TODO: docstring."""
+"""`examples/simple_regression.py`, Burn's simple regression example: it runs as a script (--help),
+splits a table 80/10/10 into SQLite in Burn's layout (a table per split), learns far better than
+predicting the mean, and reads scikit-learn's diabetes table when no CSV is given."""
 
 import sqlite3
 from pathlib import Path
@@ -6,15 +8,21 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.examples.helpers import example
+from tests.examples.helpers import example, run_with_help
 
 
 def write_linear_csv(path: Path, n: int = 200) -> Path:
+    """`n` rows of a, b and y = 3a - 2b + 50 plus a little noise: a linear model can fit it."""
     rng = np.random.default_rng(0)
     a, b = rng.uniform(0, 10, n), rng.uniform(0, 10, n)
     y = 3 * a - 2 * b + 50 + rng.normal(0, 0.5, n)
     path.write_text("a,b,y\n" + "".join(f"{x:.4f},{z:.4f},{t:.4f}\n" for x, z, t in zip(a, b, y)))
     return path
+
+
+def test_simple_regression_runs_as_a_script_with_help(capsys, monkeypatch):
+    code, out = run_with_help("simple_regression", capsys, monkeypatch)
+    assert code == 0 and out.startswith("usage: simple_regression.py") and "Burn" in out and "--epochs" in out
 
 
 def test_simple_regression_learns_from_its_sqlite_splits(tmp_path, capsys):

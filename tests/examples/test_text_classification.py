@@ -1,14 +1,17 @@
-"""TODO: docstring."""
+"""`examples/text_classification.py`, Burn's text classification example: it runs as a script
+(--help), trains its transformer encoder on a text folder under a Noam schedule (the learning rate
+warms up), predicts the test texts' classes, and reads CSVs as AG News is laid out."""
 
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from tests.examples.helpers import example
+from tests.examples.helpers import example, run_with_help
 
 
 def write_texts(root: Path, per_class: int, seed: int) -> Path:
+    """`root/<class>/<i>.txt` for "sports" and "weather": six words of the class's own vocabulary."""
     rng = np.random.default_rng(seed)
     words = {"sports": ["goal", "match", "team", "score"], "weather": ["rain", "storm", "sunny", "cloud"]}
     for label, vocab in words.items():
@@ -16,6 +19,11 @@ def write_texts(root: Path, per_class: int, seed: int) -> Path:
         for i in range(per_class):
             (root / label / f"{i}.txt").write_text(" ".join(rng.choice(vocab, 6)) + " today")
     return root
+
+
+def test_text_classification_runs_as_a_script_with_help(capsys, monkeypatch):
+    code, out = run_with_help("text_classification", capsys, monkeypatch)
+    assert code == 0 and out.startswith("usage: text_classification.py") and "Burn" in out and "--epochs" in out
 
 
 @pytest.mark.slow

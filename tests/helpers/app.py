@@ -9,6 +9,7 @@ from tests.helpers.paths import CONF, REPO
 
 
 def compose_app(overrides, hydra_config=False, config_dir=CONF):
+    """The config composed from `config_dir` (the app's conf/ by default) with `overrides`."""
     from burnlike.app.schema import register_configs
 
     register_configs()
@@ -18,13 +19,16 @@ def compose_app(overrides, hydra_config=False, config_dir=CONF):
 
 
 def shipped_options(group):
+    """The options burnlike ships for config group `group` (burnlike/conf/<group>/*.yaml), sorted."""
     return sorted(p.stem for p in (REPO / "burnlike" / "conf" / group).glob("*.yaml"))
 
 
+# config group -> the options a test composes in every combination
 GROUPS = {g: shipped_options(g) for g in ("model", "data", "optimizer", "trainer", "learner")}
 GROUPS["debug"] = [None, *shipped_options("debug")]
 # the MNIST options in every combination; the other data options and their models: tests/app/test_data.py
 GROUPS["model"], GROUPS["data"] = ["mlp", "mnist"], ["mnist"]
 
 
+# the overrides of a small image-folder run (the CNN on 3 classes)
 IMAGE = ["model=cnn", "data=image_folder", "model.num_classes=3", "learner.progress_bar=false"]

@@ -1,4 +1,5 @@
-"""Run by test_checkpoint_cluster: an async save is SIGKILLed halfway through its write."""
+"""Child-process script of tests/record/format/test_files.py: an async checkpoint save through
+`RecorderCheckpointIO` that blocks halfway through its write, for the test to SIGKILL it there."""
 
 import sys
 import threading

@@ -1,5 +1,6 @@
-"""Run by test_burn_api: a 2-process CPU DDP run through Burn 0.21's spelling,
-`SupervisedTraining(...).with_training_strategy(ExecutionStrategy.ddp(devices, DistributedConfig()))`."""
+"""Child-process script of tests/journeys/test_ddp.py: a 2-process CPU DDP run through Burn 0.21's spelling,
+`SupervisedTraining(...).with_training_strategy(ExecutionStrategy.ddp(devices, DistributedConfig()))`.
+Each rank writes its callback metrics to `rank{rank}.json` in the artifact dir."""
 
 import json
 import sys
@@ -17,7 +18,7 @@ from tests.helpers.toy import Classifier, blobs, collate  # noqa: E402
 
 def report_group_at_exit(artifact_dir: str, rank: dict[str, int]) -> None:
     """At exit, after burnlike's own exit handler (registered later, so run earlier), write whether
-    the process group is still up: `group{rank}.txt` holds "ended" or "up"."""
+    the process group is up: `group{rank}.txt` holds "ended" or "up"."""
     import atexit
 
     def report() -> None:

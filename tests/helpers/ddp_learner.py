@@ -1,5 +1,6 @@
-"""Run by test_ddp: a 2-process CPU DDP fit through LearnerBuilder.devices(["cpu", "cpu"]).
-With a second argument `interrupt`, only rank 1 asks the interrupter to stop, after step 2."""
+"""Child-process script of tests/journeys/test_ddp.py: a 2-process CPU DDP fit through
+LearnerBuilder.devices(["cpu", "cpu"]); each rank writes its callback metrics and global step to
+`rank{rank}.json`. With a second argument `interrupt`, only rank 1 asks the interrupter to stop, after step 2."""
 
 import json
 import sys
@@ -42,7 +43,7 @@ def main(artifact_dir: str, interrupt: bool) -> None:
     if interrupt:
         builder.callback(StopOnRankOne(builder.interrupter()))
     learner = builder.build(Classifier(), AdamConfig(), 5e-2)
-    # Unequal halves: rank 0 sees 96 samples, rank 1 sees 96 too, but the valid values differ per rank.
+    # Each rank trains on 96 of the 192 samples and validates on its own half, so the ranks' own valid values differ.
     train = DataLoader(blobs(192), batch_size=32, collate_fn=collate)
     valid = DataLoader(blobs(128, seed=1), batch_size=32, collate_fn=collate)
     result = learner.fit(train, valid)

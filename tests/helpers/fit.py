@@ -18,17 +18,20 @@ from tests.helpers.toy import Batch, Classifier, blobs, loader
 
 
 def checkpointing_builder(root: str | Path, epochs: int, keep: int = 3) -> LearnerBuilder:
+    """A builder that checkpoints every epoch (DefaultRecorder) and keeps the last `keep`."""
     return (LearnerBuilder(root).metric_valid_numeric(LossMetric()).with_file_checkpointer(DefaultRecorder())
             .with_checkpointing_strategy(KeepLastNCheckpoints(keep)).num_epochs(epochs).progress_bar(False))
 
 
 def cpu_builder(root, epochs=2):
+    """`checkpointing_builder` keeping 5, on the CPU, without the application logger."""
     return (LearnerBuilder(root).metric_valid_numeric(LossMetric()).with_file_checkpointer(DefaultRecorder())
             .with_checkpointing_strategy(KeepLastNCheckpoints(5)).num_epochs(epochs).progress_bar(False)
             .with_application_logger(False).devices(["cpu"]))
 
 
 def metrics_builder(tmp_path, epochs=2):
+    """A CPU builder with accuracy and loss metrics for both splits."""
     return (
         LearnerBuilder(tmp_path)
         .metric_train_numeric(AccuracyMetric())
@@ -42,11 +45,13 @@ def metrics_builder(tmp_path, epochs=2):
 
 
 def fit(b: LearnerBuilder) -> torch.nn.Module:
+    """The toy classifier (seed 0) trained by `b` on 64 blobs, validated on 32: the trained model."""
     torch.manual_seed(0)
     return b.build(Classifier(), AdamConfig(), 1e-2).fit(loader(64, 16), loader(32, 16, seed=1)).model
 
 
 def same_weights(a: torch.nn.Module, b: torch.nn.Module) -> bool:
+    """Whether the two modules' state dicts hold equal tensors, in order."""
     return all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values()))
 
 

@@ -1,5 +1,5 @@
-"""Valid records of every format and precision, and their mutations: the fuzz test's and the fuzz
-benchmark's cases (benchmarks/fuzz_records.py runs many more)."""
+"""Valid records of every format and precision, and randomly corrupted copies of them: the fuzz test's
+and the fuzz benchmark's cases (benchmarks/fuzz_records.py runs many more)."""
 
 from __future__ import annotations
 
@@ -44,6 +44,7 @@ def valid_files(tmp_path: Path) -> list[tuple[Path, object, type]]:
 
 
 def mutate(data: bytes, rng: random.Random) -> bytes:
+    """`data` corrupted at random: bytes flipped, cut short, junk inserted or huge lengths declared."""
     b = bytearray(data)
     choice = rng.random()
     if choice < 0.35 and b:  # flip bytes

@@ -1,4 +1,6 @@
-"""Run by test_resume: train the toy model with checkpoints; optionally block mid-epoch to be killed."""
+"""Child-process script of tests/journeys/test_preemption.py: train the toy classifier for 4 epochs with
+checkpoints and save the final model as `final.mpk`. Mode `kill` blocks inside epoch 3 (after printing
+"blocked") for the test to SIGKILL it, `resume=<epoch>` resumes from that epoch's checkpoint, `plain` runs straight."""
 
 import sys
 from pathlib import Path

@@ -26,6 +26,9 @@ class Block(Module):
 
 
 class Net(Module):
+    """A network with every kind of record entry: embedding, conv, batch norm (buffers), a module list,
+    a bias-free linear layer and a parameter-free dropout."""
+
     def __init__(self) -> None:
         super().__init__()
         self.embed = nn.Embedding(10, 4)
@@ -35,6 +38,7 @@ class Net(Module):
 
 
 def randomised(net: nn.Module) -> nn.Module:
+    """`net` with every parameter and float buffer drawn at random (seed 1): no default values left."""
     torch.manual_seed(1)
     with torch.no_grad():
         for t in list(net.parameters()) + [b for b in net.buffers() if b.is_floating_point()]:
@@ -45,6 +49,7 @@ def randomised(net: nn.Module) -> nn.Module:
 BURN = SHARED_DATA / "burn"  # records Burn itself wrote
 
 
+# Burn's MNIST model as Burn 0.19.1 and 0.21.0 wrote it, keyed by the version of its record layout
 FILES = {"0.19.0": BURN / "mnist-inference-web-v0.19.1.bin", "0.21.0": BURN / "mnist-inference-web-v0.21.0.bin"}
 
 
@@ -53,6 +58,7 @@ needs_burn = pytest.mark.skipif(not BURN.is_dir() or not (SHARED_DATA / "MNIST")
 
 
 def saved_checkpoint(tmp_path, net):
+    """A Lightning-style training checkpoint of `net` (with one Adam state) saved by the recorder plugin."""
     path = tmp_path / "epoch=0-step=1.ckpt"
     RecorderCheckpointIO(DefaultRecorder()).save_checkpoint(
         {"state_dict": {f"model.{k}": v for k, v in net.state_dict().items()}, "pytorch-lightning_version": "2.6.6",

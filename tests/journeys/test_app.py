@@ -1,7 +1,11 @@
-"""TODO: docstring."""
+"""The training app from the command line (`train.py` in a child process, as a user runs it): what it
+prints for bad overrides, missing or corrupt data, `--help` and `--cfg job`; the artifacts of a run and
+a resume from the CLI; the plain output to a file and the live view in a terminal."""
 
 import json
 import os
+import pty
+import re
 import subprocess
 import sys
 
@@ -26,31 +30,44 @@ BAD = {  # override -> what the message must name
     "optimized_metric=valid/Speed": "optimized_metric",
 }
 
-
+# Runs that end before training: started together, one process each, by the `quick_runs` fixture.
 QUICK = {**{k: [k] for k in BAD}, "help": ["--help"], "cfg": ["--cfg", "job", "optimizer=sgd"],
          "no_data": ["data.root=/nonexistent/mnist"]}
 
 
 @pytest.fixture(scope="module")
-def quick(tiny_app, tmp_path_factory):
+def quick_runs(tiny_app, tmp_path_factory):
+    """Each QUICK run's finished process, by its QUICK name."""
     base = tmp_path_factory.mktemp("quick")
     procs = {name: start_app(args, base / str(i), tiny_app) for i, (name, args) in enumerate(QUICK.items())}
     return {name: finish(p, timeout=240) for name, p in procs.items()}
 
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
+def mnist_64(tmp_path_factory):
+    """An MNIST root of 64 training and 32 test digits."""
     return write_mnist_idx(tmp_path_factory.mktemp("mnist"), n_train=64, n_test=32)
 
 
-def guide_env(tiny):
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}  # every warning shows
-    return {**env, "BURNLIKE_DATA": str(tiny)}
+def env_showing_every_warning(data_root):
+    """The caller's environment with every warning shown (no PYTHONWARNINGS) and the data at `data_root`."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}
+    return {**env, "BURNLIKE_DATA": str(data_root)}
+
+
+# --- runs that stop before training ---------------------------------------------------------------------
+def test_help_lists_the_options_and_cfg_job_prints_the_composed_config(quick_runs):
+    proc = quick_runs["help"]
+    assert proc.returncode == 0 and "model: mnist, mlp" in proc.stdout and "trainer=ddp" in proc.stdout
+    assert "num_epochs: 10" in proc.stdout
+    proc = quick_runs["cfg"]
+    assert proc.returncode == 0 and "lr: 0.01" in proc.stdout
+    assert OmegaConf.create(proc.stdout).optimizer.lr == 0.01
 
 
 @pytest.mark.parametrize("override", list(BAD))
-def test_bad_overrides_exit_nonzero_naming_the_key(quick, override):
-    proc = quick[override]
+def test_bad_overrides_exit_nonzero_naming_the_key(quick_runs, override):
+    proc = quick_runs[override]
     assert proc.returncode != 0
     assert BAD[override] in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr and "File \"" not in proc.stderr
@@ -59,21 +76,26 @@ def test_bad_overrides_exit_nonzero_naming_the_key(quick, override):
     assert len(message) <= 1  # one paragraph: the app's own errors are a single `error:` line
 
 
-def test_missing_data_names_the_key_and_the_files(quick):
-    proc = quick["no_data"]
+def test_missing_data_names_the_key_and_the_files(quick_runs):
+    proc = quick_runs["no_data"]
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
     assert "/nonexistent/mnist" in proc.stderr and "train-images-idx3-ubyte" in proc.stderr
 
 
-def test_help_lists_the_options_and_cfg_job_prints_the_composed_config(quick):
-    proc = quick["help"]
-    assert proc.returncode == 0 and "model: mnist, mlp" in proc.stdout and "trainer=ddp" in proc.stdout
-    assert "num_epochs: 10" in proc.stdout
-    proc = quick["cfg"]
-    assert proc.returncode == 0 and "lr: 0.01" in proc.stdout
-    assert OmegaConf.create(proc.stdout).optimizer.lr == 0.01
+@pytest.mark.slow
+def test_train_py_names_a_corrupt_image_in_one_line_and_exits_2(tmp_path):
+    """A corrupt image in an image-folder dataset is one line naming the file, exit code 2, no traceback."""
+    broken = write_splits(tmp_path / "broken", classes=3, train=2, valid=1)
+    bad = write_corrupt(broken / "train" / "class1" / "0000.png", "truncated")
+    args = [*IMAGE, "learner.num_epochs=1", "learner.summary=false", f"hydra.run.dir={tmp_path}/run",
+            f"data.root={broken}"]
+    proc = subprocess.run([sys.executable, "train.py", *args], cwd=REPO, capture_output=True, text=True, timeout=300,
+                          env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "PYTHONWARNINGS": "ignore"})
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert f"error: {bad}: cannot decode as an image" in proc.stderr and "Traceback" not in proc.stderr
 
 
+# --- a run, its artifacts and a resume ------------------------------------------------------------------
 @pytest.mark.slow
 def test_single_run_leaves_burn_artifacts_and_resumes_from_the_cli(tmp_path, tiny_app):
     proc = run_app(["learner.num_epochs=1", "model=mnist", "trainer.devices=1"], tmp_path, tiny_app)
@@ -102,26 +124,14 @@ def test_single_run_leaves_burn_artifacts_and_resumes_from_the_cli(tmp_path, tin
     assert resumed["value"] == max(resumed["epochs"].values())
 
 
+# --- what a run prints ----------------------------------------------------------------------------------
 @pytest.mark.slow
-def test_train_py_names_a_corrupt_image_in_one_line_and_exits_2(tmp_path):
-    """Through train.py: a corrupt image is one line naming the file, exit code 2, no traceback."""
-    broken = write_splits(tmp_path / "broken", classes=3, train=2, valid=1)
-    bad = write_corrupt(broken / "train" / "class1" / "0000.png", "truncated")
-    args = [*IMAGE, "learner.num_epochs=1", "learner.summary=false", f"hydra.run.dir={tmp_path}/run",
-            f"data.root={broken}"]
-    proc = subprocess.run([sys.executable, "train.py", *args], cwd=REPO, capture_output=True, text=True, timeout=300,
-                          env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "PYTHONWARNINGS": "ignore"})
-    assert proc.returncode == 2, proc.stderr[-2000:]
-    assert f"error: {bad}: cannot decode as an image" in proc.stderr and "Traceback" not in proc.stderr
-
-
-@pytest.mark.slow
-def test_guide_to_a_file_is_short_plain_and_counts_epochs_from_1(tiny, tmp_path):
+def test_guide_to_a_file_is_short_plain_and_counts_epochs_from_1(mnist_64, tmp_path):
     run = tmp_path / "run"
     with open(tmp_path / "stdout.txt", "w") as out, open(tmp_path / "stderr.txt", "w") as err:
         proc = subprocess.run([sys.executable, str(REPO / "train.py"), "learner.num_epochs=2",
-                               f"hydra.run.dir={run}"], cwd=REPO, env=guide_env(tiny), stdout=out, stderr=err,
-                              timeout=300)
+                               f"hydra.run.dir={run}"], cwd=REPO, env=env_showing_every_warning(mnist_64),
+                              stdout=out, stderr=err, timeout=300)
     stdout, stderr = (tmp_path / "stdout.txt").read_text(), (tmp_path / "stderr.txt").read_text()
     assert proc.returncode == 0, stderr
     assert "\r" not in stdout and "\x1b[" not in stdout
@@ -131,7 +141,7 @@ def test_guide_to_a_file_is_short_plain_and_counts_epochs_from_1(tiny, tmp_path)
         assert any(line.startswith(f"epoch {epoch}/2 train Accuracy=") and line.endswith("it/s") for line in lines)
         assert any(line.startswith(f"epoch {epoch}/2 valid Accuracy=") for line in lines)
     assert not any(line.startswith("epoch 0") or "Epoch 0" in line for line in lines)
-    # 4: no messages from underneath that don't apply, in stderr or experiment.log
+    # no messages from the libraries underneath that don't apply, in stderr or experiment.log
     log = (run / "experiment.log").read_text()
     for text in (stderr, log, stdout):
         for noise in ("weights_only", "litlogger", "litmodels", "LeafSpec", "shuffling enabled", "Warning"):
@@ -141,12 +151,9 @@ def test_guide_to_a_file_is_short_plain_and_counts_epochs_from_1(tiny, tmp_path)
 
 
 @pytest.mark.slow
-def test_live_view_shows_in_a_pseudo_terminal(tiny, tmp_path):
-    import pty
-    import re
-
+def test_live_view_shows_in_a_pseudo_terminal(mnist_64, tmp_path):
     main, child = pty.openpty()
-    env = {**guide_env(tiny), "COLUMNS": "120", "LINES": "40", "TERM": "xterm-256color"}
+    env = {**env_showing_every_warning(mnist_64), "COLUMNS": "120", "LINES": "40", "TERM": "xterm-256color"}
     proc = subprocess.Popen([sys.executable, str(REPO / "train.py"), "model=mlp", "learner.num_epochs=2",
                              f"hydra.run.dir={tmp_path / 'run'}"], cwd=REPO, env=env, stdin=child, stdout=child,
                             stderr=child, close_fds=True)

@@ -1,32 +1,40 @@
-"""TODO: docstring."""
+"""Multi-process DDP runs on the CPU (two ranks): through the app (`trainer=ddp`), through
+`LearnerBuilder.devices(["cpu", "cpu"])` and through Burn's `ExecutionStrategy.ddp`. Each rank trains
+on its half of the data; the metrics a run returns are reduced across ranks, while rank 0 alone writes
+the checkpoints and the Burn-layout logs (of its own steps), and a stop asked by one rank stops all."""
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 import torch
 
 from burnlike.data import DataLoaderBuilder, MnistBatcher, MnistDataset
 from burnlike.models.mnist import ModelConfig
+from burnlike.record import DefaultRecorder
 from burnlike.train.logger import read_metric_log
-from tests.helpers.paths import HELPERS
-from tests.journeys.helpers import run_app
+from tests.journeys.helpers import run_app, run_helper_script
 
 
-def accuracy_of_saved_model(path, tiny_app):
-
-    from burnlike.record import DefaultRecorder
-
+def accuracy_of_saved_model(path, data_root):
+    """The test-split accuracy (%) of the app's MNIST model saved at `path`, in this one process."""
     model = ModelConfig(num_classes=10, hidden_size=512).init("cpu").load_file(path, DefaultRecorder(), "cpu")
     model.eval()
     correct = total = 0
     with torch.no_grad():
-        for batch in DataLoaderBuilder(MnistBatcher()).batch_size(64).build(MnistDataset.test(tiny_app)):
+        for batch in DataLoaderBuilder(MnistBatcher()).batch_size(64).build(MnistDataset.test(data_root)):
             correct += int((model(batch.images).argmax(1) == batch.targets).sum())
             total += len(batch.targets)
     return 100.0 * correct / total
+
+
+def rank_results(artifact_dir):
+    """What each rank of a helper script wrote: its callback metrics (`rank{r}.json`), rank 0's first."""
+    return [json.loads((artifact_dir / f"rank{r}.json").read_text()) for r in (0, 1)]
+
+
+def process_groups_at_exit(artifact_dir):
+    """Whether each rank's process group was "ended" or still "up" when its interpreter exited."""
+    return [(artifact_dir / f"group{r}.txt").read_text() for r in (0, 1)]
 
 
 @pytest.mark.timeout(400)
@@ -48,32 +56,11 @@ def test_ddp_two_processes_save_one_checkpoint_set_and_the_cross_rank_result(tmp
 
 @pytest.mark.timeout(300)
 @pytest.mark.slow
-def test_two_process_cpu_ddp_through_execution_strategy(tmp_path):
-    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
-    proc = subprocess.run([sys.executable, str(HELPERS / "ddp_execution.py"), str(tmp_path)],
-                          capture_output=True, text=True, timeout=280, env=env)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
-    assert ranks[0]["world_size"] == ranks[1]["world_size"] == 2
-    # the library ended each rank's process group before the interpreter's teardown
-    assert [(tmp_path / f"group{r}.txt").read_text() for r in (0, 1)] == ["ended", "ended"]
-    for key in ("valid/Accuracy", "valid/Loss", "train/Loss"):  # reduced across ranks: the same everywhere
-        assert ranks[0][key] == pytest.approx(ranks[1][key])
-    lines = (tmp_path / "valid" / "epoch-1" / "Loss.log").read_text().splitlines()
-    assert len(lines) == 2  # rank 0 logs its own half of the valid set (4 batches of 16 in all)
-    local = read_metric_log(tmp_path / "valid" / "epoch-1" / "Loss.log")
-    assert local != pytest.approx(ranks[0]["valid/Loss"], rel=1e-6)
-
-
-@pytest.mark.timeout(300)
-@pytest.mark.slow
 def test_two_process_cpu_ddp_syncs_metrics_and_rank0_writes_logs(tmp_path):
-    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
-    proc = subprocess.run([sys.executable, str(HELPERS / "ddp_learner.py"), str(tmp_path)],
-                          capture_output=True, text=True, timeout=280, env=env)
+    proc = run_helper_script("ddp_learner.py", tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
-    assert [(tmp_path / f"group{r}.txt").read_text() for r in (0, 1)] == ["ended", "ended"]
+    ranks = rank_results(tmp_path)
+    assert process_groups_at_exit(tmp_path) == ["ended", "ended"]
     # metric values are reduced across ranks: both processes log the same epoch value
     assert ranks[0]["valid/Accuracy"] == pytest.approx(ranks[1]["valid/Accuracy"])
     assert ranks[0]["valid/Loss"] == pytest.approx(ranks[1]["valid/Loss"])
@@ -87,13 +74,28 @@ def test_two_process_cpu_ddp_syncs_metrics_and_rank0_writes_logs(tmp_path):
 
 @pytest.mark.timeout(300)
 @pytest.mark.slow
+def test_two_process_cpu_ddp_through_execution_strategy(tmp_path):
+    proc = run_helper_script("ddp_execution.py", tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    ranks = rank_results(tmp_path)
+    assert ranks[0]["world_size"] == ranks[1]["world_size"] == 2
+    # the library ended each rank's process group before the interpreter's teardown
+    assert process_groups_at_exit(tmp_path) == ["ended", "ended"]
+    for key in ("valid/Accuracy", "valid/Loss", "train/Loss"):  # reduced across ranks: the same everywhere
+        assert ranks[0][key] == pytest.approx(ranks[1][key])
+    lines = (tmp_path / "valid" / "epoch-1" / "Loss.log").read_text().splitlines()
+    assert len(lines) == 2  # rank 0 logs its own half of the valid set (4 batches of 16 in all)
+    local = read_metric_log(tmp_path / "valid" / "epoch-1" / "Loss.log")
+    assert local != pytest.approx(ranks[0]["valid/Loss"], rel=1e-6)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.slow
 def test_one_ranks_interrupter_stops_every_rank_at_the_same_step(tmp_path):
     """Only rank 1 is told to stop (after step 2): the interrupter's stop is reduced across ranks, so
     rank 0 stops at that step too instead of waiting forever in the next gradient all-reduce."""
-    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
-    proc = subprocess.run([sys.executable, str(HELPERS / "ddp_learner.py"), str(tmp_path), "interrupt"],
-                          capture_output=True, text=True, timeout=280, env=env)
+    proc = run_helper_script("ddp_learner.py", tmp_path, "interrupt")
     assert proc.returncode == 0, proc.stderr[-3000:]
-    steps = [json.loads((tmp_path / f"rank{r}.json").read_text())["global_step"] for r in (0, 1)]
+    steps = [rank["global_step"] for rank in rank_results(tmp_path)]
     assert steps == [3, 3]  # 6 steps without the stop (2 epochs of 3)
     assert "Training interrupted: rank 1 asked (after step 3)" in (tmp_path / "experiment.log").read_text()

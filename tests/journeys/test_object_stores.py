@@ -1,4 +1,6 @@
-"""TODO: docstring."""
+"""Runs whose artifact dir is an fsspec URL (`memory://` here, as `s3://` on a cluster): the epoch
+checkpoints go to the store and nowhere on the local disk (a URL mangled into a path would leave a
+local folder such as `memory:`), and a resume from the store matches an uninterrupted run."""
 
 from __future__ import annotations
 
@@ -6,14 +8,11 @@ import uuid
 
 import fsspec
 
-from burnlike.record import (
-    load_checkpoint,
-)
+from burnlike.record import load_checkpoint
 from tests.helpers.fit import checkpointing_builder, fit, same_weights
 from tests.helpers.toy import Classifier
 
 
-# 1. fsspec -----------------------------------------------------------------------------------------
 def test_a_run_on_a_memory_filesystem_keeps_its_epoch_files_there_and_resumes_from_them(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # a mangled URL would show up here as a local folder "memory:"
     root = f"memory://run-{uuid.uuid4().hex}"

@@ -1,4 +1,7 @@
-"""TODO: docstring."""
+"""Signals to a running training, as a cluster's scheduler sends them, and the resume after them: a
+catchable signal (SIGUSR1, SIGTERM) saves a `preempted-<step>` checkpoint at the next step and stops,
+chaining to the program's own handler; `checkpoint=last` resumes from it to the very weights of an
+uninterrupted run. After a SIGKILL (nothing saved) a resume from the last epoch checkpoint matches too."""
 
 from __future__ import annotations
 
@@ -14,41 +17,37 @@ import msgpack
 import pytest
 import torch
 
-from burnlike.record import (
-    DefaultRecorder,
-    load_checkpoint,
-)
+from burnlike.record import DefaultRecorder, load_checkpoint
 from burnlike.train.checkpoint import newest_checkpoint
 from burnlike.train.preemption import Preempted
-from tests.helpers.fit import cpu_builder, fit
+from tests.helpers.fit import cpu_builder, fit, same_weights
 from tests.helpers.idx import write_mnist_idx
-from tests.helpers.paths import HELPERS, REPO
+from tests.helpers.paths import HELPERS
 from tests.helpers.toy import Classifier
+from tests.journeys.helpers import run_app, run_helper_script, start_app
 
-# 5. preemption ---------------------------------------------------------------------------------------
-ROOT = REPO
+# Many short epochs: the signal must land while the run trains. With a few epochs, a loaded machine
+# can finish the remaining ones (~0.1 s of work) before the poll for the first epoch's file wakes up.
+EPOCHS = 30
+APP_ARGS = ["model=mlp", "learner.recorder=default", f"learner.num_epochs={EPOCHS}"]
 
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
+def mnist_512(tmp_path_factory):
+    """An MNIST root of 512 training and 64 test digits."""
     return write_mnist_idx(tmp_path_factory.mktemp("mnist"), n_train=512, n_test=64)
 
 
-# Many short epochs: the signal must land while the run still trains. With 4 epochs, a loaded CI
-# machine once let the run finish its last three (~0.1 s of work) before the poll below woke up.
-EPOCHS = 30
+@pytest.fixture
+def own_sigusr1_handler():
+    """A handler of the program's own for SIGUSR1 (it lists the signals it got), restored after the test."""
+    calls = []
+    previous = signal.signal(signal.SIGUSR1, lambda signum, frame: calls.append(signum))
+    yield calls
+    signal.signal(signal.SIGUSR1, previous)
 
 
-def app(args: list[str], run: Path, tiny: Path) -> list[str]:
-    return [sys.executable, str(ROOT / "train.py"), "model=mlp", "learner.recorder=default", f"learner.num_epochs={EPOCHS}",
-            "learner.progress_bar=false", f"hydra.run.dir={run}", *args]
-
-
-def env(tiny: Path) -> dict[str, str]:
-    return {**os.environ, "BURNLIKE_DATA": str(tiny), "PYTHONWARNINGS": "ignore"}
-
-
-def params(path: Path) -> dict[str, bytes]:
+def param_bytes(path: Path) -> dict[str, bytes]:
     """Every parameter's bytes in a module record, by key (ParamIds differ between runs)."""
     out: dict[str, bytes] = {}
 
@@ -77,66 +76,7 @@ class SignalAfter(L.Callback):
             os.kill(os.getpid(), self.signum)
 
 
-def same_weights(a, b):
-    return all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values()))
-
-
-@pytest.fixture
-def own_handler():
-    """A handler of the program's own for SIGUSR1, restored after the test."""
-    calls = []
-    previous = signal.signal(signal.SIGUSR1, lambda signum, frame: calls.append(signum))
-    yield calls
-    signal.signal(signal.SIGUSR1, previous)
-
-
-SCRIPT = HELPERS / "killable_train.py"
-
-
-def run(artifact: Path, mode: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
-    return subprocess.run([sys.executable, str(SCRIPT), str(artifact), mode], capture_output=True, text=True,
-                          timeout=240, env=env)
-
-
-@pytest.mark.timeout(600)
-@pytest.mark.slow
-def test_sigterm_saves_at_the_next_step_and_last_resumes_to_the_uninterrupted_weights(tmp_path, tiny):
-    run = tmp_path / "cut"
-    proc = subprocess.Popen(app([], run, tiny), cwd=ROOT, env=env(tiny), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    try:
-        epoch_one = run / "checkpoint" / "trainer-1.mpk"
-        for _ in range(60_000):  # bounded poll on the file the run writes after its first epoch
-            if epoch_one.exists() or proc.poll() is not None:
-                break
-            time.sleep(0.005)
-        assert epoch_one.exists(), "the run never finished its first epoch"
-        proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=300)
-    finally:
-        proc.kill()
-    assert proc.returncode == 128 + signal.SIGTERM, f"stdout: {out[-2000:]}\nstderr: {err[-3000:]}"
-    lines = [line for line in err.splitlines() if "preempted by SIGTERM" in line]
-    assert len(lines) == 1 and "checkpoint('last')" in lines[0]
-    [saved] = (run / "checkpoint").glob("preempted-*.mpk")
-    checkpoint = load_checkpoint(saved)
-    assert checkpoint["global_step"] > load_checkpoint(epoch_one)["global_step"]  # saved after the signal
-    assert checkpoint["global_step"] == int(saved.stem.split("-")[1])
-    assert not (run / "checkpoint" / f"trainer-{EPOCHS}.mpk").exists() and not (run / "model.mpk").exists()
-
-    resumed = subprocess.run(app(["learner.checkpoint=last"], run, tiny), cwd=ROOT, env=env(tiny),
-                             capture_output=True, text=True, timeout=300)
-    assert resumed.returncode == 0, resumed.stderr[-3000:]
-    assert f"resuming from {saved}" in (run / "experiment.log").read_text()
-    straight = subprocess.run(app([], tmp_path / "straight", tiny), cwd=ROOT, env=env(tiny), capture_output=True,
-                              text=True, timeout=300)
-    assert straight.returncode == 0, straight.stderr[-3000:]
-    assert params(run / "model.mpk") == params(tmp_path / "straight" / "model.mpk")
-    assert not list((run / "checkpoint").glob("preempted-*"))  # superseded by the resumed run's epochs
-
-
-def test_a_signal_mid_epoch_saves_preempted_and_last_resumes_exactly(tmp_path, own_handler, capsys):
+def test_a_signal_mid_epoch_saves_preempted_and_last_resumes_exactly(tmp_path, own_sigusr1_handler, capsys):
     straight = fit(cpu_builder(tmp_path / "straight"))
     handler = signal.getsignal(signal.SIGUSR1)
     run = tmp_path / "run"
@@ -144,7 +84,7 @@ def test_a_signal_mid_epoch_saves_preempted_and_last_resumes_exactly(tmp_path, o
     with pytest.raises(Preempted) as stopped:
         fit(cpu_builder(run).callback(SignalAfter(5, signal.SIGUSR1)))
     assert stopped.value.code == 128 + signal.SIGUSR1
-    assert own_handler == [signal.SIGUSR1]  # the program's handler still ran (chained)
+    assert own_sigusr1_handler == [signal.SIGUSR1]  # the program's handler ran too (chained)
     assert signal.getsignal(signal.SIGUSR1) is handler  # and is installed again after the run
     assert "preempted by SIGUSR1 at epoch 2, step 6" in capsys.readouterr().err
     names = sorted(p.name for p in (run / "checkpoint").iterdir())
@@ -157,19 +97,55 @@ def test_a_signal_mid_epoch_saves_preempted_and_last_resumes_exactly(tmp_path, o
 
 @pytest.mark.timeout(600)
 @pytest.mark.slow
+def test_sigterm_saves_at_the_next_step_and_last_resumes_to_the_uninterrupted_weights(tmp_path, mnist_512):
+    out = tmp_path / "cut"
+    run = out / "run"
+    proc = start_app(APP_ARGS, out, mnist_512)
+    try:
+        epoch_one = run / "checkpoint" / "trainer-1.mpk"
+        for _ in range(60_000):  # bounded poll on the file the run writes after its first epoch
+            if epoch_one.exists() or proc.poll() is not None:
+                break
+            time.sleep(0.005)
+        assert epoch_one.exists(), "the run never finished its first epoch"
+        proc.send_signal(signal.SIGTERM)
+        stdout, stderr = proc.communicate(timeout=300)
+    finally:
+        proc.kill()
+    assert proc.returncode == 128 + signal.SIGTERM, f"stdout: {stdout[-2000:]}\nstderr: {stderr[-3000:]}"
+    lines = [line for line in stderr.splitlines() if "preempted by SIGTERM" in line]
+    assert len(lines) == 1 and "checkpoint('last')" in lines[0]
+    [saved] = (run / "checkpoint").glob("preempted-*.mpk")
+    checkpoint = load_checkpoint(saved)
+    assert checkpoint["global_step"] > load_checkpoint(epoch_one)["global_step"]  # saved after the signal
+    assert checkpoint["global_step"] == int(saved.stem.split("-")[1])
+    assert not (run / "checkpoint" / f"trainer-{EPOCHS}.mpk").exists() and not (run / "model.mpk").exists()
+
+    resumed = run_app([*APP_ARGS, "learner.checkpoint=last"], out, mnist_512)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert f"resuming from {saved}" in (run / "experiment.log").read_text()
+    straight = run_app(APP_ARGS, tmp_path / "straight", mnist_512)
+    assert straight.returncode == 0, straight.stderr[-3000:]
+    assert param_bytes(run / "model.mpk") == param_bytes(tmp_path / "straight" / "run" / "model.mpk")
+    assert not list((run / "checkpoint").glob("preempted-*"))  # superseded by the resumed run's epochs
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.slow
 def test_sigkill_mid_epoch_then_resume_matches_an_uninterrupted_run(tmp_path):
     killed = tmp_path / "killed"
-    proc = subprocess.Popen([sys.executable, str(SCRIPT), str(killed), "kill"], stdout=subprocess.PIPE,
-                            stdin=subprocess.PIPE, text=True, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    proc = subprocess.Popen([sys.executable, str(HELPERS / "killable_train.py"), str(killed), "kill"],
+                            stdout=subprocess.PIPE, stdin=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONWARNINGS": "ignore"})
     assert proc.stdout.readline().strip() == "blocked"  # inside epoch 3, after model-2 was saved
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     assert sorted(p.name for p in (killed / "checkpoint").glob("trainer-*")) == ["trainer-1.mpk", "trainer-2.mpk"]
-    resumed = run(killed, "resume=2")
+    resumed = run_helper_script("killable_train.py", killed, "resume=2", timeout=240)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert (killed / "checkpoint" / "model-4.mpk").exists()
 
-    straight = run(tmp_path / "straight", "plain")
+    straight = run_helper_script("killable_train.py", tmp_path / "straight", "plain", timeout=240)
     assert straight.returncode == 0, straight.stderr[-3000:]
     a = Classifier().load_file(killed / "final.mpk", DefaultRecorder())
     b = Classifier().load_file(tmp_path / "straight" / "final.mpk", DefaultRecorder())

@@ -1,12 +1,22 @@
-"""TODO: docstring."""
+"""burnlike used from outside: another repo (tests/journeys/other_repo, copied out of the checkout)
+with its own package, model and conf dir, running its own training code and burnlike's app runner;
+and a plain Lightning `Trainer` that saves, resumes and loads through burnlike's recorder plugin."""
 
 import json
 import shutil
 from pathlib import Path
 
+import lightning as L
 import pytest
+import torch
 
+from burnlike.data import DataLoaderBuilder, MnistBatcher, MnistDataset
+from burnlike.models.mlp import MlpConfig
+from burnlike.optim import AdamConfig
+from burnlike.record import DefaultRecorder, RecorderCheckpointIO, load_lightning_module
+from burnlike.train import StepModule
 from burnlike.train.logger import read_metric_log
+from burnlike.train.metric import AccuracyMetric
 from tests.helpers.app import compose_app
 from tests.journeys.helpers import finish, start_app
 
@@ -15,7 +25,8 @@ OTHER_REPO = Path(__file__).resolve().parent / "other_repo"
 
 @pytest.mark.slow
 def test_another_repo_reuses_burnlike(tmp_path, tiny_app):
-    """A package outside burnlike/ with its own model and conf dir (tests/other_repo, copied away)."""
+    """Both of the other repo's scripts train and write burnlike's artifacts; its config composes
+    burnlike's groups with its own model option."""
     repo = shutil.copytree(OTHER_REPO, tmp_path / "other")
     cfg = compose_app(["learner.num_epochs=1"], config_dir=repo / "conf")  # burnlike's groups + its model
     assert cfg.model._target_ == "otherpkg.model.TinyConfig" and cfg.optimizer.epsilon == 1e-5
@@ -36,16 +47,6 @@ def test_another_repo_reuses_burnlike(tmp_path, tiny_app):
 
 
 def test_plain_lightning_trains_and_resumes_with_the_recorder_plugin(tmp_path, tiny_app):
-    import lightning as L
-    import torch
-
-    from burnlike.data import DataLoaderBuilder, MnistBatcher, MnistDataset
-    from burnlike.models.mlp import MlpConfig
-    from burnlike.optim import AdamConfig
-    from burnlike.record import DefaultRecorder, RecorderCheckpointIO, load_lightning_module
-    from burnlike.train import StepModule
-    from burnlike.train.metric import AccuracyMetric
-
     loader = DataLoaderBuilder(MnistBatcher()).batch_size(64).shuffle(0).build(MnistDataset.train(tiny_app))
 
     def trainer(epochs):

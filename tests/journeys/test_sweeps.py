@@ -1,4 +1,6 @@
-"""TODO: docstring."""
+"""Multirun sweeps of the app (`train.py -m`): each job its own run dir, artifacts and returned value;
+DDP inside a multirun launches the ranks of each job (no second sweep); the Optuna sweeper receives
+the value each job returns."""
 
 import json
 

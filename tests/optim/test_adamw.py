@@ -1,26 +1,20 @@
-"""TODO: docstring."""
+"""`burnlike.optim.adamw`: BurnAdamW, Burn 0.19's AdamW with cautious weight decay (decay only where
+the weight and the first moment agree in sign), which torch's AdamW lacks. Its defaults are Burn's,
+and its steps follow Burn's rule, with and without the cautious mask (and AMSGrad), as
+`AdamWConfig(cautious_weight_decay=True)` builds it."""
 
 import numpy as np
 import pytest
 import torch
 
-from burnlike.optim import (
-    AdamWConfig,
-    Adan,
-    AdanConfig,
-    BurnAdamW,
-)
-from tests.optim.helpers import GRADS, adam_rule, adamw_reference, check, param, run
+from burnlike.optim import AdamWConfig, BurnAdamW
+from tests.optim.helpers import GRADS, adam_rule, adamw_reference, assert_matches_rule, param, run_custom_loop
 
 
-def test_cautious_weight_decay_at_zero_moment_decays_only_positive_weights():
-    """Burn's mask is (θ ≥ 0) == (m ≥ 0): with no gradient (m = 0) a positive weight decays, a
-    negative one doesn't."""
-    p = param(0.5, -0.5)
-    opt = BurnAdamW([p], 0.1, weight_decay=0.5, cautious_weight_decay=True)
-    p.grad = torch.zeros(2, dtype=torch.float64)
-    opt.step()
-    assert p.tolist() == pytest.approx([0.5 - 0.1 * 0.5 * 0.5, -0.5], abs=1e-12)
+def test_burn_adamw_defaults_are_burns():
+    d = BurnAdamW([param(1.0)], 0.1).defaults
+    assert (d["lr"], d["betas"], d["eps"], d["weight_decay"], d["amsgrad"], d["cautious_weight_decay"]) ==\
+        (0.1, (0.9, 0.999), 1e-5, 1e-4, False, False)
 
 
 @pytest.mark.parametrize(("lr", "wd"), [(0.1, 0.5), (2.0, 0.5)])  # lr·wd = 1: the weight is zeroed first
@@ -36,22 +30,21 @@ def test_burn_adamw_without_cautious_decay_matches_burns_rule(lr, wd):
                                rtol=0, atol=1e-12)
 
 
-def test_burn_adamw_and_adan_defaults_are_burns():
-    d = BurnAdamW([param(1.0)], 0.1).defaults
-    assert (d["lr"], d["betas"], d["eps"], d["weight_decay"], d["amsgrad"], d["cautious_weight_decay"]) ==\
-        (0.1, (0.9, 0.999), 1e-5, 1e-4, False, False)
-    d = Adan([param(1.0)], 0.1).defaults
-    assert (d["betas"], d["eps"], d["weight_decay"], d["no_prox"]) == ((0.98, 0.92, 0.99), 1e-8, 0.0, False)
-    d = AdanConfig(beta_1=0.5, beta_2=0.6, beta_3=0.7, epsilon=0.1, weight_decay=0.2, no_prox=True).init()
-    d = d.build([param(1.0)], 0.1).defaults
-    assert (d["lr"], d["betas"], d["eps"], d["weight_decay"], d["no_prox"]) == (0.1, (0.5, 0.6, 0.7), 0.1, 0.2, True)
+def test_cautious_weight_decay_at_zero_moment_decays_only_positive_weights():
+    """Burn's mask is (θ ≥ 0) == (m ≥ 0): with no gradient (m = 0) a positive weight decays, a
+    negative one doesn't."""
+    p = param(0.5, -0.5)
+    opt = BurnAdamW([p], 0.1, weight_decay=0.5, cautious_weight_decay=True)
+    p.grad = torch.zeros(2, dtype=torch.float64)
+    opt.step()
+    assert p.tolist() == pytest.approx([0.5 - 0.1 * 0.5 * 0.5, -0.5], abs=1e-12)
 
 
 @pytest.mark.parametrize("amsgrad", [False, True])
 def test_adamw_cautious_weight_decay_matches_burn_rule(amsgrad):
     lr, wd = 0.1, 0.5
-    seen = run(AdamWConfig(weight_decay=wd, cautious_weight_decay=True, amsgrad=amsgrad), lr)
-    check(seen, adam_rule(lr, 0.9, 0.999, 1e-5, amsgrad, decoupled=wd, cautious=True), dict, atol=2e-6)
-    plain = run(AdamWConfig(weight_decay=wd, amsgrad=amsgrad), lr)  # torch.optim.AdamW
-    check(plain, adam_rule(lr, 0.9, 0.999, 1e-5, amsgrad, decoupled=wd), dict, atol=2e-6)
+    seen = run_custom_loop(AdamWConfig(weight_decay=wd, cautious_weight_decay=True, amsgrad=amsgrad), lr)
+    assert_matches_rule(seen, adam_rule(lr, 0.9, 0.999, 1e-5, amsgrad, decoupled=wd, cautious=True), dict, atol=2e-6)
+    plain = run_custom_loop(AdamWConfig(weight_decay=wd, amsgrad=amsgrad), lr)  # torch.optim.AdamW
+    assert_matches_rule(plain, adam_rule(lr, 0.9, 0.999, 1e-5, amsgrad, decoupled=wd), dict, atol=2e-6)
     assert not np.allclose(seen[-1][0][0], plain[-1][0][0], atol=1e-4)  # the mask changed some weights

@@ -1,4 +1,6 @@
-"""TODO: docstring."""
+"""`burnlike.optim.adan`: Adan and AdanConfig, Burn's Adan (not in torch). Its defaults are Burn's, the
+config's settings reach the optimizer, ε is added to the denominator as Burn adds it, and its steps
+follow Burn's rule (with and without the proximal weight decay) on Burn's own test layer."""
 
 import math
 
@@ -6,11 +8,16 @@ import numpy as np
 import pytest
 import torch
 
-from burnlike.optim import (
-    Adan,
-    AdanConfig,
-)
-from tests.optim.helpers import check, param, run
+from burnlike.optim import Adan, AdanConfig
+from tests.optim.helpers import assert_matches_rule, param, run_custom_loop
+
+
+def test_adan_defaults_are_burns_and_its_config_reaches_it():
+    d = Adan([param(1.0)], 0.1).defaults
+    assert (d["betas"], d["eps"], d["weight_decay"], d["no_prox"]) == ((0.98, 0.92, 0.99), 1e-8, 0.0, False)
+    d = AdanConfig(beta_1=0.5, beta_2=0.6, beta_3=0.7, epsilon=0.1, weight_decay=0.2, no_prox=True).init()
+    d = d.build([param(1.0)], 0.1).defaults
+    assert (d["lr"], d["betas"], d["eps"], d["weight_decay"], d["no_prox"]) == (0.1, (0.5, 0.6, 0.7), 0.1, 0.2, True)
 
 
 def test_adan_adds_epsilon_to_the_denominator():
@@ -41,4 +48,4 @@ def test_adan_matches_burn_rule(no_prox):
 
     assert (AdanConfig().beta_1, AdanConfig().beta_2, AdanConfig().beta_3, AdanConfig().epsilon) == (b1, b2, b3, eps)
     cfg = AdanConfig(weight_decay=wd, no_prox=no_prox)
-    check(run(cfg, lr), rule, dict, atol=2e-6)
+    assert_matches_rule(run_custom_loop(cfg, lr), rule, dict, atol=2e-6)

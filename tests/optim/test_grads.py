@@ -1,23 +1,12 @@
-"""TODO: docstring."""
+"""`burnlike.optim.grads`: GradientsParams, a backward pass's gradients keyed by parameter (only the
+module's, only those that reach the loss), and GradientsAccumulator, which sums them per parameter
+across steps and empties on `grads()`, as Burn's do."""
 
 import torch
 from torch import nn
 
 from burnlike.autodiff import backward
-from burnlike.optim import (
-    GradientsAccumulator,
-    GradientsParams,
-)
-
-
-def test_accumulator_sums_and_pops():
-    m = nn.Linear(2, 1)
-    acc = GradientsAccumulator()
-    for _ in range(3):
-        acc.accumulate(m, GradientsParams.from_grads(backward(m(torch.ones(1, 2)).sum()), m))
-    total = acc.grads()
-    assert torch.allclose(total.get(m.weight), torch.full((1, 2), 3.0))
-    assert len(acc.grads()) == 0
+from burnlike.optim import GradientsAccumulator, GradientsParams
 
 
 def test_gradients_params_map_by_parameter():
@@ -48,6 +37,16 @@ def test_gradients_skip_parameters_that_do_not_reach_the_loss():
     model = nn.ModuleDict({"used": m, "frozen": frozen})
     grads = GradientsParams.from_grads(backward(m(torch.ones(1, 2)).sum()), model)
     assert len(grads) == 2 and frozen.bias not in grads and frozen.weight not in grads
+
+
+def test_accumulator_sums_and_pops():
+    m = nn.Linear(2, 1)
+    acc = GradientsAccumulator()
+    for _ in range(3):
+        acc.accumulate(m, GradientsParams.from_grads(backward(m(torch.ones(1, 2)).sum()), m))
+    total = acc.grads()
+    assert torch.allclose(total.get(m.weight), torch.full((1, 2), 3.0))
+    assert len(acc.grads()) == 0
 
 
 def test_accumulator_adds_gradients_of_different_parameters_separately():

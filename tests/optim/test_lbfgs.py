@@ -1,4 +1,7 @@
-"""TODO: docstring."""
+"""`burnlike.optim.lbfgs`: LBFGSConfig, Burn's L-BFGS run by `torch.optim.LBFGS`. Its settings (and
+Burn's line-search names) reach torch; its custom-loop step takes Burn's closure
+`model -> (loss, grads)`, not gradients, returns the loss in full precision, and follows Burn's
+two-loop recursion step by step."""
 
 import numpy as np
 import pytest
@@ -6,11 +9,7 @@ import torch
 from torch import nn
 
 from burnlike.autodiff import backward
-from burnlike.optim import (
-    GradientsParams,
-    LBFGSConfig,
-    LineSearchFn,
-)
+from burnlike.optim import GradientsParams, LBFGSConfig, LineSearchFn
 from tests.optim.helpers import param
 
 

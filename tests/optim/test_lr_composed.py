@@ -1,4 +1,6 @@
-"""TODO: docstring."""
+"""`burnlike.optim.lr_composed`: ComposedLrSchedulerConfig, Burn's composed LR scheduler. Its builders
+chain schedulers, their rates reduce by product (the default), sum or average at every step, and its
+JSON keeps Burn's shape (pretty-printed as Burn's) both ways, refusing bad JSON by the field."""
 
 import math
 
@@ -39,6 +41,28 @@ def test_composed_scheduler_builders_reductions_and_json_round_trip(tmp_path):
     assert base.linear(LinearLrSchedulerConfig(1.0, 0.0, 2)).schedulers[0] is cosine and base.schedulers == [cosine]
 
 
+def test_composed_lr_scheduler_reduces_like_burn(tmp_path):
+    linear_cfg = LinearLrSchedulerConfig(1.0, 0.5, 4)
+    exp_cfg = ExponentialLrSchedulerConfig(0.1, 0.9)
+    parts = [lambda k: 1.0 + (k - 1) * (0.5 - 1.0) / 4 if k <= 4 else 0.5, lambda k: 0.1 * 0.9 ** (k - 1)]
+    for reduction, reduce in ((SchedulerReduction.PROD, math.prod), (SchedulerReduction.SUM, sum),
+                              (SchedulerReduction.AVG, lambda v: sum(v) / len(v))):
+        cfg = ComposedLrSchedulerConfig().linear(linear_cfg).exponential(exp_cfg).with_reduction(reduction)
+        scheduler = cfg.init()
+        for k in range(1, 7):
+            assert scheduler.step() == pytest.approx(reduce([p(k) for p in parts]))
+    assert ComposedLrSchedulerConfig().reduction is SchedulerReduction.PROD
+    cfg = ComposedLrSchedulerConfig().linear(linear_cfg).cosine(CosineAnnealingLrSchedulerConfig(1.0, 10))
+    cfg.save(tmp_path / "s.json")
+    text = (tmp_path / "s.json").read_text()
+    assert '"Linear"' in text and '"Cosine"' in text and '"Prod"' in text
+    loaded = ComposedLrSchedulerConfig.load(tmp_path / "s.json")
+    assert [loaded.init().lr_at(k) for k in range(1, 5)] == [cfg.init().lr_at(k) for k in range(1, 5)]
+    with pytest.raises(ConfigError, match=r"schedulers\[0\]"):
+        ComposedLrSchedulerConfig.from_dict({"schedulers": [{"Warmup": {}}]})
+
+
+
 def test_composed_scheduler_refuses_bad_json_naming_the_field(tmp_path):
     with pytest.raises(ConfigError) as e:
         ComposedLrSchedulerConfig([ConstantLr(1.0)]).to_dict()
@@ -70,24 +94,3 @@ def test_composed_scheduler_refuses_bad_json_naming_the_field(tmp_path):
                                                "reduction": "Avg"})
     assert two == ComposedLrSchedulerConfig([LinearLrSchedulerConfig(1.0, 0.0, 2),
                                              CosineAnnealingLrSchedulerConfig(1.0, 3)], SchedulerReduction.AVG)
-
-
-def test_composed_lr_scheduler_reduces_like_burn(tmp_path):
-    linear_cfg = LinearLrSchedulerConfig(1.0, 0.5, 4)
-    exp_cfg = ExponentialLrSchedulerConfig(0.1, 0.9)
-    parts = [lambda k: 1.0 + (k - 1) * (0.5 - 1.0) / 4 if k <= 4 else 0.5, lambda k: 0.1 * 0.9 ** (k - 1)]
-    for reduction, reduce in ((SchedulerReduction.PROD, math.prod), (SchedulerReduction.SUM, sum),
-                              (SchedulerReduction.AVG, lambda v: sum(v) / len(v))):
-        cfg = ComposedLrSchedulerConfig().linear(linear_cfg).exponential(exp_cfg).with_reduction(reduction)
-        scheduler = cfg.init()
-        for k in range(1, 7):
-            assert scheduler.step() == pytest.approx(reduce([p(k) for p in parts]))
-    assert ComposedLrSchedulerConfig().reduction is SchedulerReduction.PROD
-    cfg = ComposedLrSchedulerConfig().linear(linear_cfg).cosine(CosineAnnealingLrSchedulerConfig(1.0, 10))
-    cfg.save(tmp_path / "s.json")
-    text = (tmp_path / "s.json").read_text()
-    assert '"Linear"' in text and '"Cosine"' in text and '"Prod"' in text
-    loaded = ComposedLrSchedulerConfig.load(tmp_path / "s.json")
-    assert [loaded.init().lr_at(k) for k in range(1, 5)] == [cfg.init().lr_at(k) for k in range(1, 5)]
-    with pytest.raises(ConfigError, match=r"schedulers\[0\]"):
-        ComposedLrSchedulerConfig.from_dict({"schedulers": [{"Warmup": {}}]})

@@ -1,4 +1,6 @@
-"""TODO: docstring."""
+"""`burnlike.optim.lr_scheduler`: Burn's LR schedulers (constant, step, exponential, linear, cosine
+annealing, Noam). Each gives Burn's rate at every iteration from 1, refuses settings Burn refuses
+with a message naming them, keeps only its iteration as state, and drives a torch optimizer's lr."""
 
 import math
 
@@ -32,52 +34,17 @@ def test_schedulers_follow_burn_step_semantics():
     assert max(vals) == vals[9]  # peak at the end of warm-up
 
 
-def test_scheduler_drives_torch_optimizer():
-    sched = StepLrSchedulerConfig(0.1, 1, gamma=0.5).init()
-    opt = AdamConfig().init().build(nn.Linear(1, 1).parameters(), 1.0)
-    torch_sched = sched.torch_scheduler(opt)
-    seen = []
-    for _ in range(3):
-        seen.append(opt.param_groups[0]["lr"])
-        opt.step()
-        torch_sched.step()
-    assert seen == pytest.approx([0.1, 0.05, 0.025])
+@pytest.mark.parametrize("gamma", [1.0, 0.5, 1e-9])
+def test_exponential_accepts_gamma_in_zero_one(gamma):
+    scheduler = ExponentialLrSchedulerConfig(0.1, gamma).init()
+    assert [scheduler.step() for _ in range(3)] == pytest.approx([0.1, 0.1 * gamma, 0.1 * gamma**2])
 
 
-def test_scheduler_state_is_the_iteration():
-    s = StepLrSchedulerConfig(1.0, 1, gamma=0.5).init()
-    s.step()
-    s.step()
-    assert s.state_dict() == {"iteration": 2}
-    fresh = StepLrSchedulerConfig(1.0, 1, gamma=0.5).init()
-    fresh.load_state_dict({"iteration": 2})
-    assert fresh.iteration == 2 and fresh.step() == 0.25
-    assert [ConstantLr(0.3).step() for _ in range(2)] == [0.3, 0.3]
-    assert ConstantLr(0.3).lr_at(100) == 0.3
 
-
-@pytest.mark.parametrize("sizes", [{"warmup_steps": 0}, {"model_size": -1}])
-def test_noam_refusal_message_names_warmup_steps_and_model_size(sizes):
-    with raises_exactly(ValueError, "NoamLrSchedulerConfig: warmup_steps and model_size must be > 0"):
-        NoamLrSchedulerConfig(1.0, **sizes).init()
-
-
-def test_cosine_linear_and_step_refuse_zero_iterations_and_honour_min_lr_and_defaults():
-    cos = CosineAnnealingLrSchedulerConfig(1.0, 4, min_lr=0.2).init()
-    want = [0.2 + 0.4 * (1 + math.cos(k / 4 * math.pi)) for k in (1, 2, 3, 4, 0)]
-    assert [cos.step() for _ in range(5)] == pytest.approx(want)
-    assert CosineAnnealingLrSchedulerConfig(1.0, 1).init().lr_at(1) == pytest.approx(0.0)
-    with raises_exactly(ValueError, "CosineAnnealingLrSchedulerConfig.num_iters must be > 0"):
-        CosineAnnealingLrSchedulerConfig(1.0, 0).init()
-    one = LinearLrSchedulerConfig(1.0, 0.5, 1).init()
-    assert [one.step() for _ in range(3)] == [1.0, 0.5, 0.5]
-    with raises_exactly(ValueError, "LinearLrSchedulerConfig.num_iters must be > 0"):
-        LinearLrSchedulerConfig(1.0, 0.5, 0).init()
-    with raises_exactly(ValueError, "StepLrSchedulerConfig.step_size must be > 0"):
-        StepLrSchedulerConfig(1.0, 0).init()
-    assert StepLrSchedulerConfig(1.0, 2).gamma == 0.1
-    assert (NoamLrSchedulerConfig(1.0).warmup_steps, NoamLrSchedulerConfig(1.0).model_size) == (4000, 512)
-    assert NoamLrSchedulerConfig(1.0, warmup_steps=1, model_size=1).init().lr_at(1) == 1.0
+@pytest.mark.parametrize("gamma", [0.0, -0.5, 1.0000001, 1.5, float("nan")])
+def test_exponential_refuses_gamma_outside_zero_one(gamma):
+    with pytest.raises(ValueError, match=r"gamma must be in \(0, 1\]"):
+        ExponentialLrSchedulerConfig(0.1, gamma).init()
 
 
 @pytest.mark.parametrize(("factor", "warmup", "size"), [(1.0, 10, 4), (2.0, 4000, 512), (0.5, 3, 64)])
@@ -101,20 +68,49 @@ def test_noam_rises_linearly_in_warmup_then_decays_as_inverse_sqrt():
 
 
 @pytest.mark.parametrize("bad", [0, -1])
-def test_noam_refuses_non_positive_sizes(bad):
-    with pytest.raises(ValueError, match="warmup_steps and model_size"):
-        NoamLrSchedulerConfig(1.0, warmup_steps=bad).init()
-    with pytest.raises(ValueError, match="warmup_steps and model_size"):
-        NoamLrSchedulerConfig(1.0, model_size=bad).init()
+def test_noam_refuses_non_positive_sizes_naming_both(bad):
+    for sizes in ({"warmup_steps": bad}, {"model_size": bad}):
+        with raises_exactly(ValueError, "NoamLrSchedulerConfig: warmup_steps and model_size must be > 0"):
+            NoamLrSchedulerConfig(1.0, **sizes).init()
 
 
-@pytest.mark.parametrize("gamma", [0.0, -0.5, 1.0000001, 1.5, float("nan")])
-def test_exponential_refuses_gamma_outside_zero_one(gamma):
-    with pytest.raises(ValueError, match=r"gamma must be in \(0, 1\]"):
-        ExponentialLrSchedulerConfig(0.1, gamma).init()
+def test_cosine_linear_and_step_refuse_zero_iterations_and_honour_min_lr_and_defaults():
+    cos = CosineAnnealingLrSchedulerConfig(1.0, 4, min_lr=0.2).init()
+    want = [0.2 + 0.4 * (1 + math.cos(k / 4 * math.pi)) for k in (1, 2, 3, 4, 0)]
+    assert [cos.step() for _ in range(5)] == pytest.approx(want)
+    assert CosineAnnealingLrSchedulerConfig(1.0, 1).init().lr_at(1) == pytest.approx(0.0)
+    with raises_exactly(ValueError, "CosineAnnealingLrSchedulerConfig.num_iters must be > 0"):
+        CosineAnnealingLrSchedulerConfig(1.0, 0).init()
+    one = LinearLrSchedulerConfig(1.0, 0.5, 1).init()
+    assert [one.step() for _ in range(3)] == [1.0, 0.5, 0.5]
+    with raises_exactly(ValueError, "LinearLrSchedulerConfig.num_iters must be > 0"):
+        LinearLrSchedulerConfig(1.0, 0.5, 0).init()
+    with raises_exactly(ValueError, "StepLrSchedulerConfig.step_size must be > 0"):
+        StepLrSchedulerConfig(1.0, 0).init()
+    assert StepLrSchedulerConfig(1.0, 2).gamma == 0.1
+    assert (NoamLrSchedulerConfig(1.0).warmup_steps, NoamLrSchedulerConfig(1.0).model_size) == (4000, 512)
+    assert NoamLrSchedulerConfig(1.0, warmup_steps=1, model_size=1).init().lr_at(1) == 1.0
 
 
-@pytest.mark.parametrize("gamma", [1.0, 0.5, 1e-9])
-def test_exponential_accepts_gamma_in_zero_one(gamma):
-    scheduler = ExponentialLrSchedulerConfig(0.1, gamma).init()
-    assert [scheduler.step() for _ in range(3)] == pytest.approx([0.1, 0.1 * gamma, 0.1 * gamma**2])
+def test_scheduler_state_is_the_iteration():
+    s = StepLrSchedulerConfig(1.0, 1, gamma=0.5).init()
+    s.step()
+    s.step()
+    assert s.state_dict() == {"iteration": 2}
+    fresh = StepLrSchedulerConfig(1.0, 1, gamma=0.5).init()
+    fresh.load_state_dict({"iteration": 2})
+    assert fresh.iteration == 2 and fresh.step() == 0.25
+    assert [ConstantLr(0.3).step() for _ in range(2)] == [0.3, 0.3]
+    assert ConstantLr(0.3).lr_at(100) == 0.3
+
+
+def test_scheduler_drives_torch_optimizer():
+    sched = StepLrSchedulerConfig(0.1, 1, gamma=0.5).init()
+    opt = AdamConfig().init().build(nn.Linear(1, 1).parameters(), 1.0)
+    torch_sched = sched.torch_scheduler(opt)
+    seen = []
+    for _ in range(3):
+        seen.append(opt.param_groups[0]["lr"])
+        opt.step()
+        torch_sched.step()
+    assert seen == pytest.approx([0.1, 0.05, 0.025])

@@ -1,4 +1,8 @@
-"""TODO: docstring."""
+"""`burnlike.optim.muon`: Muon and MuonConfig, Burn 0.20's Muon (burnlike's own: torch's differs).
+Its defaults are Burn's; the steps of weight matrices follow Burn's rule (momentum, Newton–Schulz
+orthogonalisation, the lr scaled by the matrix's shape) on Burn's test layer; other parameters are
+refused by name unless `aux_adamw` updates them with Burn's AdamW rule; its state and param groups
+survive a checkpoint resume."""
 
 import math
 
@@ -7,22 +11,28 @@ import pytest
 import torch
 from torch import nn
 
-from burnlike.optim import (
-    AdamWConfig,
-    AdjustLrFn,
-    MomentumConfig,
-    Muon,
-    MuonConfig,
-    WeightDecayConfig,
-)
+from burnlike.optim import AdamWConfig, AdjustLrFn, MomentumConfig, Muon, MuonConfig, WeightDecayConfig
+from burnlike.optim.muon import newton_schulz
+from burnlike.record import CompactRecorder
 from burnlike.train import LearnerBuilder
 from burnlike.train.metric import LossMetric
 from tests.helpers.expect import raises_exactly
 from tests.helpers.toy import Classifier, loader
-from tests.optim.helpers import GRADS, XS, B, adam_rule, adamw_reference, check, linear, param, run
+from tests.optim.helpers import (
+    GRADS,
+    XS,
+    B,
+    adam_rule,
+    adamw_reference,
+    assert_matches_rule,
+    burn_layer,
+    param,
+    run_custom_loop,
+)
 
 
-def newton_schulz(g, steps=5, a=3.4445, b=-4.775, c=2.0315, eps=1e-7):
+def newton_schulz_reference(g, steps=5, a=3.4445, b=-4.775, c=2.0315, eps=1e-7):
+    """Burn's Newton–Schulz iteration (float64) with its default coefficients."""
     tall = g.shape[0] > g.shape[1]
     x = g.T if tall else g
     x = x / max(np.sqrt((x * x).sum()), eps)
@@ -32,35 +42,12 @@ def newton_schulz(g, steps=5, a=3.4445, b=-4.775, c=2.0315, eps=1e-7):
     return x.T if tall else x
 
 
-@pytest.mark.parametrize(("amsgrad", "cautious"), [(True, True), (False, False)])
-def test_muon_updates_other_parameters_with_the_aux_adamw_settings(amsgrad, cautious):
-    aux = AdamWConfig(beta_1=0.8, beta_2=0.9, epsilon=0.01, weight_decay=0.5, amsgrad=amsgrad,
-                      cautious_weight_decay=cautious)
-    bias = param(0.5, -0.25, 1.0)
-    opt = Muon([bias], 0.1, MuonConfig(aux_adamw=aux))
-    got = []
-    for g in GRADS:
-        bias.grad = torch.tensor(g)
-        opt.step()
-        got.append(bias.detach().numpy().copy())
-    want = adamw_reference(np.array([0.5, -0.25, 1.0]), GRADS, 0.1, 0.8, 0.9, 0.01, 0.5, amsgrad, cautious)
-    np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
-
-
-def test_muon_refusal_names_the_parameters_that_are_not_matrices():
-    model = nn.Sequential(*(nn.Linear(2, 2) for _ in range(4)), nn.Conv1d(1, 1, 1))
-    named = list(model.named_parameters())
-    with raises_exactly(ValueError, "MuonConfig: Muon only optimizes 2-D weight matrices, but 6 parameters are not "
-                                    "2-D (0.bias, 1.bias, 2.bias, 3.bias, 4.weight, …); set "
-                                    "MuonConfig(aux_adamw=AdamWConfig()) to update them with AdamW"):
-        Muon(named, 0.1, MuonConfig())
-    five = nn.Sequential(*(nn.Linear(2, 2) for _ in range(5)))
-    with pytest.raises(ValueError, match=r"are not 2-D \(0.bias, 1.bias, 2.bias, 3.bias, 4.bias\); set MuonConfig"):
-        Muon(list(five.named_parameters()), 0.1, MuonConfig())  # five names: all shown, no ellipsis
-    with pytest.raises(ValueError, match=r"but 1 parameters are not 2-D \(shape \[2\]\); set MuonConfig"):
-        Muon(list(nn.Linear(2, 2).parameters()), 0.1, MuonConfig())
-    with pytest.raises(ValueError, match=r"are not 2-D \(0.bias\); set MuonConfig"):
-        Muon(list(nn.Sequential(nn.Linear(2, 2)).named_parameters()), 0.1, MuonConfig())
+# --- the config -----------------------------------------------------------------------------------
+def test_muon_defaults_are_burns():
+    cfg = MuonConfig()
+    assert cfg.momentum == MomentumConfig(momentum=0.95, dampening=0.0, nesterov=True)
+    assert (cfg.ns_coefficients, cfg.epsilon, cfg.ns_steps, cfg.weight_decay, cfg.aux_adamw) ==\
+        ((3.4445, -4.775, 2.0315), 1e-7, 5, None, None)
 
 
 def test_muon_groups_carry_the_aux_adamw_settings():
@@ -82,16 +69,24 @@ def test_muon_groups_carry_the_aux_adamw_settings():
     assert MuonConfig().grad_clipping is None
 
 
-def test_muon_defaults_are_burns():
-    cfg = MuonConfig()
-    assert cfg.momentum == MomentumConfig(momentum=0.95, dampening=0.0, nesterov=True)
-    assert (cfg.ns_coefficients, cfg.epsilon, cfg.ns_steps, cfg.weight_decay, cfg.aux_adamw) ==\
-        ((3.4445, -4.775, 2.0315), 1e-7, 5, None, None)
+def test_muon_refusal_names_the_parameters_that_are_not_matrices():
+    model = nn.Sequential(*(nn.Linear(2, 2) for _ in range(4)), nn.Conv1d(1, 1, 1))
+    named = list(model.named_parameters())
+    with raises_exactly(ValueError, "MuonConfig: Muon only optimizes 2-D weight matrices, but 6 parameters are not "
+                                    "2-D (0.bias, 1.bias, 2.bias, 3.bias, 4.weight, …); set "
+                                    "MuonConfig(aux_adamw=AdamWConfig()) to update them with AdamW"):
+        Muon(named, 0.1, MuonConfig())
+    five = nn.Sequential(*(nn.Linear(2, 2) for _ in range(5)))
+    with pytest.raises(ValueError, match=r"are not 2-D \(0.bias, 1.bias, 2.bias, 3.bias, 4.bias\); set MuonConfig"):
+        Muon(list(five.named_parameters()), 0.1, MuonConfig())  # five names: all shown, no ellipsis
+    with pytest.raises(ValueError, match=r"but 1 parameters are not 2-D \(shape \[2\]\); set MuonConfig"):
+        Muon(list(nn.Linear(2, 2).parameters()), 0.1, MuonConfig())
+    with pytest.raises(ValueError, match=r"are not 2-D \(0.bias\); set MuonConfig"):
+        Muon(list(nn.Sequential(nn.Linear(2, 2)).named_parameters()), 0.1, MuonConfig())
 
 
+# --- the parts of Burn's rule ---------------------------------------------------------------------
 def test_newton_schulz_orthogonalises_and_scales_small_updates_by_epsilon():
-    from burnlike.optim.muon import newton_schulz
-
     torch.manual_seed(0)
     g = torch.randn(3, 5, dtype=torch.float64)
     x = newton_schulz(g, (3.4445, -4.775, 2.0315), 5, 1e-7)
@@ -105,14 +100,13 @@ def test_newton_schulz_orthogonalises_and_scales_small_updates_by_epsilon():
 
 
 def test_adjust_lr_ratio_is_one_for_vectors_and_wide_matrices_under_original():
-    from burnlike.optim import AdjustLrFn
-
     assert AdjustLrFn.ORIGINAL.ratio(torch.Size([7])) == 1.0
     assert AdjustLrFn.MATCH_RMS_ADAMW.ratio(torch.Size([7])) == 1.0
     assert AdjustLrFn.ORIGINAL.ratio(torch.Size([2, 8])) == 1.0  # wide: max(1, rows/cols)
     assert AdjustLrFn.MATCH_RMS_ADAMW.ratio(torch.Size([2, 8])) == pytest.approx(0.2 * math.sqrt(8))
 
 
+# --- steps ----------------------------------------------------------------------------------------
 @pytest.mark.parametrize("adjust", list(AdjustLrFn))
 @pytest.mark.parametrize("momentum", [MomentumConfig(0.95, 0.0, True), MomentumConfig(0.9, 0.1, False)])
 def test_muon_matches_burn_rule(momentum, adjust):
@@ -125,19 +119,19 @@ def test_muon_matches_burn_rule(momentum, adjust):
         update = g + momentum.momentum * s["v"] if momentum.nesterov else s["v"]
         rows, cols = p.shape
         ratio = math.sqrt(max(1.0, rows / cols)) if adjust is AdjustLrFn.ORIGINAL else 0.2 * math.sqrt(max(rows, cols))
-        return p * (1 - lr * wd) - lr * ratio * newton_schulz(update)
+        return p * (1 - lr * wd) - lr * ratio * newton_schulz_reference(update)
 
     cfg = MuonConfig(weight_decay=WeightDecayConfig(wd), momentum=momentum, adjust_lr_fn=adjust)
-    check(run(cfg, lr, tall, [x[:, :4] for x in XS]), rule, dict, atol=5e-6)
+    assert_matches_rule(run_custom_loop(cfg, lr, tall, [x[:, :4] for x in XS]), rule, dict, atol=5e-6)
 
 
 def test_muon_scales_lr_by_shape_and_updates_non_matrices_with_aux_adamw():
     assert AdjustLrFn.ORIGINAL.ratio(torch.Size([1024, 512])) == pytest.approx(math.sqrt(2))
     assert AdjustLrFn.MATCH_RMS_ADAMW.ratio(torch.Size([1024, 512])) == pytest.approx(0.2 * 32)
     with pytest.raises(ValueError, match="2-D.*aux_adamw"):
-        MuonConfig().init().build(list(linear().parameters()), 0.02)
+        MuonConfig().init().build(list(burn_layer().parameters()), 0.02)
     # with AdamW for the bias: the weight follows Muon, the bias Burn's AdamW rule
-    seen = run(MuonConfig(aux_adamw=AdamWConfig(weight_decay=0.0)), 0.02)
+    seen = run_custom_loop(MuonConfig(aux_adamw=AdamWConfig(weight_decay=0.0)), 0.02)
     bias_rule = adam_rule(0.02, 0.9, 0.999, 1e-5, False)
     p, s = B.copy(), {}
     for t, (after, grads) in enumerate(seen[1:], 1):
@@ -145,10 +139,24 @@ def test_muon_scales_lr_by_shape_and_updates_non_matrices_with_aux_adamw():
         np.testing.assert_allclose(after[1], p, atol=2e-6)
 
 
+@pytest.mark.parametrize(("amsgrad", "cautious"), [(True, True), (False, False)])
+def test_muon_updates_other_parameters_with_the_aux_adamw_settings(amsgrad, cautious):
+    aux = AdamWConfig(beta_1=0.8, beta_2=0.9, epsilon=0.01, weight_decay=0.5, amsgrad=amsgrad,
+                      cautious_weight_decay=cautious)
+    bias = param(0.5, -0.25, 1.0)
+    opt = Muon([bias], 0.1, MuonConfig(aux_adamw=aux))
+    got = []
+    for g in GRADS:
+        bias.grad = torch.tensor(g)
+        opt.step()
+        got.append(bias.detach().numpy().copy())
+    want = adamw_reference(np.array([0.5, -0.25, 1.0]), GRADS, 0.1, 0.8, 0.9, 0.01, 0.5, amsgrad, cautious)
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
+
+
+# --- resume ---------------------------------------------------------------------------------------
 def test_muon_state_and_param_groups_survive_a_checkpoint_resume(tmp_path):
     """Muon's state and param groups (both rules, their settings) go through the checkpoint records."""
-    from burnlike.record import CompactRecorder
-
     def builder(epochs):
         return (LearnerBuilder(tmp_path).metric_train_numeric(LossMetric()).num_epochs(epochs).devices(["cpu"])
                 .progress_bar(False).with_application_logger(False).with_file_checkpointer(CompactRecorder()))

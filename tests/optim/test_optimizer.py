@@ -1,7 +1,12 @@
-"""TODO: docstring."""
+"""`burnlike.optim.optimizer`: Burn's optimizer API over torch.optim. AdamConfig, AdamWConfig and
+SgdConfig keep Burn's defaults and hand their settings to torch; every config builds at the learning
+rate it is given; `as_optimizer` takes a config, an optimizer or a torch factory; an Optimizer's
+custom-loop `step(lr, model, grads)` follows torch's (and Burn's) rule with the lr of that step,
+clips gradients per tensor first, rebinds to a new model, and saves and loads its state."""
 
 import copy
 import math
+from functools import partial
 
 import pytest
 import torch
@@ -26,9 +31,10 @@ from burnlike.optim import (
 )
 from burnlike.optim.optimizer import as_optimizer
 from tests.helpers.expect import raises_exactly
-from tests.optim.helpers import adam_rule, check, param, run
+from tests.optim.helpers import adam_rule, assert_matches_rule, param, run_custom_loop
 
 
+# --- configs: Burn's defaults, torch's settings ---------------------------------------------------
 def test_adam_adamw_and_momentum_configs_have_burns_defaults():
     adam = AdamConfig()
     assert (adam.beta_1, adam.beta_2, adam.epsilon) == (0.9, 0.999, 1e-5)
@@ -36,6 +42,56 @@ def test_adam_adamw_and_momentum_configs_have_burns_defaults():
     assert MomentumConfig().dampening == 0.1
 
 
+def test_config_values_reach_torch():
+    ps = [param(1.0)]
+    adam = AdamConfig(beta_1=0.8, beta_2=0.95, epsilon=1e-3, amsgrad=True).init().build(ps, 0.1).defaults
+    assert (adam["betas"], adam["eps"], adam["amsgrad"], adam["weight_decay"]) == ((0.8, 0.95), 1e-3, True, 0.0)
+    adamw = AdamWConfig(beta_1=0.8, beta_2=0.95, epsilon=1e-3, weight_decay=0.2, amsgrad=True).init().build(ps, 0.1)
+    assert isinstance(adamw, torch.optim.AdamW)
+    assert (adamw.defaults["betas"], adamw.defaults["eps"], adamw.defaults["weight_decay"],
+            adamw.defaults["amsgrad"]) == ((0.8, 0.95), 1e-3, 0.2, True)
+    cautious = AdamWConfig(beta_1=0.8, beta_2=0.95, epsilon=1e-3, weight_decay=0.2, amsgrad=True,
+                           cautious_weight_decay=True).init().build(ps, 0.1).defaults
+    assert (cautious["betas"], cautious["eps"], cautious["weight_decay"], cautious["amsgrad"],
+            cautious["cautious_weight_decay"]) == ((0.8, 0.95), 1e-3, 0.2, True, True)
+    sgd = SgdConfig().init().build(ps, 0.1).defaults
+    assert (sgd["momentum"], sgd["dampening"], sgd["nesterov"], sgd["weight_decay"]) == (0.0, 0.0, False, 0.0)
+    sgd = SgdConfig(weight_decay=WeightDecayConfig(0.3), momentum=MomentumConfig(0.7, 0.0, True)).init()
+    sgd = sgd.build(ps, 0.1).defaults
+    assert (sgd["momentum"], sgd["dampening"], sgd["nesterov"], sgd["weight_decay"]) == (0.7, 0.0, True, 0.3)
+
+
+def test_weight_decay_reaches_torch():
+    opt = AdamConfig(weight_decay=WeightDecayConfig(0.1)).init().build(nn.Linear(1, 1).parameters(), 1e-3)
+    assert opt.param_groups[0]["weight_decay"] == 0.1 and opt.param_groups[0]["eps"] == 1e-5
+    sgd = SgdConfig(momentum=MomentumConfig()).init().build(nn.Linear(1, 1).parameters(), 1e-3)
+    assert sgd.param_groups[0]["momentum"] == 0.9 and sgd.param_groups[0]["dampening"] == 0.1
+
+
+@pytest.mark.parametrize("config", [AdamConfig(), AdamWConfig(), AdamWConfig(cautious_weight_decay=True), SgdConfig(),
+                                    AdaGradConfig(), RmsPropConfig(), AdanConfig(), MuonConfig(), LBFGSConfig()],
+                         ids=lambda c: type(c).__name__)
+def test_every_config_builds_at_the_given_learning_rate(config):
+    built = config.init().build([nn.Parameter(torch.ones(2, 2))], 0.125)
+    assert [g["lr"] for g in built.param_groups] == [0.125] and built.defaults["lr"] == 0.125
+
+
+def test_torch_factories_are_optimizers_and_other_values_are_refused():
+    optim = as_optimizer(partial(torch.optim.SGD, momentum=0.9))
+    built = optim.build([param(1.0)], 0.25)
+    assert isinstance(built, torch.optim.SGD) and built.defaults["lr"] == 0.25 and built.defaults["momentum"] == 0.9
+    assert optim.grad_clipping is None
+    config = AdamConfig()
+    assert isinstance(as_optimizer(config), Optimizer) and as_optimizer(config).spec is config
+    assert as_optimizer(optim) is optim
+    with raises_exactly(TypeError, "optimizer must be a burnlike optimizer (AdamConfig().init()), an optimizer config, "
+                                   "or a callable(params, lr=...) returning a torch.optim.Optimizer; got int"):
+        as_optimizer(3)
+    with pytest.raises(NotImplementedError):
+        OptimizerConfig().torch_optimizer([], 1.0)
+
+
+# --- the custom loop's step -----------------------------------------------------------------------
 def test_custom_loop_step_matches_torch_adam():
     torch.manual_seed(0)
     a = nn.Linear(3, 2)
@@ -54,66 +110,33 @@ def test_custom_loop_step_matches_torch_adam():
     assert all(p.grad is None for p in a.parameters())  # consumed, as in Burn
 
 
-def test_lr_is_an_argument_of_the_step():
-    m = nn.Linear(2, 1, bias=False)
-    with torch.no_grad():
-        m.weight.fill_(1.0)
-    optim = SgdConfig().init()
-    grads = GradientsParams.from_grads(backward(m(torch.ones(1, 2)).sum()), m)
-    optim.step(0.5, m, grads)
-    assert torch.allclose(m.weight, torch.full((1, 2), 0.5))
-
-
-def test_gradient_clipping_applies_per_parameter_tensor_not_globally():
-    p = nn.Parameter(torch.zeros(4))
-    q = nn.Parameter(torch.zeros(1))
-    p.grad = torch.full((4,), 10.0)
-    q.grad = torch.full((1,), 0.1)
-    GradientClippingConfig.Norm(1.0).clip([p, q])
-    assert math.isclose(p.grad.norm().item(), 1.0, rel_tol=1e-5)
-    assert q.grad.item() == pytest.approx(0.1)  # per tensor, not global
-    p.grad = torch.tensor([5.0, -5.0, 0.5, 0.0])
-    GradientClippingConfig.Value(1.0).clip([p])
-    assert p.grad.tolist() == [1.0, -1.0, 0.5, 0.0]
-
-
-def test_weight_decay_reaches_torch():
-    opt = AdamConfig(weight_decay=WeightDecayConfig(0.1)).init().build(nn.Linear(1, 1).parameters(), 1e-3)
-    assert opt.param_groups[0]["weight_decay"] == 0.1 and opt.param_groups[0]["eps"] == 1e-5
-    sgd = SgdConfig(momentum=MomentumConfig()).init().build(nn.Linear(1, 1).parameters(), 1e-3)
-    assert sgd.param_groups[0]["momentum"] == 0.9 and sgd.param_groups[0]["dampening"] == 0.1
-
-
-def test_clipping_refuses_an_unknown_kind_naming_it():
-    p = param(5.0)
-    p.grad = torch.tensor([5.0], dtype=torch.float64)
-    with raises_exactly(ValueError, "GradientClippingConfig.kind must be 'norm' or 'value', got 'max'"):
-        GradientClippingConfig(kind="max").clip([p])
-
-
-def test_clipping_skips_parameters_without_gradient_and_defaults_to_norm_one():
-    p, q = param(0.0, 0.0), param(0.0)
-    p.grad = torch.tensor([3.0, 4.0], dtype=torch.float64)
-    GradientClippingConfig().clip([q, p])
-    assert q.grad is None and p.grad.tolist() == pytest.approx([0.6, 0.8])
-    assert GradientClippingConfig.Value(2.0) == GradientClippingConfig("value", 2.0)
-    assert GradientClippingConfig.Norm(2.0) == GradientClippingConfig("norm", 2.0)
-
-
-def test_custom_loop_applies_the_configs_clipping_before_the_step():
-    m = nn.Linear(2, 1, bias=False)
+def test_each_step_uses_its_own_learning_rate():
+    m = nn.Linear(1, 1, bias=False)
     with torch.no_grad():
         m.weight.fill_(0.0)
-    SgdConfig(gradient_clipping=GradientClippingConfig.Value(0.5)).init().step(
-        1.0, m, GradientsParams({m.weight: torch.tensor([[10.0, -0.25]])}))
-    assert m.weight.tolist() == [[-0.5, 0.25]]
-    clipped = AdamConfig(grad_clipping=GradientClippingConfig.Norm(1.0)).init()
-    assert clipped.grad_clipping == GradientClippingConfig.Norm(1.0)
-    sgd = SgdConfig(gradient_clipping=GradientClippingConfig.Norm(1.0)).init()
-    sgd.step(1.0, m, GradientsParams({m.weight: torch.tensor([[3.0, 4.0]])}))
-    assert m.weight.flatten().tolist() == pytest.approx([-1.1, -0.55])
-    SgdConfig().init().step(1.0, m, GradientsParams({m.weight: torch.tensor([[3.0, 4.0]])}))
-    assert m.weight.flatten().tolist() == pytest.approx([-4.1, -4.55])  # no clipping configured
+    optim = SgdConfig().init()
+    for lr in (0.5, 0.25, 2.0):
+        optim.step(lr, m, GradientsParams({m.weight: torch.ones(1, 1)}))
+    assert m.weight.item() == -2.75
+
+
+def test_adam_amsgrad_matches_burn_rule():
+    lr = 0.05
+    seen = run_custom_loop(AdamConfig(amsgrad=True, weight_decay=WeightDecayConfig(0.1)), lr)
+    assert_matches_rule(seen, adam_rule(lr, 0.9, 0.999, 1e-5, True, l2=0.1), dict, atol=2e-6)
+    # the max of the second moment matters on this data (else the test would not see AMSGrad)
+    with pytest.raises(AssertionError):
+        assert_matches_rule(seen, adam_rule(lr, 0.9, 0.999, 1e-5, False, l2=0.1), dict, atol=2e-6)
+
+
+def test_optimizer_rebinds_when_the_model_changes():
+    a, b = nn.Linear(1, 1, bias=False), nn.Linear(1, 1, bias=False)
+    optim = SgdConfig(momentum=MomentumConfig(momentum=0.5, dampening=0.0)).init()
+    for _ in range(2):
+        optim.step(1.0, a, GradientsParams({a.weight: torch.ones(1, 1)}))
+    before = b.weight.item()
+    optim.step(1.0, b, GradientsParams({b.weight: torch.ones(1, 1)}))
+    assert b.weight.item() == pytest.approx(before - 1.0)  # fresh momentum for the new model
 
 
 def test_optimizer_state_round_trips_and_needs_a_bound_optimizer():
@@ -137,83 +160,47 @@ def test_optimizer_state_round_trips_and_needs_a_bound_optimizer():
     assert torch.allclose(a.weight, b.weight, rtol=1e-6, atol=0) and other.state_dict()["state"][0]["step"].item() == 2
 
 
-def test_each_step_uses_its_own_learning_rate():
-    m = nn.Linear(1, 1, bias=False)
+# --- gradient clipping ----------------------------------------------------------------------------
+def test_gradient_clipping_applies_per_parameter_tensor_not_globally():
+    p = nn.Parameter(torch.zeros(4))
+    q = nn.Parameter(torch.zeros(1))
+    p.grad = torch.full((4,), 10.0)
+    q.grad = torch.full((1,), 0.1)
+    GradientClippingConfig.Norm(1.0).clip([p, q])
+    assert math.isclose(p.grad.norm().item(), 1.0, rel_tol=1e-5)
+    assert q.grad.item() == pytest.approx(0.1)  # per tensor, not global
+    p.grad = torch.tensor([5.0, -5.0, 0.5, 0.0])
+    GradientClippingConfig.Value(1.0).clip([p])
+    assert p.grad.tolist() == [1.0, -1.0, 0.5, 0.0]
+
+
+def test_clipping_skips_parameters_without_gradient_and_defaults_to_norm_one():
+    p, q = param(0.0, 0.0), param(0.0)
+    p.grad = torch.tensor([3.0, 4.0], dtype=torch.float64)
+    GradientClippingConfig().clip([q, p])
+    assert q.grad is None and p.grad.tolist() == pytest.approx([0.6, 0.8])
+    assert GradientClippingConfig.Value(2.0) == GradientClippingConfig("value", 2.0)
+    assert GradientClippingConfig.Norm(2.0) == GradientClippingConfig("norm", 2.0)
+
+
+def test_clipping_refuses_an_unknown_kind_naming_it():
+    p = param(5.0)
+    p.grad = torch.tensor([5.0], dtype=torch.float64)
+    with raises_exactly(ValueError, "GradientClippingConfig.kind must be 'norm' or 'value', got 'max'"):
+        GradientClippingConfig(kind="max").clip([p])
+
+
+def test_custom_loop_applies_the_configs_clipping_before_the_step():
+    m = nn.Linear(2, 1, bias=False)
     with torch.no_grad():
         m.weight.fill_(0.0)
-    optim = SgdConfig().init()
-    for lr in (0.5, 0.25, 2.0):
-        optim.step(lr, m, GradientsParams({m.weight: torch.ones(1, 1)}))
-    assert m.weight.item() == -2.75
-
-
-def test_optimizer_rebinds_when_the_model_changes():
-    a, b = nn.Linear(1, 1, bias=False), nn.Linear(1, 1, bias=False)
-    optim = SgdConfig(momentum=MomentumConfig(momentum=0.5, dampening=0.0)).init()
-    for _ in range(2):
-        optim.step(1.0, a, GradientsParams({a.weight: torch.ones(1, 1)}))
-    before = b.weight.item()
-    optim.step(1.0, b, GradientsParams({b.weight: torch.ones(1, 1)}))
-    assert b.weight.item() == pytest.approx(before - 1.0)  # fresh momentum for the new model
-
-
-def test_torch_factories_are_optimizers_and_other_values_are_refused():
-    from functools import partial
-
-    optim = as_optimizer(partial(torch.optim.SGD, momentum=0.9))
-    built = optim.build([param(1.0)], 0.25)
-    assert isinstance(built, torch.optim.SGD) and built.defaults["lr"] == 0.25 and built.defaults["momentum"] == 0.9
-    assert optim.grad_clipping is None
-    config = AdamConfig()
-    assert isinstance(as_optimizer(config), Optimizer) and as_optimizer(config).spec is config
-    assert as_optimizer(optim) is optim
-    with raises_exactly(TypeError, "optimizer must be a burnlike optimizer (AdamConfig().init()), an optimizer config, "
-                                   "or a callable(params, lr=...) returning a torch.optim.Optimizer; got int"):
-        as_optimizer(3)
-    with pytest.raises(NotImplementedError):
-        OptimizerConfig().torch_optimizer([], 1.0)
-
-
-def test_config_values_reach_torch():
-    ps = [param(1.0)]
-    adam = AdamConfig(beta_1=0.8, beta_2=0.95, epsilon=1e-3, amsgrad=True).init().build(ps, 0.1).defaults
-    assert (adam["betas"], adam["eps"], adam["amsgrad"], adam["weight_decay"]) == ((0.8, 0.95), 1e-3, True, 0.0)
-    adamw = AdamWConfig(beta_1=0.8, beta_2=0.95, epsilon=1e-3, weight_decay=0.2, amsgrad=True).init().build(ps, 0.1)
-    assert isinstance(adamw, torch.optim.AdamW)
-    assert (adamw.defaults["betas"], adamw.defaults["eps"], adamw.defaults["weight_decay"],
-            adamw.defaults["amsgrad"]) == ((0.8, 0.95), 1e-3, 0.2, True)
-    cautious = AdamWConfig(beta_1=0.8, beta_2=0.95, epsilon=1e-3, weight_decay=0.2, amsgrad=True,
-                           cautious_weight_decay=True).init().build(ps, 0.1).defaults
-    assert (cautious["betas"], cautious["eps"], cautious["weight_decay"], cautious["amsgrad"],
-            cautious["cautious_weight_decay"]) == ((0.8, 0.95), 1e-3, 0.2, True, True)
-    sgd = SgdConfig().init().build(ps, 0.1).defaults
-    assert (sgd["momentum"], sgd["dampening"], sgd["nesterov"], sgd["weight_decay"]) == (0.0, 0.0, False, 0.0)
-    sgd = SgdConfig(weight_decay=WeightDecayConfig(0.3), momentum=MomentumConfig(0.7, 0.0, True)).init()
-    sgd = sgd.build(ps, 0.1).defaults
-    assert (sgd["momentum"], sgd["dampening"], sgd["nesterov"], sgd["weight_decay"]) == (0.7, 0.0, True, 0.3)
-    ada = AdaGradConfig().init().build(ps, 0.1).defaults
-    assert (ada["lr_decay"], ada["eps"], ada["weight_decay"]) == (0.0, 1e-5, 0.0)
-    rms = RmsPropConfig().init().build(ps, 0.1).defaults
-    assert (rms["alpha"], rms["eps"], rms["momentum"], rms["centered"], rms["weight_decay"]) ==\
-        (0.99, 1e-5, 0.9, False, 0.0)
-    rms = RmsPropConfig(alpha=0.5, momentum=0.1, epsilon=0.01, centered=True,
-                        weight_decay=WeightDecayConfig(0.2)).init().build(ps, 0.1).defaults
-    assert (rms["alpha"], rms["eps"], rms["momentum"], rms["centered"], rms["weight_decay"]) ==\
-        (0.5, 0.01, 0.1, True, 0.2)
-
-
-@pytest.mark.parametrize("config", [AdamConfig(), AdamWConfig(), AdamWConfig(cautious_weight_decay=True), SgdConfig(),
-                                    AdaGradConfig(), RmsPropConfig(), AdanConfig(), MuonConfig(), LBFGSConfig()],
-                         ids=lambda c: type(c).__name__)
-def test_every_config_builds_at_the_given_learning_rate(config):
-    built = config.init().build([nn.Parameter(torch.ones(2, 2))], 0.125)
-    assert [g["lr"] for g in built.param_groups] == [0.125] and built.defaults["lr"] == 0.125
-
-
-def test_adam_amsgrad_matches_burn_rule():
-    lr = 0.05
-    seen = run(AdamConfig(amsgrad=True, weight_decay=WeightDecayConfig(0.1)), lr)
-    check(seen, adam_rule(lr, 0.9, 0.999, 1e-5, True, l2=0.1), dict, atol=2e-6)
-    # the max of the second moment matters on this data (else the test would not see AMSGrad)
-    with pytest.raises(AssertionError):
-        check(seen, adam_rule(lr, 0.9, 0.999, 1e-5, False, l2=0.1), dict, atol=2e-6)
+    SgdConfig(gradient_clipping=GradientClippingConfig.Value(0.5)).init().step(
+        1.0, m, GradientsParams({m.weight: torch.tensor([[10.0, -0.25]])}))
+    assert m.weight.tolist() == [[-0.5, 0.25]]
+    clipped = AdamConfig(grad_clipping=GradientClippingConfig.Norm(1.0)).init()
+    assert clipped.grad_clipping == GradientClippingConfig.Norm(1.0)
+    sgd = SgdConfig(gradient_clipping=GradientClippingConfig.Norm(1.0)).init()
+    sgd.step(1.0, m, GradientsParams({m.weight: torch.tensor([[3.0, 4.0]])}))
+    assert m.weight.flatten().tolist() == pytest.approx([-1.1, -0.55])
+    SgdConfig().init().step(1.0, m, GradientsParams({m.weight: torch.tensor([[3.0, 4.0]])}))
+    assert m.weight.flatten().tolist() == pytest.approx([-4.1, -4.55])  # no clipping configured

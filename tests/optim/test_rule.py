@@ -1,20 +1,18 @@
-"""TODO: docstring."""
+"""`burnlike.optim.rule`: RuleOptimizer, Burn's per-tensor update rule run as a torch optimizer.
+`step(closure)` runs Lightning's closure first, so the rule sees the gradient it produced, returns
+its loss, keeps per-parameter state between steps and skips parameters without a gradient; Burn's
+optimizers built on it (Adan, BurnAdamW, Muon) step from that gradient."""
 
 import pytest
 import torch
 from torch import nn
 
-from burnlike.optim import (
-    Adan,
-    BurnAdamW,
-    Muon,
-    MuonConfig,
-)
+from burnlike.optim import Adan, BurnAdamW, Muon, MuonConfig
 from burnlike.optim.rule import RuleOptimizer
 from tests.optim.helpers import param
 
 
-class Halve(RuleOptimizer):
+class PlainStep(RuleOptimizer):
     """θ ← θ - lr·g, recording what it was given."""
 
     def __init__(self, params, lr):
@@ -31,7 +29,7 @@ def test_rule_optimizer_runs_the_closure_first_and_returns_its_loss():
     """Lightning hands the optimizer a closure that runs forward and backward: the update must see
     the gradient the closure produced, and step() returns the closure's loss."""
     p = param(1.0, -2.0)
-    opt = Halve([p], lr=0.5)
+    opt = PlainStep([p], lr=0.5)
 
     def closure():
         opt.zero_grad()
@@ -49,7 +47,7 @@ def test_rule_optimizer_runs_the_closure_first_and_returns_its_loss():
 
 def test_rule_optimizer_skips_parameters_without_gradient():
     p, q = param(1.0), param(2.0)
-    opt = Halve([p, q], lr=1.0)
+    opt = PlainStep([p, q], lr=1.0)
     p.grad = torch.tensor([0.25], dtype=torch.float64)
     opt.step()
     assert p.tolist() == [0.75] and q.tolist() == [2.0] and len(opt.seen) == 1

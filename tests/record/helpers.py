@@ -1,7 +1,10 @@
-"""TODO: docstring."""
+"""Models, checkpoints and record rewriting shared by the tests of `burnlike.record`: a small
+`Module` (`Tiny`), one with weights big enough for threaded loads (`Wide`), the checkpoint
+Lightning saves for a `StepModule`, and raw MessagePack read/write to corrupt a saved record."""
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from pathlib import Path
 
@@ -10,20 +13,18 @@ import torch
 from torch import nn
 
 from burnlike.module import Module
-from burnlike.record.tensor.ahead import _AHEAD_BYTES
-from burnlike.record.tensor.layout import TensorBytes
 
 PL_VERSION = "2.6"
+
+
+def burnlike_threads() -> list[str]:
+    """The names of burnlike's own threads (save workers, load threads, async writers) alive at the call."""
+    return [t.name for t in threading.enumerate() if t.name.startswith("burnlike")]
 
 
 def seeded_linear(seed: int) -> nn.Linear:
     torch.manual_seed(seed)
     return nn.Linear(2, 2)
-
-
-def big(n: int = 1, extra: int = 0) -> list[TensorBytes]:
-    """Tensors whose record bytes (an f16 cast) are `_AHEAD_BYTES` + `extra` each: prepared ahead."""
-    return [TensorBytes(torch.full(((_AHEAD_BYTES + extra) // 2,), float(i)), torch.float16) for i in range(n)]
 
 
 class Tiny(Module):
@@ -41,12 +42,16 @@ def randomised_params(module: nn.Module, seed: int = 0) -> nn.Module:
     return module
 
 
-def unpack(path: Path) -> dict:
-    return msgpack.unpackb(path.read_bytes(), raw=False, strict_map_key=False)
+class Wide(nn.Module):
+    """Several weights above the threaded-load threshold (1 MiB), of uneven sizes."""
 
-
-def repack(path: Path, record: dict) -> None:
-    path.write_bytes(msgpack.packb(record, use_bin_type=True))
+    def __init__(self, dtype: torch.dtype = torch.float32) -> None:
+        super().__init__()
+        self.a = nn.Linear(1024, 768)
+        self.b = nn.Linear(768, 1000, bias=False)
+        self.emb = nn.Embedding(2000, 300)
+        self.c = nn.Linear(300, 4)
+        self.to(dtype)
 
 
 def lightning_checkpoint(model: nn.Module, drop: str | None = None) -> dict:
@@ -58,13 +63,10 @@ def lightning_checkpoint(model: nn.Module, drop: str | None = None) -> dict:
             "loops": {"pair": (torch.arange(3), "x")}}
 
 
-class Wide(nn.Module):
-    """Several weights above the threaded-load threshold (1 MiB), of uneven sizes."""
+def unpack(path: Path) -> dict:
+    """A MessagePack record file as plain Python values, to edit and `repack`."""
+    return msgpack.unpackb(path.read_bytes(), raw=False, strict_map_key=False)
 
-    def __init__(self, dtype: torch.dtype = torch.float32) -> None:
-        super().__init__()
-        self.a = nn.Linear(1024, 768)
-        self.b = nn.Linear(768, 1000, bias=False)
-        self.emb = nn.Embedding(2000, 300)
-        self.c = nn.Linear(300, 4)
-        self.to(dtype)
+
+def repack(path: Path, record: dict) -> None:
+    path.write_bytes(msgpack.packb(record, use_bin_type=True))

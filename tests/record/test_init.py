@@ -1,7 +1,12 @@
-"""TODO: docstring."""
+"""`burnlike.record` as a whole: the package's promise that decoding any input, in any format
+and through any loader (module records, `load_checkpoint`, the Lightning plugin), raises only
+`RecordError`, briefly, and never hangs; and that loads and saves leave nothing in reference
+cycles. The cases span every recorder and precision (tests/helpers/fuzz.py, hostile.py)."""
 
 from __future__ import annotations
 
+import gc
+import io
 import os
 import random
 from pathlib import Path
@@ -10,16 +15,34 @@ import numpy as np
 import pytest
 import torch
 
-from burnlike.record import (
-    RecorderCheckpointIO,
-    RecordError,
-)
+from burnlike.record import RecorderCheckpointIO, RecordError
 from burnlike.record.error import MAX_MESSAGE
 from tests.helpers.fuzz import fuzz_case, valid_files
 from tests.helpers.hostile import CASES, LOADERS
 from tests.helpers.records import Net, randomised
 
 FUZZ_CASES = int(os.environ.get("BURNLIKE_FUZZ_CASES", "2100"))
+
+
+# --- malformed input: RecordError only ---
+
+
+@pytest.mark.parametrize("loader", list(LOADERS))
+@pytest.mark.parametrize("case", list(CASES))
+def test_every_loader_refuses_hostile_files_with_a_short_record_error(hostile: dict[str, Path], case: str, loader: str) -> None:
+    try:
+        LOADERS[loader](hostile[case])
+    except RecordError as e:
+        assert len(str(e)) <= MAX_MESSAGE + 50  # never megabytes of the file repeated
+        assert "F" * 300 not in str(e)
+        if CASES[case][1]:
+            assert "refusing to decode" in str(e)  # the budget stopped it, not the end of the file
+        if case.startswith(("dev-zero", "directory")):
+            assert "only regular files" in str(e)
+        if "F" * 100 in str(e):
+            assert "(10,000,002 characters)" in str(e)  # quoted ~200 characters, and how long it was
+        if "10MB" in case and loader == "Module.load_file":
+            assert "(10,000,002 characters)" in str(e)  # the module's record checks reach the big string
 
 
 @pytest.mark.timeout(240)
@@ -34,8 +57,11 @@ def test_fuzzed_records_and_checkpoints_raise_only_record_errors(tmp_path):
         refused, seconds = fuzz_case(files, i, rng, tmp_path)  # anything but RecordError fails the test
         raised += refused
         slowest = max(slowest, seconds)
-    assert raised > FUZZ_CASES // 2  # most mutations are detected, none crash
+    assert raised > FUZZ_CASES // 2  # most corrupted files are refused, none crash
     assert slowest < 5.0  # no input makes the decoder hang
+
+
+# --- memory ---
 
 
 @pytest.mark.slow
@@ -43,10 +69,7 @@ def test_loads_and_saves_leave_no_reference_cycles(tmp_path):
     """A cycle keeps a load's whole file buffer (or a save's scratch buffers and file) alive until
     the next full collection: a process loading many records (the fuzz benchmark: +66 MB over 90k
     cases) grew for that alone. The stdlib JSON encoder's own closures may cycle; nothing of ours."""
-    import gc
-    import io as stdio
-
-    heavy = (torch.Tensor, memoryview, bytes, bytearray, np.ndarray, stdio.IOBase)
+    heavy = (torch.Tensor, memoryview, bytes, bytearray, np.ndarray, io.IOBase)
 
     def ours(o: object) -> bool:
         return isinstance(o, heavy) or type(o).__module__.startswith("burnlike")
@@ -80,21 +103,3 @@ def test_loads_and_saves_leave_no_reference_cycles(tmp_path):
         if was_enabled:
             gc.enable()
     assert not kept, f"objects held in reference cycles, per file: {kept}"
-
-
-@pytest.mark.parametrize("loader", list(LOADERS))
-@pytest.mark.parametrize("case", list(CASES))
-def test_every_loader_refuses_hostile_files_with_a_short_record_error(hostile: dict[str, Path], case: str, loader: str) -> None:
-    try:
-        LOADERS[loader](hostile[case])
-    except RecordError as e:
-        assert len(str(e)) <= MAX_MESSAGE + 50  # never megabytes of the file repeated
-        assert "F" * 300 not in str(e)
-        if CASES[case][1]:
-            assert "refusing to decode" in str(e)  # the budget stopped it, not the end of the file
-        if case.startswith(("dev-zero", "directory")):
-            assert "only regular files" in str(e)
-        if "F" * 100 in str(e):
-            assert "(10,000,002 characters)" in str(e)  # quoted ~200 characters, and how long it was
-        if "10MB" in case and loader == "Module.load_file":
-            assert "(10,000,002 characters)" in str(e)  # the module's record checks reach the big string

@@ -1,4 +1,8 @@
-"""TODO: docstring."""
+"""Models, builders and small readers shared by the tests of `burnlike.train` (tests/train/ and
+tests/train/metric/): a regressor with Burn 0.20's `inference_step`, a token-successor sequence
+model, a classifier without parameters, the learner builders several files fit with, feeding a
+metric one epoch, a metric store from a dict of epoch values, a bare checkpoint file and the
+messages logged to `burnlike.train`."""
 
 from __future__ import annotations
 
@@ -9,12 +13,10 @@ import torch
 from torch import nn
 
 import burnlike
-import burnlike.train
 from burnlike.module import Module
 from burnlike.optim import AdamConfig
 from burnlike.record import DefaultRecorder
 from burnlike.train import (
-    ClassificationOutput,
     InferenceStep,
     LearnerBuilder,
     MetricStore,
@@ -25,20 +27,16 @@ from burnlike.train import (
     TrainStep,
     backward,
 )
-from burnlike.train.metric import (
-    AccuracyMetric,
-    LossMetric,
-    MetricContext,
-)
-from tests.helpers.toy import (
-    Batch,
-    Classifier,
-    loader,
-)
+from burnlike.train.metric import AccuracyMetric, LossMetric, MetricContext
+from tests.helpers.toy import Batch, Classifier, loader
+
+NAN = float("nan")
 
 
-class InferenceOnly(Module, TrainStep[Batch, RegressionOutput], InferenceStep[Batch, RegressionOutput]):
-    """Burn 0.20's traits: `inference_step`, types as the Protocol's parameters."""
+# --- models ---------------------------------------------------------------------------------------
+class InferenceStepRegressor(Module, TrainStep[Batch, RegressionOutput], InferenceStep[Batch, RegressionOutput]):
+    """A regressor in Burn 0.20's spelling: `inference_step` instead of `valid_step`, its types as the
+    Protocols' parameters."""
 
     def __init__(self):
         super().__init__()
@@ -57,63 +55,6 @@ class InferenceOnly(Module, TrainStep[Batch, RegressionOutput], InferenceStep[Ba
         return self.step(batch)
 
 
-def fit(tmp_path, *callbacks, epochs=2, model=None, progress_bar=True, logger=None):
-    burnlike.seed(0)
-    builder = LearnerBuilder(tmp_path)
-    if logger is not None:
-        builder.with_metric_logger(logger)
-    learner = (builder.metrics(AccuracyMetric(), LossMetric()).devices(["cpu"])
-               .num_epochs(epochs).with_application_logger(False).progress_bar(progress_bar)
-               .callback(*callbacks).build(model or Classifier(), AdamConfig(), 1e-2))
-    learner.fit(loader(64, 16), loader(32, 16))  # 4 train batches, 2 valid batches
-    return learner
-
-
-def epoch(metric, *items):
-    """Feed items as one epoch; return (epoch value, log lines)."""
-    for item in items:
-        metric.update(item, MetricContext())
-    return metric.finish_epoch()
-
-
-# A small sequence model: predict each token's successor (mod V) --------------------------------
-V, S = 8, 6
-
-
-@dataclass
-class TokenBatch:
-    tokens: torch.Tensor
-    targets: torch.Tensor
-
-
-class Successor(Module, TrainStep[TokenBatch, SequenceOutput], InferenceStep[TokenBatch, SequenceOutput]):
-    def __init__(self):
-        super().__init__()
-        self.embed = nn.Embedding(V, 16)
-        self.head = nn.Linear(16, V)
-
-    def forward_sequence(self, batch: TokenBatch) -> SequenceOutput:
-        logits = self.head(self.embed(batch.tokens))
-        loss = nn.functional.cross_entropy(logits.reshape(-1, V), batch.targets.reshape(-1))
-        return SequenceOutput(loss, logits, None, batch.targets)
-
-    def train_step(self, batch: TokenBatch) -> TrainOutput[SequenceOutput]:
-        item = self.forward_sequence(batch)
-        return TrainOutput(self, backward(item.loss), item)
-
-    def inference_step(self, batch: TokenBatch) -> SequenceOutput:
-        return self.forward_sequence(batch)
-
-
-NAN = float("nan")
-
-
-def write_checkpoint(path, step, recorder=None, **extra):
-    (recorder or DefaultRecorder()).record(
-        {"state_dict": {}, "pytorch-lightning_version": L.__version__, "global_step": step, **extra}, path,
-        exact_path=True)
-
-
 class NoParameters(Classifier):
     """A train step over a model with no parameters (nothing to optimise)."""
 
@@ -125,34 +66,85 @@ class NoParameters(Classifier):
         return x[:, :3]
 
 
-def quick(tmp_path, epochs: int = 1) -> LearnerBuilder:
+# A small sequence model: predict each token's successor (mod VOCAB).
+VOCAB, SEQ_LEN = 8, 6
+
+
+@dataclass
+class TokenBatch:
+    tokens: torch.Tensor
+    targets: torch.Tensor
+
+
+class Successor(Module, TrainStep[TokenBatch, SequenceOutput], InferenceStep[TokenBatch, SequenceOutput]):
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(VOCAB, 16)
+        self.head = nn.Linear(16, VOCAB)
+
+    def forward_sequence(self, batch: TokenBatch) -> SequenceOutput:
+        logits = self.head(self.embed(batch.tokens))
+        loss = nn.functional.cross_entropy(logits.reshape(-1, VOCAB), batch.targets.reshape(-1))
+        return SequenceOutput(loss, logits, None, batch.targets)
+
+    def train_step(self, batch: TokenBatch) -> TrainOutput[SequenceOutput]:
+        item = self.forward_sequence(batch)
+        return TrainOutput(self, backward(item.loss), item)
+
+    def inference_step(self, batch: TokenBatch) -> SequenceOutput:
+        return self.forward_sequence(batch)
+
+
+# --- builders and fits ----------------------------------------------------------------------------
+def valid_loss_builder(tmp_path, epochs: int = 1) -> LearnerBuilder:
+    """On the CPU, the valid loss only, no progress display."""
     return (LearnerBuilder(tmp_path).metric_valid_numeric(LossMetric()).num_epochs(epochs).progress_bar(False)
             .devices(["cpu"]))
 
 
-def builder(tmp_path, epochs=1):
+def silent_builder(tmp_path, epochs=1) -> LearnerBuilder:
+    """On the CPU, accuracy and loss for both splits, neither an experiment log nor a progress display."""
     return (LearnerBuilder(tmp_path).metrics(AccuracyMetric(), LossMetric()).devices(["cpu"]).num_epochs(epochs)
             .with_application_logger(False).progress_bar(False))
 
 
-# Continuing a logger's run on resume -------------------------------------------------------------
-def messages(caplog):
-    return [r.getMessage() for r in caplog.records if r.name == "burnlike.train"]
+def fit_with_display(tmp_path, *callbacks, epochs=2, model=None, progress_bar=True, logger=None):
+    """Fit the toy classifier (seed 0) with `callbacks` (a progress display); 4 train and 2 valid
+    batches an epoch."""
+    burnlike.seed(0)
+    builder = LearnerBuilder(tmp_path)
+    if logger is not None:
+        builder.with_metric_logger(logger)
+    learner = (builder.metrics(AccuracyMetric(), LossMetric()).devices(["cpu"])
+               .num_epochs(epochs).with_application_logger(False).progress_bar(progress_bar)
+               .callback(*callbacks).build(model or Classifier(), AdamConfig(), 1e-2))
+    learner.fit(loader(64, 16), loader(32, 16))
+    return learner
 
 
-def item(logits, targets, loss=0.0):
-    return ClassificationOutput(torch.as_tensor(loss), torch.as_tensor(logits, dtype=torch.float32),
-                                torch.as_tensor(targets))
+# --- metrics, stores, checkpoints, logs -----------------------------------------------------------
+def feed_epoch(metric, *items):
+    """Feed `items` to `metric` as one epoch; return (epoch value, Burn's log lines)."""
+    for item in items:
+        metric.update(item, MetricContext())
+    return metric.finish_epoch()
 
 
-def store_with_pinned_strategies(values: dict[int, float], name: str = "Loss", split: str = "valid") -> MetricStore:
+def store_of(values: dict[int, float], name: str = "Loss", split: str | Split = Split.VALID) -> MetricStore:
+    """A store holding `values` (epoch -> value) of one metric in one split; no metric registered."""
     store = MetricStore()
     for epoch, value in values.items():
         store.record(Split(split), epoch, name, value)
     return store
 
 
-def builder_store(tmp_path, epochs):
-    return (LearnerBuilder(tmp_path).metric_train_numeric(AccuracyMetric()).metric_valid_numeric(AccuracyMetric())
-            .metric_train_numeric(LossMetric()).metric_valid_numeric(LossMetric())
-            .with_file_checkpointer(DefaultRecorder()).num_epochs(epochs).progress_bar(False))
+def write_checkpoint(path, step, recorder=None, **extra):
+    """A minimal Lightning training checkpoint of `global_step` `step`, written as `path` exactly."""
+    (recorder or DefaultRecorder()).record(
+        {"state_dict": {}, "pytorch-lightning_version": L.__version__, "global_step": step, **extra}, path,
+        exact_path=True)
+
+
+def train_messages(caplog):
+    """The messages logged to `burnlike.train`."""
+    return [r.getMessage() for r in caplog.records if r.name == "burnlike.train"]

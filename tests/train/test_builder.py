@@ -1,8 +1,13 @@
-"""TODO: docstring."""
+"""`burnlike.train.builder`: what `LearnerBuilder` hands the Lightning Trainer. Devices (one auto
+device by default), gradient accumulation, callbacks (one's own next to burnlike's checkpointer,
+early stopping and progress display; one's own progress display replacing the builder's), the
+switches (the last value wins), text metrics (logged for both splits, each its own instance, left
+out of the summary), and errors naming the setting or what was passed instead."""
 
 from __future__ import annotations
 
 import io
+import threading
 
 import pytest
 import torch
@@ -10,28 +15,18 @@ from lightning.pytorch.callbacks import Callback, Checkpoint, EarlyStopping, Pro
 
 from burnlike.optim import AdamConfig, SgdConfig
 from burnlike.record import DefaultRecorder
-from burnlike.train import (
-    LearnerBuilder,
-    MetricEarlyStoppingStrategy,
-)
-from burnlike.train.logger import (
-    read_metric_log,
-)
-from burnlike.train.metric import (
-    AccuracyMetric,
-    LossMetric,
-    TopKAccuracyMetric,
-)
+from burnlike.train import LearnerBuilder, MetricEarlyStoppingStrategy
+from burnlike.train.logger import read_metric_log
+from burnlike.train.metric import AccuracyMetric, LossMetric, TopKAccuracyMetric
 from burnlike.train.renderer import BurnProgressBar, PlainProgress
 from burnlike.train.tui import LiveView
 from tests.helpers.fit import metrics_builder
-from tests.helpers.toy import (
-    Classifier,
-    loader,
-)
+from tests.helpers.toy import Classifier, loader
 
 
 class EpochEnds(Callback):
+    """Notes each train epoch's end (from 1)."""
+
     def __init__(self) -> None:
         self.epochs: list[int] = []
 
@@ -39,23 +34,27 @@ class EpochEnds(Callback):
         self.epochs.append(trainer.current_epoch + 1)
 
 
+# --- devices and the trainer's settings ------------------------------------------------------------
 def test_the_builder_without_devices_asks_lightning_for_one_auto_device(tmp_path):
     trainer = LearnerBuilder(tmp_path).progress_bar(False).build(Classifier(), AdamConfig(), 1e-3).trainer
     expected = "CUDAAccelerator" if torch.cuda.is_available() else "CPUAccelerator"
     assert type(trainer.accelerator).__name__ == expected and trainer.num_devices == 1
 
 
-def test_a_progress_bar_of_ones_own_replaces_the_builders(tmp_path):
-    mine = PlainProgress(stream=io.StringIO())
-    for builder in (LearnerBuilder(tmp_path).callback(mine), LearnerBuilder(tmp_path).trainer_kwargs(callbacks=[mine])):
-        trainer = builder.devices(["cpu"]).build(Classifier(), AdamConfig(), 1e-2).trainer
-        assert trainer.progress_bar_callback is mine
-        assert sum(isinstance(c, (PlainProgress, LiveView, BurnProgressBar)) for c in trainer.callbacks) == 1
+@pytest.mark.parametrize("devices", [["cpu", "cpu"], [torch.device("cpu")] * 3, ["cpu"]])
+def test_devices_gives_the_trainer_that_many_devices(tmp_path, devices):
+    learner = LearnerBuilder(tmp_path).devices(devices).progress_bar(False).build(Classifier(), SgdConfig(), 0.1)
+    assert learner.trainer.num_devices == len(devices)
+    assert type(learner.trainer.accelerator).__name__ == "CPUAccelerator"
 
 
-def test_builder_refuses_a_non_interrupter_naming_its_type(tmp_path):
-    with pytest.raises(TypeError, match="with_interrupter expects a burnlike.train.Interrupter, got str"):
-        LearnerBuilder(tmp_path).with_interrupter("stop")
+def test_accumulation_and_devices_reach_the_trainer(tmp_path):
+    learner = metrics_builder(tmp_path, 1).grads_accumulation(4).build(Classifier(), AdamConfig(), 1e-3)
+    trainer = learner.trainer
+    assert trainer.accumulate_grad_batches == 4
+    assert type(trainer.accelerator).__name__ == "CPUAccelerator" and trainer.num_devices == 1
+    learner.fit(loader(256, 32))  # 8 batches → 2 optimizer steps
+    assert trainer.global_step == 2
 
 
 def test_builder_application_logger_and_cuda_graph_switches_take_their_last_value(tmp_path):
@@ -69,30 +68,13 @@ def test_builder_application_logger_and_cuda_graph_switches_take_their_last_valu
     assert eager.module.graph_step is None
 
 
-def test_with_logger_names_what_it_expects_and_what_it_got(tmp_path):
-    with pytest.raises(TypeError, match=r"^with_logger expects lightning loggers \(e\.g\. TensorBoardLogger"
-                                        r"\(\.\.\.\)\), got str$"):
-        LearnerBuilder(tmp_path).with_logger("tensorboard")
-
-
-def test_with_interrupter_names_what_it_got(tmp_path):
-    with pytest.raises(TypeError, match=r"^with_interrupter expects a burnlike\.train\.Interrupter, got Event$"):
-        LearnerBuilder(tmp_path).with_interrupter(__import__("threading").Event())
-
-
 def test_cuda_graph_false_keeps_the_default_path(tmp_path):
     learner = LearnerBuilder(tmp_path).devices(["cpu"]).progress_bar(False).cuda_graph(False).build(
         Classifier(), AdamConfig(), 1e-2)
     assert learner.module.graph_step is None and learner.module.automatic_optimization
 
 
-@pytest.mark.parametrize("devices", [["cpu", "cpu"], [torch.device("cpu")] * 3, ["cpu"]])
-def test_devices_gives_the_trainer_that_many_devices(tmp_path, devices):
-    learner = LearnerBuilder(tmp_path).devices(devices).progress_bar(False).build(Classifier(), SgdConfig(), 0.1)
-    assert learner.trainer.num_devices == len(devices)
-    assert type(learner.trainer.accelerator).__name__ == "CPUAccelerator"
-
-
+# --- callbacks and progress displays ---------------------------------------------------------------
 def test_trainer_kwargs_callbacks_are_added_to_burnlikes(tmp_path):
     mine = EpochEnds()
     learner = (LearnerBuilder(tmp_path).metric_valid_numeric(LossMetric()).num_epochs(2)
@@ -117,22 +99,21 @@ def test_trainer_kwargs_callbacks_and_callback_combine(tmp_path):
     assert first in learner.trainer.callbacks and second in learner.trainer.callbacks
 
 
-def test_accumulation_and_devices_reach_the_trainer(tmp_path):
-    learner = metrics_builder(tmp_path, 1).grads_accumulation(4).build(Classifier(), AdamConfig(), 1e-3)
-    trainer = learner.trainer
-    assert trainer.accumulate_grad_batches == 4
-    assert type(trainer.accelerator).__name__ == "CPUAccelerator" and trainer.num_devices == 1
-    learner.fit(loader(256, 32))  # 8 batches → 2 optimizer steps
-    assert trainer.global_step == 2
+def test_a_progress_bar_of_ones_own_replaces_the_builders(tmp_path):
+    mine = PlainProgress(stream=io.StringIO())
+    for builder in (LearnerBuilder(tmp_path).callback(mine), LearnerBuilder(tmp_path).trainer_kwargs(callbacks=[mine])):
+        trainer = builder.devices(["cpu"]).build(Classifier(), AdamConfig(), 1e-2).trainer
+        assert trainer.progress_bar_callback is mine
+        assert sum(isinstance(c, (PlainProgress, LiveView, BurnProgressBar)) for c in trainer.callbacks) == 1
 
 
-def test_non_positive_builder_values_name_the_setting(tmp_path):
-    with pytest.raises(ValueError, match="num_epochs"):
-        LearnerBuilder(tmp_path).num_epochs(0)
-    with pytest.raises(ValueError, match="grads_accumulation"):
-        LearnerBuilder(tmp_path).grads_accumulation(-1)
+def test_the_builder_hands_out_one_interrupter_not_yet_stopped(tmp_path):
+    """For a callback or a signal handler to stop the run with."""
+    builder = LearnerBuilder(tmp_path)
+    assert builder.interrupter() is builder.interrupter() and not builder.interrupter().should_stop()
 
 
+# --- metrics ---------------------------------------------------------------------------------------
 def test_text_metrics_are_logged_for_both_splits_but_left_out_of_the_summary(tmp_path, capsys):
     torch.manual_seed(0)
     accuracy = AccuracyMetric()
@@ -150,3 +131,23 @@ def test_text_metrics_are_logged_for_both_splits_but_left_out_of_the_summary(tmp
     assert {m.name for m in result.summary.metrics} == {"Loss"}
     assert "Accuracy" not in capsys.readouterr().out
     assert not (tmp_path / "experiment.log").exists()  # with_application_logger(False)
+
+
+# --- errors ----------------------------------------------------------------------------------------
+def test_non_positive_builder_values_name_the_setting(tmp_path):
+    with pytest.raises(ValueError, match="num_epochs"):
+        LearnerBuilder(tmp_path).num_epochs(0)
+    with pytest.raises(ValueError, match="grads_accumulation"):
+        LearnerBuilder(tmp_path).grads_accumulation(-1)
+
+
+def test_with_logger_names_what_it_expects_and_what_it_got(tmp_path):
+    with pytest.raises(TypeError, match=r"^with_logger expects lightning loggers \(e\.g\. TensorBoardLogger"
+                                        r"\(\.\.\.\)\), got str$"):
+        LearnerBuilder(tmp_path).with_logger("tensorboard")
+
+
+def test_with_interrupter_names_what_it_got(tmp_path):
+    for wrong, got in (("stop", "str"), (threading.Event(), "Event")):
+        with pytest.raises(TypeError, match=rf"^with_interrupter expects a burnlike\.train\.Interrupter, got {got}$"):
+            LearnerBuilder(tmp_path).with_interrupter(wrong)

@@ -1,4 +1,13 @@
-"""TODO: docstring."""
+"""`burnlike.train.checkpoint`: Burn's checkpointing and early stopping.
+
+Checkpointing strategies (keep the last N, keep the metric's best, composed: delete only what all
+let go; Burn's default keeps the last two and the best valid loss) and their state across a
+resume; the file checkpointer (Burn's per-epoch `model-N`/`optim-N`/`scheduler-N`/`trainer-N`
+files, removals logged, preempted files and stale temps cleared) and `newest_checkpoint` (by the
+step inside the file). Early stopping with Burn's semantics: n epochs without a strict improvement
+in the metric's own direction, NaN never improving, missing values never stopping, warm-up
+epochs, a train metric checked after every train epoch even without validation, no say in a
+fast dev run, and its state across a resume."""
 
 from __future__ import annotations
 
@@ -13,11 +22,7 @@ import pytest
 import torch
 
 from burnlike.optim import AdamConfig, SgdConfig
-from burnlike.record import (
-    CompactRecorder,
-    DefaultRecorder,
-    PrettyJsonFileRecorder,
-)
+from burnlike.record import DefaultRecorder, PrettyJsonFileRecorder
 from burnlike.train import (
     Aggregate,
     ClassificationOutput,
@@ -41,32 +46,16 @@ from burnlike.train.checkpoint import (
     default_checkpointing_strategy,
     newest_checkpoint,
 )
-from burnlike.train.logger import (
-    read_epochs,
-)
-from burnlike.train.metric import (
-    AccuracyMetric,
-    LearningRateMetric,
-    LossMetric,
-)
+from burnlike.train.logger import read_epochs
+from burnlike.train.metric import AccuracyMetric, LearningRateMetric, LossMetric
 from tests.helpers.fit import checkpointing_builder, cpu_builder, fit, metrics_builder, same_weights
 from tests.helpers.records import dead_pid, temp_of
-from tests.helpers.toy import (
-    Batch,
-    Classifier,
-    loader,
-)
-from tests.train.helpers import NAN, messages, store_with_pinned_strategies, write_checkpoint
-
-
-def store_with(values: dict[int, float], name: str = "Loss", split: Split = Split.VALID) -> MetricStore:
-    store = MetricStore()
-    for epoch, value in values.items():
-        store.record(split, epoch, name, value)
-    return store
+from tests.helpers.toy import Batch, Classifier, loader
+from tests.train.helpers import NAN, store_of, train_messages, write_checkpoint
 
 
 def composed() -> ComposedCheckpointingStrategy:
+    """Keep the last checkpoint and the lowest valid loss's."""
     return ComposedCheckpointingStrategy([KeepLastNCheckpoints(1),
                                           MetricCheckpointingStrategy("Loss", direction=Direction.LOWEST)])
 
@@ -81,6 +70,7 @@ class ConstantTrainLoss(Classifier):
 
 
 def early_stopping_run(tmp_path, **trainer_kwargs):
+    """Up to 5 epochs of `ConstantTrainLoss`, stopping on the train loss (patience 1)."""
     strategy = MetricEarlyStoppingStrategy("Loss", direction=Direction.LOWEST, split=Split.TRAIN)
     learner = (LearnerBuilder(tmp_path).metric_train_numeric(LossMetric()).metric_valid_numeric(LossMetric())
                .num_epochs(5).progress_bar(False).with_application_logger(False).devices(["cpu"])
@@ -90,26 +80,18 @@ def early_stopping_run(tmp_path, **trainer_kwargs):
     return learner, strategy
 
 
-class NeverSaves(CheckpointingStrategy):
-    def checkpointing(self, epoch: int, store: MetricStore) -> list[CheckpointingAction]:
-        return [Delete(epoch - 1)] if epoch > 1 else []
-
-
-# Early stopping ----------------------------------------------------------------------------------
-def losses(*values):
-    store = MetricStore()
+def loss_store(values: dict[int, float]) -> MetricStore:
+    """A store holding valid losses (epoch -> value), the Loss metric registered (and so its direction)."""
+    store = store_of(values)
     store.register([LossMetric()])
-    for epoch, value in enumerate(values, 1):
-        store.record(Split.VALID, epoch, "Loss", value)
     return store
 
 
-def checkpointed_run(tmp_path, epochs=2):
-    learner = (LearnerBuilder(tmp_path).metrics(LossMetric()).devices(["cpu"]).num_epochs(epochs).progress_bar(False)
-               .with_application_logger(False).with_file_checkpointer(CompactRecorder())
-               .build(Classifier(), AdamConfig(), 1e-2))
-    learner.fit(loader(32, 16))
-    return tmp_path / "checkpoint", CompactRecorder().file_extension()
+class NeverSaves(CheckpointingStrategy):
+    """Never saves; deletes the epoch before."""
+
+    def checkpointing(self, epoch: int, store: MetricStore) -> list[CheckpointingAction]:
+        return [Delete(epoch - 1)] if epoch > 1 else []
 
 
 class ScriptedValidLoss(Classifier):
@@ -128,6 +110,7 @@ class ScriptedValidLoss(Classifier):
 
 
 def scripted_run(tmp_path, script, *, direction=Direction.LOWEST, patience=None, strategy=None):
+    """Fit `ScriptedValidLoss(script)` for len(script) epochs; return the epochs run."""
     builder = (LearnerBuilder(tmp_path).metric_valid_numeric(LossMetric()).num_epochs(len(script))
                .progress_bar(False).with_application_logger(False))
     if patience is not None:
@@ -156,30 +139,150 @@ def stopping(values: dict[int, float], n_epochs: int, metric=None) -> list[int]:
     return stops
 
 
-def store_with_strategies(losses: dict[int, float]) -> MetricStore:
+# --- checkpointing strategies ----------------------------------------------------------------------
+def test_keep_last_n_saves_every_epoch_and_deletes_the_one_n_back():
+    s = KeepLastNCheckpoints(2)
+    assert s.checkpointing(1, MetricStore()) == [Save()]
+    assert s.checkpointing(3, MetricStore()) == [Save(), Delete(1)]
+
+
+def test_metric_strategy_keeps_only_the_best():
+    s = MetricCheckpointingStrategy("Loss", direction=Direction.LOWEST, split=Split.VALID)
+    assert s.checkpointing(1, loss_store({1: 0.5})) == [Save()]
+    assert s.checkpointing(2, loss_store({1: 0.5, 2: 0.7})) == []
+    assert s.checkpointing(3, loss_store({1: 0.5, 2: 0.7, 3: 0.4})) == [Delete(1), Save()]
+    # not logged: save every epoch
+    assert MetricCheckpointingStrategy("Accuracy").checkpointing(1, MetricStore()) == [Save()]
+
+
+def test_metric_checkpointing_highest_keeps_the_maximum():
+    s = MetricCheckpointingStrategy("Accuracy", direction=Direction.HIGHEST, split=Split.VALID)
+    history: dict[int, float] = {}
+    actions = {}
+    for epoch, value in {1: 50.0, 2: 40.0, 3: 70.0, 4: 70.0, 5: 60.0}.items():
+        history[epoch] = value
+        actions[epoch] = s.checkpointing(epoch, store_of(history, "Accuracy"))
+    assert actions == {1: [Save()], 2: [], 3: [Delete(1), Save()], 4: [], 5: []}
+
+
+def test_metric_checkpointing_reads_its_own_split():
+    s = MetricCheckpointingStrategy("Loss", direction=Direction.LOWEST, split=Split.TRAIN)
+    store = store_of({1: 0.1, 2: 0.9}, split="valid")
+    store.record(Split.TRAIN, 1, "Loss", 0.9)
+    store.record(Split.TRAIN, 2, "Loss", 0.1)
+    assert s.checkpointing(1, store_of({1: 0.9}, split="train")) == [Save()]
+    assert s.checkpointing(2, store) == [Delete(1), Save()]
+
+
+def test_strategies_take_the_metrics_direction_and_validate_the_aggregate():
     store = MetricStore()
-    store.register([LossMetric()])  # a run's store knows its metrics (and so Loss's direction)
-    for epoch, loss in losses.items():
-        store.record(Split.VALID, epoch, "Loss", loss)
-    return store
+    store.register([AccuracyMetric()])
+    strategy = MetricCheckpointingStrategy(AccuracyMetric())  # Burn's default split: valid
+    for epoch, acc in enumerate([80.0, 90.0, 85.0], 1):
+        store.record(Split.VALID, epoch, "Accuracy", acc)
+        strategy.checkpointing(epoch, store)
+    assert strategy.current == 2  # highest accuracy, not lowest
+    by_name = MetricCheckpointingStrategy("Accuracy")  # a name: the registered metric's direction
+    assert by_name.checkpointing(3, store) == [] and by_name.current == 2
+    assert MetricCheckpointingStrategy("Accuracy", split=Split.TRAIN).checkpointing(1, store) == [Save()]
+    with pytest.raises(ValueError, match="median"):
+        MetricCheckpointingStrategy(LossMetric(), aggregate="median")
+    with pytest.raises(ValueError, match="median"):
+        MetricEarlyStoppingStrategy(LossMetric(), aggregate="median")
+    with pytest.raises(ValueError, match="no direction"):
+        MetricEarlyStoppingStrategy(LearningRateMetric(), split=Split.TRAIN)
+    # Burn's spelling, all positional
+    MetricCheckpointingStrategy(LossMetric(), Aggregate.MEAN, Direction.LOWEST, Split.VALID)
 
 
-def test_early_stopping_waits_out_the_warmup_epochs(tmp_path):
-    def epochs_run(warmup):
-        stop = MetricEarlyStoppingStrategy(AccuracyMetric(), direction=Direction.HIGHEST, split=Split.VALID,
-                                           condition=StoppingCondition.no_improvement_since(1))
-        learner = (LearnerBuilder(tmp_path / str(warmup)).metrics(AccuracyMetric()).num_epochs(8).devices(["cpu"])
-                   .progress_bar(False).early_stopping(stop.with_warmup_epochs(warmup))
-                   .build(Classifier(), AdamConfig(), 0.0))  # lr 0: never improves after epoch 1
-        learner.fit(loader(32, 32), loader(32, 32))
-        return learner.trainer.current_epoch
-
-    assert epochs_run(None) == 2 and epochs_run(3) == 4
-    with pytest.raises(ValueError, match="warmup"):
-        MetricEarlyStoppingStrategy(LossMetric()).with_warmup_epochs(-1)
+def test_composed_deletes_only_when_all_agree():
+    strategy = ComposedCheckpointingStrategy.builder().add(KeepLastNCheckpoints(1)).add(
+        MetricCheckpointingStrategy("Loss")).build()
+    assert strategy.checkpointing(1, loss_store({1: 0.1})) == [Save()]
+    # epoch 1 remains the best: keep-last wants it gone, the metric strategy does not
+    assert strategy.checkpointing(2, loss_store({1: 0.1, 2: 0.9})) == [Save()]
 
 
-# 4. Burn's per-epoch layout --------------------------------------------------------------------------
+def test_composed_of_two_keep_last_deletes_only_what_both_let_go():
+    s = ComposedCheckpointingStrategy.builder().add(KeepLastNCheckpoints(1)).add(KeepLastNCheckpoints(2)).build()
+    assert s.checkpointing(1, MetricStore()) == [Save()]
+    assert s.checkpointing(2, MetricStore()) == [Save()]
+    assert s.checkpointing(3, MetricStore()) == [Save(), Delete(1)]
+
+
+def test_a_composed_strategy_saves_only_when_one_of_its_strategies_does():
+    composed = ComposedCheckpointingStrategy([NeverSaves(), NeverSaves()])
+    store = MetricStore()
+    assert composed.checkpointing(1, store) == []
+    actions = composed.checkpointing(2, store)
+    assert not any(isinstance(a, Save) for a in actions)
+
+
+def test_default_composed_strategy_keeps_last_two_plus_best():
+    strategy = default_checkpointing_strategy()
+    losses = {1: 0.2, 2: 0.5, 3: 0.6, 4: 0.7, 5: 0.1, 6: 0.3, 7: 0.4}
+    kept: set[int] = set()
+    for epoch in losses:
+        for action in strategy.checkpointing(epoch, loss_store({e: losses[e] for e in losses if e <= epoch})):
+            if isinstance(action, Save):
+                kept.add(epoch)
+            else:
+                kept.discard(action.epoch)
+        assert len(kept) <= 3
+    assert kept == {5, 6, 7}  # best (5) and the last two
+    assert isinstance(strategy, ComposedCheckpointingStrategy)
+
+
+# --- checkpointing strategies' state across a resume -----------------------------------------------
+def test_metric_checkpointing_state_round_trip_deletes_the_old_best_after_resume():
+    straight = MetricCheckpointingStrategy("Loss", direction=Direction.LOWEST)
+    store = store_of({1: 0.5, 2: 0.7})
+    assert straight.checkpointing(1, store) == [Save()]
+    assert straight.checkpointing(2, store) == []
+    assert straight.state_dict() == {"current": 1}
+    resumed = MetricCheckpointingStrategy("Loss", direction=Direction.LOWEST)
+    resumed.load_state_dict(straight.state_dict())
+    assert resumed.current == 1
+    store.record(Split.VALID, 3, "Loss", 0.1)  # a new best: the resumed strategy drops epoch 1's files
+    assert resumed.checkpointing(3, store) == [Delete(1), Save()]
+
+
+def test_composed_strategy_resumes_with_what_each_child_had_deleted():
+    store = store_of({1: 0.5, 2: 0.7})
+    straight = composed()
+    assert straight.checkpointing(1, store) == [Save()]
+    assert straight.checkpointing(2, store) == [Save()]  # epoch 1 remains the best: kept
+    state = straight.state_dict()
+    assert state == {"deleted": [[1], [2]], "children": [{}, {"current": 1}]}
+    resumed = composed()
+    resumed.load_state_dict(state)
+    store.record(Split.VALID, 3, "Loss", 0.1)
+    # epoch 3 is the best: epoch 1 (best so far) and epoch 2 (last-1 already let it go) both go
+    assert resumed.checkpointing(3, store) == [Save(), Delete(1), Delete(2)]
+    assert straight.checkpointing(3, store) == [Save(), Delete(1), Delete(2)]
+
+
+def test_composed_strategy_restores_its_deletions_and_its_childrens_state():
+    best = MetricCheckpointingStrategy("Loss", direction=Direction.LOWEST)
+    composed = ComposedCheckpointingStrategy([KeepLastNCheckpoints(2), best])
+    state = {"deleted": [[1], []], "children": [{}, {"current": 3}]}
+    composed.load_state_dict(state)
+    assert composed.deleted == [{1}, set()] and best.current == 3
+    assert composed.state_dict() == state
+    fresh = ComposedCheckpointingStrategy([KeepLastNCheckpoints(2)])
+    fresh.load_state_dict({})  # a state from before these fields: nothing to restore
+    assert fresh.deleted == [set()]
+
+
+def test_composed_strategy_takes_a_state_with_either_part_missing():
+    strategy = composed()
+    strategy.load_state_dict({"children": [{}, {"current": 4}]})  # no deletions recorded: none assumed
+    assert strategy.deleted == [set(), set()] and strategy.strategies[1].current == 4
+    strategy.load_state_dict({"deleted": [[2], [3]]})  # no children's states: theirs stay
+    assert strategy.deleted == [{2}, {3}] and strategy.strategies[1].current == 4
+
+
+# --- the file checkpointer -------------------------------------------------------------------------
 def test_model_n_is_a_plain_burn_module_record_and_resume_matches_an_uninterrupted_run(tmp_path):
     straight = fit(checkpointing_builder(tmp_path / "straight", 3, keep=1))
     kept = sorted(p.name for p in (tmp_path / "straight" / "checkpoint").iterdir())
@@ -198,52 +301,92 @@ def test_model_n_is_a_plain_burn_module_record_and_resume_matches_an_uninterrupt
     assert same_weights(Classifier().load_file(tmp_path / "cut" / "checkpoint" / "model-3.mpk"), straight)
 
 
-def test_an_epoch_checkpoint_supersedes_the_preempted_ones_before_it(tmp_path):
+def test_checkpointer_logs_each_file_it_removes(tmp_path, caplog):
+    builder = (LearnerBuilder(tmp_path).metric_valid_numeric(LossMetric()).num_epochs(2).progress_bar(False)
+               .with_application_logger(False).with_file_checkpointer(DefaultRecorder())
+               .with_checkpointing_strategy(KeepLastNCheckpoints(1)).devices(["cpu"]))
+    learner = builder.build(Classifier(), SgdConfig(), 0.01)
+    preempted = tmp_path / "checkpoint" / "preempted-3.mpk"
+    preempted.parent.mkdir(parents=True)
+    write_checkpoint(preempted, 3)
+    with caplog.at_level(logging.INFO, logger="burnlike.train"):
+        learner.fit(loader(32, 16), loader(16, 16))
+    messages = [r.getMessage() for r in caplog.records]
+    for kind in ("trainer", "scheduler", "optim", "model"):  # trainer first: never a half epoch
+        assert f"removing checkpoint {tmp_path / 'checkpoint' / f'{kind}-1.mpk'}" in messages
+    assert f"removing {preempted}: the checkpoint of step 4 supersedes it" in messages
+    assert sorted(p.name for p in (tmp_path / "checkpoint").iterdir()) == [
+        "model-2.mpk", "optim-2.mpk", "scheduler-2.mpk", "trainer-2.mpk"]
+
+
+@pytest.mark.parametrize(("direction", "kept"), [(Direction.LOWEST, [2]), (Direction.HIGHEST, [4])])
+def test_checkpointer_keeps_the_earliest_best_epoch_file(tmp_path, direction, kept):
+    strategy = MetricCheckpointingStrategy(LossMetric(), direction=direction)
+    scripted_run(tmp_path, [0.6, 0.4, 0.4, 0.9, 0.5, 0.9], strategy=strategy)
+    files = sorted(int(p.name.split("-")[1].split(".")[0]) for p in (tmp_path / "checkpoint").glob("model-*.mpk"))
+    assert files == kept
+
+
+def test_a_nan_first_epoch_neither_stops_the_default_checkpointer_nor_stays_behind(tmp_path):
+    builder = (LearnerBuilder(tmp_path).metric_valid_numeric(LossMetric()).num_epochs(4).progress_bar(False)
+               .with_application_logger(False).with_file_checkpointer(DefaultRecorder()))
+    learner = builder.build(ScriptedValidLoss([NAN, 0.5, 0.6, 0.7]), SgdConfig(), 0.01)
+    learner.fit(loader(32, 32), loader(32, 32, seed=1))
+    assert learner.trainer.current_epoch == 4
+    kept = sorted(p.name for p in (tmp_path / "checkpoint").glob("model-*.mpk"))
+    assert kept == ["model-2.mpk", "model-3.mpk", "model-4.mpk"]  # the best valid loss (2) and the last two
+
+
+def test_an_epoch_checkpoint_supersedes_the_preempted_ones_before_it(tmp_path, caplog):
     """A preempted-S file is only needed until a complete checkpoint of a later step exists: then
-    it is removed (else every preemption of a long run leaves one behind); a later one stays."""
+    it is removed, and the removal logged (else every preemption of a long run leaves one behind);
+    a later one stays."""
     folder = tmp_path / "checkpoint"
     folder.mkdir()
     for name in ("preempted-2.mpk", "preempted-4.mpk", "preempted-99999.mpk", "preempted-x.mpk", "preempted-3.json"):
         (folder / name).write_bytes(b"not read: removal goes by the step in the name")
-    fit(checkpointing_builder(tmp_path, 1))  # one epoch of 4 steps (64 samples, batch 16)
+    with caplog.at_level(logging.INFO, logger="burnlike.train"):
+        fit(checkpointing_builder(tmp_path, 1))  # one epoch of 4 steps (64 samples, batch 16)
     left = sorted(p.name for p in folder.iterdir() if p.name.startswith("preempted"))
     assert left == ["preempted-3.json", "preempted-99999.mpk", "preempted-x.mpk"]
+    for step in (2, 4):
+        assert f"removing {folder / f'preempted-{step}.mpk'}: the checkpoint of step 4 supersedes it" in \
+            train_messages(caplog)
 
 
-def test_metric_checkpointing_state_round_trip_deletes_the_old_best_after_resume():
-    straight = MetricCheckpointingStrategy("Loss", direction=Direction.LOWEST)
-    store = store_with({1: 0.5, 2: 0.7})
-    assert straight.checkpointing(1, store) == [Save()]
-    assert straight.checkpointing(2, store) == []
-    assert straight.state_dict() == {"current": 1}
-    resumed = MetricCheckpointingStrategy("Loss", direction=Direction.LOWEST)
-    resumed.load_state_dict(straight.state_dict())
-    assert resumed.current == 1
-    store.record(Split.VALID, 3, "Loss", 0.1)  # a new best: the resumed strategy drops epoch 1's files
-    assert resumed.checkpointing(3, store) == [Delete(1), Save()]
+def test_checkpointer_removes_stale_temps_when_a_run_starts(tmp_path: Path) -> None:
+    checkpointer = FileCheckpointer(tmp_path, "mpk", KeepLastNCheckpoints(2))
+    directory = checkpointer.path(1).parent
+    directory.mkdir(parents=True)
+    stale = temp_of(checkpointer.path(3), dead_pid())
+    live = temp_of(checkpointer.path(3), os.getpid())
+
+    class Trainer:  # the one attribute setup reads
+        is_global_zero = True
+
+    checkpointer.setup(Trainer(), None, "fit")  # type: ignore[arg-type]
+    assert not stale.exists() and live.exists()
 
 
-def test_composed_strategy_resumes_with_what_each_child_had_deleted():
-    store = store_with({1: 0.5, 2: 0.7})
-    straight = composed()
-    assert straight.checkpointing(1, store) == [Save()]
-    assert straight.checkpointing(2, store) == [Save()]  # epoch 1 is still the best: kept
-    state = straight.state_dict()
-    assert state == {"deleted": [[1], [2]], "children": [{}, {"current": 1}]}
-    resumed = composed()
-    resumed.load_state_dict(state)
-    store.record(Split.VALID, 3, "Loss", 0.1)
-    # epoch 3 is the best: epoch 1 (best so far) and epoch 2 (last-1 already let it go) both go
-    assert resumed.checkpointing(3, store) == [Save(), Delete(1), Delete(2)]
-    assert straight.checkpointing(3, store) == [Save(), Delete(1), Delete(2)]
-
-
-def test_composed_strategy_takes_a_state_with_either_part_missing():
-    strategy = composed()
-    strategy.load_state_dict({"children": [{}, {"current": 4}]})  # no deletions recorded: none assumed
-    assert strategy.deleted == [set(), set()] and strategy.strategies[1].current == 4
-    strategy.load_state_dict({"deleted": [[2], [3]]})  # no children's states: theirs stay
-    assert strategy.deleted == [{2}, {3}] and strategy.strategies[1].current == 4
+# --- the newest checkpoint -------------------------------------------------------------------------
+def test_newest_checkpoint_goes_by_the_step_inside_the_file(tmp_path):
+    assert newest_checkpoint(tmp_path, "mpk") is None  # no checkpoint folder
+    fit(cpu_builder(tmp_path))  # trainer-1 (step 4), trainer-2 (step 8), model-1, model-2 …
+    folder = tmp_path / "checkpoint"
+    assert newest_checkpoint(tmp_path, "mpk") == folder / "trainer-2.mpk"
+    (folder / "trainer-2.mpk").rename(folder / "trainer-0.mpk")  # the name's number is not read
+    assert newest_checkpoint(tmp_path, "mpk") == folder / "trainer-0.mpk"
+    (folder / "trainer-9.mpk").write_bytes(b"not a record")  # unreadable: skipped
+    shutil.copy(folder / "model-2.mpk", folder / "model-7.mpk")  # a module record has no step: skipped
+    shutil.copy(folder / "trainer-0.mpk", folder / "trainer-5.json")  # another format's extension
+    assert newest_checkpoint(str(tmp_path), "mpk") == folder / "trainer-0.mpk"
+    # a preempted copy of the same step loses to the epoch checkpoint; a later step wins
+    shutil.copy(folder / "trainer-0.mpk", folder / "preempted-99.mpk")
+    assert newest_checkpoint(tmp_path, "mpk") == folder / "trainer-0.mpk"
+    (folder / "trainer-0.mpk").unlink()
+    assert newest_checkpoint(tmp_path, "mpk") == folder / "preempted-99.mpk"
+    (folder / "preempted-99.mpk").unlink()
+    assert newest_checkpoint(tmp_path, "mpk") == folder / "trainer-1.mpk"
 
 
 def test_newest_checkpoint_reads_only_the_asked_format_and_old_single_file_checkpoints(tmp_path):
@@ -269,92 +412,68 @@ def test_newest_checkpoint_skips_a_checkpoint_whose_step_is_not_an_integer(tmp_p
     assert newest_checkpoint(tmp_path, "mpk") == folder / "trainer-1.mpk"
 
 
-def test_checkpointer_logs_each_file_it_removes(tmp_path, caplog):
-    builder = (LearnerBuilder(tmp_path).metric_valid_numeric(LossMetric()).num_epochs(2).progress_bar(False)
-               .with_application_logger(False).with_file_checkpointer(DefaultRecorder())
-               .with_checkpointing_strategy(KeepLastNCheckpoints(1)).devices(["cpu"]))
-    learner = builder.build(Classifier(), SgdConfig(), 0.01)
-    preempted = tmp_path / "checkpoint" / "preempted-3.mpk"
-    preempted.parent.mkdir(parents=True)
-    write_checkpoint(preempted, 3)
-    with caplog.at_level(logging.INFO, logger="burnlike.train"):
-        learner.fit(loader(32, 16), loader(16, 16))
-    messages = [r.getMessage() for r in caplog.records]
-    for kind in ("trainer", "scheduler", "optim", "model"):  # trainer first: never a half epoch
-        assert f"removing checkpoint {tmp_path / 'checkpoint' / f'{kind}-1.mpk'}" in messages
-    assert f"removing {preempted}: the checkpoint of step 4 supersedes it" in messages
-    assert sorted(p.name for p in (tmp_path / "checkpoint").iterdir()) == [
-        "model-2.mpk", "optim-2.mpk", "scheduler-2.mpk", "trainer-2.mpk"]
+# --- early stopping: the strategy and its callback -------------------------------------------------
+def test_early_stopping_has_burns_semantics():
+    # n epochs without a strict improvement, counted in epochs since the best
+    assert stopping({1: 0.5, 2: 0.6, 3: 0.4, 4: 0.4, 5: 0.45}, 2) == [5]
+    # a missing value never stops; epochs without one count too (Lightning's patience counts checks)
+    assert stopping({2: 0.5, 4: 0.6}, 2) == [4]
+    # NaN never improves but doesn't stop by itself (Lightning's check_finite would stop at once)
+    assert stopping({1: 0.5, 2: float("nan")}, 2) == []
+    # the metric's own direction: accuracy going up is an improvement
+    assert stopping({1: 50.0, 2: 60.0, 3: 70.0}, 1, AccuracyMetric()) == []
 
 
 def test_early_stopping_counts_from_epoch_one_when_no_value_ever_improves():
-    strategy = MetricEarlyStoppingStrategy("Loss", direction=Direction.LOWEST)
-    store = store_with({1: NAN, 2: NAN})
-    assert strategy.should_stop(1, store) is False
-    assert strategy.should_stop(2, store) is True  # one epoch without improvement since epoch 1
-
-
-def test_warmup_epochs_take_zero_and_refuse_booleans():
-    strategy = MetricEarlyStoppingStrategy("Loss", direction=Direction.LOWEST)
-    assert strategy.with_warmup_epochs(0).warmup_epochs == 0
-    for bad in (True, -1, "3"):
-        with pytest.raises(ValueError, match="with_warmup_epochs: expected None or an integer >= 0"):
-            strategy.with_warmup_epochs(bad)
+    """NaN never improves: the best remains Burn's initial epoch 1, whichever way the metric is named."""
+    for strategy, store in ((MetricEarlyStoppingStrategy("Loss", direction=Direction.LOWEST), store_of({1: NAN, 2: NAN})),
+                            (MetricEarlyStoppingStrategy(LossMetric(), condition=StoppingCondition.no_improvement_since(1)),
+                             loss_store({1: NAN, 2: NAN}))):
+        assert strategy.should_stop(1, store) is False
+        assert strategy.should_stop(2, store) is True  # one epoch without improvement since epoch 1
 
 
 def test_early_stopping_uses_the_registered_metrics_direction_and_logs_its_decisions(caplog):
-    store = store_with({1: 0.5, 2: 0.6})
-    store.register([LossMetric()])
-    strategy = MetricEarlyStoppingStrategy("Loss")  # no direction given: the Loss metric's (lowest)
-    with caplog.at_level(logging.INFO, logger="burnlike.train"):
-        assert strategy.should_stop(1, store) is False
-        assert strategy.should_stop(2, store) is True
-        assert strategy.should_stop(3, store) is False  # no value for epoch 3
-    messages = [r.getMessage() for r in caplog.records]
-    assert messages == ["stopping: valid/Loss has not improved since epoch 1 (0.5), now 0.6",
-                        "early stopping: no valid/Loss value for epoch 3"]
+    store = loss_store({1: 0.5, 2: 0.6})
+    for strategy in (MetricEarlyStoppingStrategy("Loss"),  # no direction given: the registered Loss metric's (lowest)
+                     MetricEarlyStoppingStrategy(LossMetric(), condition=StoppingCondition.no_improvement_since(1))):
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="burnlike.train"):
+            assert strategy.should_stop(1, store) is False
+            assert strategy.should_stop(2, store) is True
+            assert strategy.should_stop(3, store) is False  # no value for epoch 3
+        assert [r.getMessage() for r in caplog.records] == [
+            "stopping: valid/Loss has not improved since epoch 1 (0.5), now 0.6",
+            "early stopping: no valid/Loss value for epoch 3"]
 
 
-def test_early_stopping_decides_after_each_train_epoch_even_without_validation(tmp_path):
-    learner, strategy = early_stopping_run(tmp_path, check_val_every_n_epoch=3)
-    callback = learner.trainer.early_stopping_callback
-    assert isinstance(callback, MetricEarlyStopping)
-    assert callback.monitor == "train/Loss"
-    assert learner.trainer.current_epoch == 2  # stopped after epoch 2, not at the validation of epoch 3
-    assert callback.stopped_epoch == 1  # Lightning counts from 0
-    state = callback.state_dict()
-    assert state == {"strategy": {"best_epoch": 1, "best_value": 1.0}, "stopped_epoch": 1}
-    again = MetricEarlyStopping(MetricEarlyStoppingStrategy("Loss", direction=Direction.LOWEST, split=Split.TRAIN))
-    again.load_state_dict(state)
-    assert again.stopped_epoch == 1 and again.strategy.best_value == 1.0
+def test_stopping_condition_needs_at_least_one_epoch():
+    for bad in (0, -1):
+        with pytest.raises(ValueError, match="n_epochs"):
+            MetricEarlyStoppingStrategy(LossMetric(), condition=StoppingCondition.no_improvement_since(bad))
 
 
-def test_two_early_stoppings_keep_their_states_apart():
-    a = MetricEarlyStopping(MetricEarlyStoppingStrategy("Loss", direction=Direction.LOWEST))
-    b = MetricEarlyStopping(MetricEarlyStoppingStrategy("Accuracy", direction=Direction.HIGHEST))
-    assert a.state_key != b.state_key and "valid/Loss" in a.state_key
-
-
-def test_a_fast_dev_run_leaves_early_stopping_untouched(tmp_path):
-    learner, strategy = early_stopping_run(tmp_path, fast_dev_run=True)
-    assert strategy.best_value is None and learner.trainer.early_stopping_callback.stopped_epoch == 0
-
-
-def test_a_composed_strategy_saves_only_when_one_of_its_strategies_does():
-    composed = ComposedCheckpointingStrategy([NeverSaves(), NeverSaves()])
-    store = MetricStore()
-    assert composed.checkpointing(1, store) == []
-    actions = composed.checkpointing(2, store)
-    assert not any(isinstance(a, Save) for a in actions)
-
-
-# Early stopping state -----------------------------------------------------------------------------
-def test_warmup_accepts_zero_and_refuses_booleans_and_fractions():
+def test_warmup_epochs_take_zero_and_refuse_booleans_negatives_and_fractions():
     strategy = MetricEarlyStoppingStrategy(LossMetric())
     assert strategy.with_warmup_epochs(0).warmup_epochs == 0
-    for bad in (True, 1.5, "2"):
+    for bad in (True, -1, 1.5, "2"):
         with pytest.raises(ValueError, match=rf"^with_warmup_epochs: expected None or an integer >= 0, got {bad!r}$"):
             strategy.with_warmup_epochs(bad)
+
+
+def test_early_stopping_state_survives_a_resume():
+    store = MetricStore()
+    store.register([LossMetric()])
+    first = MetricEarlyStoppingStrategy(LossMetric(), condition=StoppingCondition(2))
+    for epoch, loss in ((1, 0.5), (2, 0.4)):
+        store.record(Split.VALID, epoch, "Loss", loss)
+        first.should_stop(epoch, store)
+    callback = first.to_callback()
+    resumed = MetricEarlyStoppingStrategy(LossMetric(), condition=StoppingCondition(2)).to_callback()
+    resumed.load_state_dict(callback.state_dict())
+    for epoch, loss in ((3, 0.45), (4, 0.41)):
+        store.record(Split.VALID, epoch, "Loss", loss)
+    assert not resumed.strategy.should_stop(3, store) and resumed.strategy.should_stop(4, store)
 
 
 def test_early_stopping_callback_restores_the_epoch_it_stopped_at():
@@ -364,129 +483,24 @@ def test_early_stopping_callback_restores_the_epoch_it_stopped_at():
     assert callback.state_dict() == {"strategy": {"best_epoch": 2, "best_value": 0.5}, "stopped_epoch": 4}
 
 
-# Checkpointing strategies' state -----------------------------------------------------------------
-def test_composed_strategy_restores_its_deletions_and_its_childrens_state():
-    best = MetricCheckpointingStrategy("Loss", direction=Direction.LOWEST)
-    composed = ComposedCheckpointingStrategy([KeepLastNCheckpoints(2), best])
-    state = {"deleted": [[1], []], "children": [{}, {"current": 3}]}
-    composed.load_state_dict(state)
-    assert composed.deleted == [{1}, set()] and best.current == 3
-    assert composed.state_dict() == state
-    fresh = ComposedCheckpointingStrategy([KeepLastNCheckpoints(2)])
-    fresh.load_state_dict({})  # a state from before these fields: nothing to restore
-    assert fresh.deleted == [set()]
-
-
-def test_early_stopping_counts_from_epoch_one_when_nothing_improves():
-    strategy = MetricEarlyStoppingStrategy(LossMetric(), condition=StoppingCondition.no_improvement_since(1))
-    store = losses(float("nan"), float("nan"))
-    assert not strategy.should_stop(1, store)
-    assert strategy.should_stop(2, store)  # NaN never improves: best is still Burn's initial epoch 1
-
-
-def test_early_stopping_logs_a_missing_value_and_why_it_stops(caplog):
-    strategy = MetricEarlyStoppingStrategy(LossMetric(), condition=StoppingCondition.no_improvement_since(1))
-    store = losses(0.5, 0.75)
-    with caplog.at_level(logging.INFO, logger="burnlike.train"):
-        assert not strategy.should_stop(1, store)
-        assert strategy.should_stop(2, store)
-        assert not strategy.should_stop(3, store)
-    assert [r.getMessage() for r in caplog.records] == [
-        "stopping: valid/Loss has not improved since epoch 1 (0.5), now 0.75",
-        "early stopping: no valid/Loss value for epoch 3",
-    ]
-
-
 def test_the_early_stopping_callback_watches_the_strategys_metric():
     callback = MetricEarlyStoppingStrategy(LossMetric()).to_callback()
     assert callback.monitor == "valid/Loss"
     assert callback.state_key == "MetricEarlyStopping{'monitor': 'valid/Loss', 'strategy': 'burn'}"
 
 
-def test_early_stopping_is_checked_after_every_train_epoch_even_without_validation(tmp_path):
-    stop = MetricEarlyStoppingStrategy(LossMetric(), split=Split.TRAIN, condition=StoppingCondition(2))
-    learner = (LearnerBuilder(tmp_path).metrics(LossMetric()).devices(["cpu"]).num_epochs(8).progress_bar(False)
-               .with_application_logger(False).early_stopping(stop).trainer_kwargs(check_val_every_n_epoch=2)
-               .build(Classifier(), AdamConfig(), 0.0))  # lr 0: the train loss never improves after epoch 1
-    learner.fit(loader(32, 16), loader(32, 16))
-    assert learner.trainer.current_epoch == 3  # stopped after epoch 3 (3 - 1 >= 2), not at a validation epoch
-    callback = learner.trainer.early_stopping_callback
-    assert callback.stopped_epoch == 2  # Lightning's 0-based epoch of the stop
+def test_two_early_stoppings_keep_their_states_apart():
+    a = MetricEarlyStopping(MetricEarlyStoppingStrategy("Loss", direction=Direction.LOWEST))
+    b = MetricEarlyStopping(MetricEarlyStoppingStrategy("Accuracy", direction=Direction.HIGHEST))
+    assert a.state_key != b.state_key and "valid/Loss" in a.state_key
 
 
-def test_early_stopping_sits_out_a_fast_dev_run(tmp_path, caplog):
-    stop = MetricEarlyStoppingStrategy(LossMetric(), split=Split.TRAIN)
-    learner = (LearnerBuilder(tmp_path).metrics(LossMetric()).devices(["cpu"]).num_epochs(3).progress_bar(False)
-               .with_application_logger(False).early_stopping(stop).trainer_kwargs(fast_dev_run=True)
-               .build(Classifier(), AdamConfig(), 1e-2))
-    with caplog.at_level(logging.INFO, logger="burnlike.train"):
-        learner.fit(loader(32, 16))
-    assert stop.best_value is None  # never consulted
-    assert not [r for r in caplog.records if "stopping" in r.getMessage()]
-
-
-def test_checkpoints_of_an_epoch_the_strategy_drops_are_removed_and_logged(tmp_path, caplog):
-    learner = (LearnerBuilder(tmp_path).metrics(LossMetric()).devices(["cpu"]).num_epochs(2).progress_bar(False)
-               .with_application_logger(False).with_file_checkpointer(CompactRecorder())
-               .with_checkpointing_strategy(KeepLastNCheckpoints(1))
-               .build(Classifier(), AdamConfig(), 1e-2))
-    with caplog.at_level(logging.INFO, logger="burnlike.train"):
-        learner.fit(loader(32, 16))
-    removed = [m.removeprefix("removing checkpoint ") for m in messages(caplog) if m.startswith("removing checkpoint ")]
-    folder = tmp_path / "checkpoint"
-    assert removed and all(Path(p).parent == folder and Path(p).name.split(".")[0].endswith("-1") for p in removed)
-    assert not [p for p in folder.iterdir() if p.name.split(".")[0].endswith("-1")]  # epoch 1's files are gone
-    assert [p for p in folder.iterdir() if p.name.split(".")[0].endswith("-2")]  # epoch 2's are kept
-
-
-def test_an_epoch_checkpoint_removes_the_preempted_ones_it_supersedes(tmp_path, caplog):
-    folder, ext = tmp_path / "checkpoint", CompactRecorder().file_extension()
-    folder.mkdir()
-    stale, later = folder / f"preempted-1.{ext}", folder / f"preempted-99.{ext}"
-    stale.write_bytes(b"left by an earlier run")
-    later.write_bytes(b"a later step")
-    with caplog.at_level(logging.INFO, logger="burnlike.train"):
-        checkpointed_run(tmp_path, epochs=1)  # epoch 1 ends at step 2
-    assert not stale.exists() and later.exists()
-    assert f"removing {stale}: the checkpoint of step 2 supersedes it" in messages(caplog)
-
-
-def test_newest_checkpoint_takes_a_single_file_model_checkpoint_and_none_from_an_empty_dir(tmp_path):
-    folder, ext = checkpointed_run(tmp_path)
-    newest = newest_checkpoint(tmp_path, ext)
-    assert newest == folder / f"trainer-2.{ext}"
-    for path in folder.iterdir():  # the older layout: one model-N file holding the training checkpoint
-        if path != newest:
-            path.unlink()
-    newest.rename(folder / f"model-2.{ext}")
-    assert newest_checkpoint(tmp_path, ext) == folder / f"model-2.{ext}"
-    (folder / f"model-2.{ext}").unlink()
-    assert newest_checkpoint(tmp_path, ext) is None
-
-
-def test_metric_checkpointing_highest_keeps_the_maximum():
-    s = MetricCheckpointingStrategy("Accuracy", direction=Direction.HIGHEST, split=Split.VALID)
-    history: dict[int, float] = {}
-    actions = {}
-    for epoch, value in {1: 50.0, 2: 40.0, 3: 70.0, 4: 70.0, 5: 60.0}.items():
-        history[epoch] = value
-        actions[epoch] = s.checkpointing(epoch, store_with_pinned_strategies(history, "Accuracy"))
-    assert actions == {1: [Save()], 2: [], 3: [Delete(1), Save()], 4: [], 5: []}
-
-
-def test_metric_checkpointing_reads_its_own_split():
-    s = MetricCheckpointingStrategy("Loss", direction=Direction.LOWEST, split=Split.TRAIN)
-    store = store_with_pinned_strategies({1: 0.1, 2: 0.9}, split="valid")
-    store.record(Split.TRAIN, 1, "Loss", 0.9)
-    store.record(Split.TRAIN, 2, "Loss", 0.1)
-    assert s.checkpointing(1, store_with_pinned_strategies({1: 0.9}, split="train")) == [Save()]
-    assert s.checkpointing(2, store) == [Delete(1), Save()]
-
-
-def test_stopping_condition_needs_at_least_one_epoch():
-    for bad in (0, -1):
-        with pytest.raises(ValueError, match="n_epochs"):
-            MetricEarlyStoppingStrategy(LossMetric(), condition=StoppingCondition.no_improvement_since(bad))
+# --- early stopping in a run -----------------------------------------------------------------------
+def test_early_stopping_stops_without_improvement(tmp_path):
+    stop = MetricEarlyStoppingStrategy(LossMetric(), condition=StoppingCondition.no_improvement_since(1))
+    learner = metrics_builder(tmp_path, 10).early_stopping(stop).build(Classifier(), AdamConfig(), 0.0)  # lr 0: no progress
+    learner.fit(loader(64, 32), loader(64, 32))
+    assert learner.trainer.current_epoch == 2  # best at epoch 1, no strict improvement in epoch 2 → stop
 
 
 @pytest.mark.parametrize(("direction", "epochs"), [(Direction.LOWEST, 2), (Direction.HIGHEST, 4)])
@@ -507,14 +521,6 @@ def test_without_early_stopping_a_run_trains_every_epoch(tmp_path):
     assert scripted_run(tmp_path, [0.5, 0.6, 0.7]) == 3
 
 
-@pytest.mark.parametrize(("direction", "kept"), [(Direction.LOWEST, [2]), (Direction.HIGHEST, [4])])
-def test_checkpointer_keeps_the_earliest_best_epoch_file(tmp_path, direction, kept):
-    strategy = MetricCheckpointingStrategy(LossMetric(), direction=direction)
-    scripted_run(tmp_path, [0.6, 0.4, 0.4, 0.9, 0.5, 0.9], strategy=strategy)
-    files = sorted(int(p.name.split("-")[1].split(".")[0]) for p in (tmp_path / "checkpoint").glob("model-*.mpk"))
-    assert files == kept
-
-
 def test_early_stopping_direction_holds_in_a_learning_run(tmp_path):
     """A real run (lr > 0): the validation loss falls every epoch, so `lowest` never stops and
     `highest` stops as soon as it has fallen once."""
@@ -533,95 +539,19 @@ def test_early_stopping_direction_holds_in_a_learning_run(tmp_path):
     assert epochs == 2 and losses[1] < losses[0] and not math.isnan(losses[1])
 
 
-def test_a_nan_first_epoch_neither_stops_the_default_checkpointer_nor_stays_behind(tmp_path):
-    builder = (LearnerBuilder(tmp_path).metric_valid_numeric(LossMetric()).num_epochs(4).progress_bar(False)
-               .with_application_logger(False).with_file_checkpointer(DefaultRecorder()))
-    learner = builder.build(ScriptedValidLoss([NAN, 0.5, 0.6, 0.7]), SgdConfig(), 0.01)
-    learner.fit(loader(32, 32), loader(32, 32, seed=1))
-    assert learner.trainer.current_epoch == 4
-    kept = sorted(p.name for p in (tmp_path / "checkpoint").glob("model-*.mpk"))
-    assert kept == ["model-2.mpk", "model-3.mpk", "model-4.mpk"]  # the best valid loss (2) and the last two
+def test_early_stopping_waits_out_the_warmup_epochs(tmp_path):
+    def epochs_run(warmup):
+        stop = MetricEarlyStoppingStrategy(AccuracyMetric(), direction=Direction.HIGHEST, split=Split.VALID,
+                                           condition=StoppingCondition.no_improvement_since(1))
+        learner = (LearnerBuilder(tmp_path / str(warmup)).metrics(AccuracyMetric()).num_epochs(8).devices(["cpu"])
+                   .progress_bar(False).early_stopping(stop.with_warmup_epochs(warmup))
+                   .build(Classifier(), AdamConfig(), 0.0))  # lr 0: never improves after epoch 1
+        learner.fit(loader(32, 32), loader(32, 32))
+        return learner.trainer.current_epoch
 
-
-def test_newest_checkpoint_goes_by_the_step_inside_the_file(tmp_path):
-    assert newest_checkpoint(tmp_path, "mpk") is None  # no checkpoint folder
-    fit(cpu_builder(tmp_path))  # trainer-1 (step 4), trainer-2 (step 8), model-1, model-2 …
-    folder = tmp_path / "checkpoint"
-    assert newest_checkpoint(tmp_path, "mpk") == folder / "trainer-2.mpk"
-    (folder / "trainer-2.mpk").rename(folder / "trainer-0.mpk")  # the name's number is not read
-    assert newest_checkpoint(tmp_path, "mpk") == folder / "trainer-0.mpk"
-    (folder / "trainer-9.mpk").write_bytes(b"not a record")  # unreadable: skipped
-    shutil.copy(folder / "model-2.mpk", folder / "model-7.mpk")  # a module record has no step: skipped
-    shutil.copy(folder / "trainer-0.mpk", folder / "trainer-5.json")  # another format's extension
-    assert newest_checkpoint(str(tmp_path), "mpk") == folder / "trainer-0.mpk"
-    # a preempted copy of the same step loses to the epoch checkpoint; a later step wins
-    shutil.copy(folder / "trainer-0.mpk", folder / "preempted-99.mpk")
-    assert newest_checkpoint(tmp_path, "mpk") == folder / "trainer-0.mpk"
-    (folder / "trainer-0.mpk").unlink()
-    assert newest_checkpoint(tmp_path, "mpk") == folder / "preempted-99.mpk"
-    (folder / "preempted-99.mpk").unlink()
-    assert newest_checkpoint(tmp_path, "mpk") == folder / "trainer-1.mpk"
-
-
-def test_checkpointer_removes_stale_temps_when_a_run_starts(tmp_path: Path) -> None:
-    checkpointer = FileCheckpointer(tmp_path, "mpk", KeepLastNCheckpoints(2))
-    directory = checkpointer.path(1).parent
-    directory.mkdir(parents=True)
-    stale = temp_of(checkpointer.path(3), dead_pid())
-    live = temp_of(checkpointer.path(3), os.getpid())
-
-    class Trainer:  # the one attribute setup reads
-        is_global_zero = True
-
-    checkpointer.setup(Trainer(), None, "fit")  # type: ignore[arg-type]
-    assert not stale.exists() and live.exists()
-
-
-def test_strategies_take_the_metrics_direction_and_validate_the_aggregate():
-    store = MetricStore()
-    store.register([AccuracyMetric()])
-    strategy = MetricCheckpointingStrategy(AccuracyMetric())  # Burn's default split: valid
-    for epoch, acc in enumerate([80.0, 90.0, 85.0], 1):
-        store.record(Split.VALID, epoch, "Accuracy", acc)
-        strategy.checkpointing(epoch, store)
-    assert strategy.current == 2  # highest accuracy, not lowest
-    by_name = MetricCheckpointingStrategy("Accuracy")  # a name: the registered metric's direction
-    assert by_name.checkpointing(3, store) == [] and by_name.current == 2
-    assert MetricCheckpointingStrategy("Accuracy", split=Split.TRAIN).checkpointing(1, store) == [Save()]
-    with pytest.raises(ValueError, match="median"):
-        MetricCheckpointingStrategy(LossMetric(), aggregate="median")
-    with pytest.raises(ValueError, match="median"):
-        MetricEarlyStoppingStrategy(LossMetric(), aggregate="median")
-    with pytest.raises(ValueError, match="no direction"):
-        MetricEarlyStoppingStrategy(LearningRateMetric(), split=Split.TRAIN)
-    # Burn's spelling, all positional
-    MetricCheckpointingStrategy(LossMetric(), Aggregate.MEAN, Direction.LOWEST, Split.VALID)
-
-
-def test_early_stopping_has_burns_semantics():
-    # n epochs without a strict improvement, counted in epochs since the best
-    assert stopping({1: 0.5, 2: 0.6, 3: 0.4, 4: 0.4, 5: 0.45}, 2) == [5]
-    # a missing value never stops; epochs without one still count (Lightning's patience counts checks)
-    assert stopping({2: 0.5, 4: 0.6}, 2) == [4]
-    # NaN never improves but doesn't stop by itself (Lightning's check_finite would stop at once)
-    assert stopping({1: 0.5, 2: float("nan")}, 2) == []
-    # the metric's own direction: accuracy going up is an improvement
-    assert stopping({1: 50.0, 2: 60.0, 3: 70.0}, 1, AccuracyMetric()) == []
-
-
-def test_early_stopping_state_survives_a_resume():
-    store = MetricStore()
-    store.register([LossMetric()])
-    first = MetricEarlyStoppingStrategy(LossMetric(), condition=StoppingCondition(2))
-    for epoch, loss in ((1, 0.5), (2, 0.4)):
-        store.record(Split.VALID, epoch, "Loss", loss)
-        first.should_stop(epoch, store)
-    callback = first.to_callback()
-    resumed = MetricEarlyStoppingStrategy(LossMetric(), condition=StoppingCondition(2)).to_callback()
-    resumed.load_state_dict(callback.state_dict())
-    for epoch, loss in ((3, 0.45), (4, 0.41)):
-        store.record(Split.VALID, epoch, "Loss", loss)
-    assert not resumed.strategy.should_stop(3, store) and resumed.strategy.should_stop(4, store)
+    assert epochs_run(None) == 2 and epochs_run(3) == 4
+    with pytest.raises(ValueError, match="warmup"):
+        MetricEarlyStoppingStrategy(LossMetric()).with_warmup_epochs(-1)
 
 
 def test_early_stopping_on_a_train_metric_sees_the_epoch_just_finished(tmp_path):
@@ -635,53 +565,34 @@ def test_early_stopping_on_a_train_metric_sees_the_epoch_just_finished(tmp_path)
     assert stop.best_epoch == 1
 
 
-def test_keep_last_n_saves_every_epoch_and_deletes_the_one_n_back():
-    s = KeepLastNCheckpoints(2)
-    assert s.checkpointing(1, MetricStore()) == [Save()]
-    assert s.checkpointing(3, MetricStore()) == [Save(), Delete(1)]
+def test_early_stopping_decides_after_each_train_epoch_even_without_validation(tmp_path):
+    learner, strategy = early_stopping_run(tmp_path, check_val_every_n_epoch=3)
+    callback = learner.trainer.early_stopping_callback
+    assert isinstance(callback, MetricEarlyStopping)
+    assert callback.monitor == "train/Loss"
+    assert learner.trainer.current_epoch == 2  # stopped after epoch 2, not at the validation of epoch 3
+    assert callback.stopped_epoch == 1  # Lightning counts from 0
+    state = callback.state_dict()
+    assert state == {"strategy": {"best_epoch": 1, "best_value": 1.0}, "stopped_epoch": 1}
+    again = MetricEarlyStopping(MetricEarlyStoppingStrategy("Loss", direction=Direction.LOWEST, split=Split.TRAIN))
+    again.load_state_dict(state)
+    assert again.stopped_epoch == 1 and again.strategy.best_value == 1.0
 
 
-def test_metric_strategy_keeps_only_the_best():
-    s = MetricCheckpointingStrategy("Loss", direction=Direction.LOWEST, split=Split.VALID)
-    assert s.checkpointing(1, store_with_strategies({1: 0.5})) == [Save()]
-    assert s.checkpointing(2, store_with_strategies({1: 0.5, 2: 0.7})) == []
-    assert s.checkpointing(3, store_with_strategies({1: 0.5, 2: 0.7, 3: 0.4})) == [Delete(1), Save()]
-    # not logged: save every epoch
-    assert MetricCheckpointingStrategy("Accuracy").checkpointing(1, MetricStore()) == [Save()]
+def test_train_metric_early_stopping_with_patience_two_stops_between_validations(tmp_path):
+    stop = MetricEarlyStoppingStrategy(LossMetric(), split=Split.TRAIN, condition=StoppingCondition(2))
+    learner = (LearnerBuilder(tmp_path).metrics(LossMetric()).devices(["cpu"]).num_epochs(8).progress_bar(False)
+               .with_application_logger(False).early_stopping(stop).trainer_kwargs(check_val_every_n_epoch=2)
+               .build(Classifier(), AdamConfig(), 0.0))  # lr 0: the train loss never improves after epoch 1
+    learner.fit(loader(32, 16), loader(32, 16))
+    assert learner.trainer.current_epoch == 3  # stopped after epoch 3 (3 - 1 >= 2), not at a validation epoch
+    callback = learner.trainer.early_stopping_callback
+    assert callback.stopped_epoch == 2  # Lightning's 0-based epoch of the stop
 
 
-def test_default_composed_strategy_keeps_last_two_plus_best():
-    strategy = default_checkpointing_strategy()
-    losses = {1: 0.2, 2: 0.5, 3: 0.6, 4: 0.7, 5: 0.1, 6: 0.3, 7: 0.4}
-    kept: set[int] = set()
-    for epoch in losses:
-        for action in strategy.checkpointing(epoch, store_with_strategies({e: losses[e] for e in losses if e <= epoch})):
-            if isinstance(action, Save):
-                kept.add(epoch)
-            else:
-                kept.discard(action.epoch)
-        assert len(kept) <= 3
-    assert kept == {5, 6, 7}  # best (5) and the last two
-    assert isinstance(strategy, ComposedCheckpointingStrategy)
-
-
-def test_composed_deletes_only_when_all_agree():
-    strategy = ComposedCheckpointingStrategy.builder().add(KeepLastNCheckpoints(1)).add(
-        MetricCheckpointingStrategy("Loss")).build()
-    assert strategy.checkpointing(1, store_with_strategies({1: 0.1})) == [Save()]
-    # epoch 1 is still the best: keep-last wants it gone, the metric strategy does not
-    assert strategy.checkpointing(2, store_with_strategies({1: 0.1, 2: 0.9})) == [Save()]
-
-
-def test_composed_of_two_keep_last_deletes_only_what_both_let_go():
-    s = ComposedCheckpointingStrategy.builder().add(KeepLastNCheckpoints(1)).add(KeepLastNCheckpoints(2)).build()
-    assert s.checkpointing(1, MetricStore()) == [Save()]
-    assert s.checkpointing(2, MetricStore()) == [Save()]
-    assert s.checkpointing(3, MetricStore()) == [Save(), Delete(1)]
-
-
-def test_early_stopping_stops_without_improvement(tmp_path):
-    stop = MetricEarlyStoppingStrategy(LossMetric(), condition=StoppingCondition.no_improvement_since(1))
-    learner = metrics_builder(tmp_path, 10).early_stopping(stop).build(Classifier(), AdamConfig(), 0.0)  # lr 0: no progress
-    learner.fit(loader(64, 32), loader(64, 32))
-    assert learner.trainer.current_epoch == 2  # best at epoch 1, no strict improvement in epoch 2 → stop
+def test_early_stopping_sits_out_a_fast_dev_run(tmp_path, caplog):
+    with caplog.at_level(logging.INFO, logger="burnlike.train"):
+        learner, strategy = early_stopping_run(tmp_path, fast_dev_run=True)
+    assert strategy.best_value is None  # never consulted
+    assert learner.trainer.early_stopping_callback.stopped_epoch == 0
+    assert not [r for r in caplog.records if "stopping" in r.getMessage()]

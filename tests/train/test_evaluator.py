@@ -1,4 +1,9 @@
-"""TODO: docstring."""
+"""`burnlike.train.evaluator`: `EvaluatorBuilder(...).build(model).eval(tag, loader)`, Burn's
+evaluator. It writes the test logs under `test/<slugged tag>/epoch-1` (Burn's `Split::Test(tag)`),
+returns the count-weighted test values and, when asked, a summary at the test epoch; by default its
+Trainer is a quiet test trainer (no logger, checkpoints or model summary) on the model's device.
+A model's output that cannot feed a test metric is refused at build when the model declares its
+types, else at the first test step."""
 
 from __future__ import annotations
 
@@ -13,7 +18,6 @@ from torch import nn
 from torch.utils.data import DataLoader
 
 import burnlike
-import burnlike.train
 from burnlike.optim import AdamConfig
 from burnlike.train import (
     EvaluatorBuilder,
@@ -28,15 +32,8 @@ from burnlike.train.evaluator import TEST_EPOCH
 from burnlike.train.logger import read_metric_log
 from burnlike.train.metric import AccuracyMetric, LearningRateMetric, LossMetric
 from burnlike.train.summary import MetricSummary
-from tests.helpers.toy import (
-    Classifier,
-    Regressor,
-    UntypedRegressor,
-    blobs,
-    collate,
-    loader,
-)
-from tests.train.helpers import InferenceOnly, NoParameters
+from tests.helpers.toy import Classifier, Regressor, UntypedRegressor, blobs, collate, loader
+from tests.train.helpers import InferenceStepRegressor, NoParameters
 
 
 class Untyped(nn.Module):
@@ -51,36 +48,23 @@ class Untyped(nn.Module):
 
 
 def trained(tmp_path):
+    """The toy classifier after one epoch (seed 0)."""
     torch.manual_seed(0)
     return (LearnerBuilder(tmp_path / "train").metrics(LossMetric()).devices(["cpu"]).progress_bar(False)
             .with_application_logger(False).build(Classifier(), AdamConfig(), 5e-2)
             .fit(loader(64, 16), loader(32, 16)).model)
 
 
-def test_evaluator_writes_tagged_test_logs_and_summary(tmp_path, capsys):
-    torch.manual_seed(0)
-    training = (SupervisedTraining(tmp_path, loader(128, 32), loader(64, 32, seed=1))
-                .metrics((AccuracyMetric(), LossMetric())).num_epochs(1).progress_bar(False))
-    model = training.launch(Learner(Classifier(), AdamConfig(), 5e-2)).model
-    test = loader(96, 32, seed=2)
-    evaluator = (EvaluatorBuilder(tmp_path).metrics((AccuracyMetric(), LossMetric())).summary()
-                 .progress_bar(False).build(model))
-    result = evaluator.eval("Blobs Test", test)
-    folder = tmp_path / "test" / "blobs-test" / "epoch-1"  # Burn's Split::Test(tag) layout
-    assert len((folder / "Accuracy.log").read_text().splitlines()) == 3
-    with torch.no_grad():
-        correct = sum(int((model(b.x).argmax(-1) == b.y).sum()) for b in test)
-    assert result.metrics["Accuracy"] == pytest.approx(100 * correct / 96)
-    assert read_metric_log(folder / "Loss.log") == pytest.approx(result.metrics["Loss"], rel=1e-6)
-    assert (tmp_path / "evaluation.log").exists() and Split.TEST.value == "test"
-    out = capsys.readouterr().out
-    row = next(line for line in out.splitlines() if line.startswith("| Test (blobs-test) | Accuracy"))
-    assert f"{result.metrics['Accuracy']:.3f}" in row
-    assert any(line.startswith("| Train             | Accuracy") for line in out.splitlines())  # aligned
-    second = evaluator.eval("other", loader(32, 32, seed=3))
-    assert {"blobs-test", "other"} <= {m.split.partition("(")[2].rstrip(")") for m in second.summary.metrics}
-    with pytest.raises(MetricInputError, match="test metric 'Accuracy'"):
-        EvaluatorBuilder(tmp_path).metrics(AccuracyMetric()).build(InferenceOnly())
+# --- the builder and its trainer -------------------------------------------------------------------
+def test_evaluator_trainer_settings_by_default(tmp_path):
+    builder = EvaluatorBuilder(tmp_path)
+    assert builder.trainer_kwargs_for(Classifier()) == {
+        "default_root_dir": str(tmp_path), "logger": False, "enable_checkpointing": False,
+        "enable_model_summary": False, "enable_progress_bar": True, "accelerator": "cpu", "devices": 1}
+    assert builder.progress_bar(False).trainer_kwargs_for(Classifier())["enable_progress_bar"] is False
+    assert builder.progress_bar().trainer_kwargs_for(Classifier())["enable_progress_bar"] is True
+    # a model without parameters: Lightning picks the device
+    assert "accelerator" not in builder.trainer_kwargs_for(nn.Identity())
 
 
 def test_evaluator_defaults_translate_to_a_quiet_test_trainer(tmp_path, capsys):
@@ -103,110 +87,6 @@ def test_evaluator_progress_bar_switch_shows_or_hides_the_bar(tmp_path):
     builder = EvaluatorBuilder(tmp_path).metrics(LossMetric()).with_application_logger(False)
     assert builder.progress_bar(False).build(Classifier()).eval("a", loader(16, 16)).trainer.progress_bar_callback is None
     assert builder.progress_bar().build(Classifier()).eval("a", loader(16, 16)).trainer.progress_bar_callback is not None
-
-
-def test_evaluator_refuses_a_non_metric_naming_its_type(tmp_path):
-    with pytest.raises(TypeError, match=r"expected a burnlike Metric \(e.g. AccuracyMetric\(\)\), got str"):
-        EvaluatorBuilder(tmp_path).metric("Accuracy")
-
-
-def test_evaluator_summary_rows_are_the_test_epoch(tmp_path, capsys):
-    evaluator = (EvaluatorBuilder(tmp_path).metrics(AccuracyMetric()).summary().progress_bar(False)
-                 .with_application_logger(False).build(Classifier()))
-    result = evaluator.eval("mnist/digits", loader(32, 16))
-    value = result.metrics["Accuracy"]
-    assert result.summary.get("test (mnist/digits)", "Accuracy") == MetricSummary(
-        "test (mnist/digits)", "Accuracy", value, 1, value, 1, {1: value})
-    assert "Learner Summary" in capsys.readouterr().out
-
-
-def test_evaluator_feeds_context_metrics_and_checks_untyped_outputs_at_the_first_step(tmp_path):
-    builder = EvaluatorBuilder(tmp_path).progress_bar(False).with_application_logger(False)
-    rate = builder.metrics(LearningRateMetric()).build(Classifier()).eval("lr", loader(16, 16))
-    assert math.isnan(rate.metrics["Learning Rate"])  # no optimizer, no learning rate
-    checked = EvaluatorBuilder(tmp_path).metrics(AccuracyMetric()).progress_bar(False).with_application_logger(False)
-    with pytest.raises(MetricInputError, match=r"^test metric 'Accuracy' \(AccuracyMetric\) needs"):
-        checked.build(UntypedRegressor()).eval("r", loader(16, 16))
-    with pytest.raises(MetricInputError, match=r"^test metric 'Accuracy'"):
-        checked.build(Regressor())  # typed: refused before any data
-
-
-def test_evaluator_handles_an_empty_loader_and_a_model_without_parameters(tmp_path):
-    builder = EvaluatorBuilder(tmp_path).metrics(AccuracyMetric()).progress_bar(False).with_application_logger(False)
-    empty = DataLoader(blobs(0), batch_size=4, collate_fn=collate)
-    assert builder.build(Classifier()).eval("empty", empty).metrics == {}
-    result = builder.build(NoParameters()).eval("fixed", loader(32, 16))
-    assert 0 <= result.metrics["Accuracy"] <= 100 and result.trainer.num_devices == 1
-
-
-# Evaluator, learner -------------------------------------------------------------------------------
-def test_evaluator_summary_rows_are_the_test_values_at_the_test_epoch(tmp_path):
-    burnlike.seed(0)
-    evaluator = (EvaluatorBuilder(tmp_path).metrics(AccuracyMetric(), LossMetric()).summary().progress_bar(False)
-                 .with_application_logger(False).build(Classifier()))
-    result = evaluator.eval("Blobs", loader(32, 16))
-    rows = {m.name: m for m in evaluator.summary().metrics if m.split.startswith("test")}
-    assert set(rows) == {"Accuracy", "Loss"}
-    for name, row in rows.items():
-        value = result.metrics[name]
-        assert row == MetricSummary("test (blobs)", name, value, TEST_EPOCH, value, TEST_EPOCH, {TEST_EPOCH: value})
-
-
-# Evaluator ----------------------------------------------------------------------------------------
-def test_evaluator_trainer_settings_by_default(tmp_path):
-    builder = EvaluatorBuilder(tmp_path)
-    assert builder.trainer_kwargs_for(Classifier()) == {
-        "default_root_dir": str(tmp_path), "logger": False, "enable_checkpointing": False,
-        "enable_model_summary": False, "enable_progress_bar": True, "accelerator": "cpu", "devices": 1}
-    assert builder.progress_bar(False).trainer_kwargs_for(Classifier())["enable_progress_bar"] is False
-    assert builder.progress_bar().trainer_kwargs_for(Classifier())["enable_progress_bar"] is True
-    # a model without parameters: Lightning picks the device
-    assert "accelerator" not in builder.trainer_kwargs_for(nn.Identity())
-
-
-def test_evaluator_refuses_a_non_metric_naming_it(tmp_path):
-    with pytest.raises(TypeError, match=r"^expected a burnlike Metric \(e\.g\. AccuracyMetric\(\)\), got str$"):
-        EvaluatorBuilder(tmp_path).metric("Accuracy")
-
-
-def test_a_typed_models_output_is_checked_against_test_metrics_at_build(tmp_path):
-    with pytest.raises(MetricInputError, match="test metric 'Accuracy'"):
-        EvaluatorBuilder(tmp_path).metrics(AccuracyMetric()).build(Regressor())  # RegressionOutput: no accuracy
-
-
-def test_an_untyped_models_output_is_checked_at_the_first_test_step(tmp_path):
-    evaluator = EvaluatorBuilder(tmp_path).metrics(AccuracyMetric()).progress_bar(False).build(Untyped())
-    with pytest.raises(MetricInputError, match="test metric 'Accuracy'"):
-        evaluator.eval("blobs", loader(32, 16))
-
-
-def test_evaluation_result_names_its_run_and_prints_no_summary_unless_asked(tmp_path, capsys, caplog):
-    burnlike.seed(0)
-    evaluator = (EvaluatorBuilder(tmp_path).metrics(LossMetric()).metrics_text(LearningRateMetric())
-                 .progress_bar(False).with_application_logger(False).build(Classifier()))
-    with caplog.at_level(logging.INFO, logger="burnlike.train"):
-        result = evaluator.eval("Blobs Test", loader(32, 16))
-    assert result.name == "Blobs Test" and result.summary is None
-    assert capsys.readouterr().out == ""  # no summary table, no Lightning results table
-    assert "evaluating Classifier on test/blobs-test" in [r.getMessage() for r in caplog.records]
-    assert torch.isnan(torch.tensor(result.metrics["Learning Rate"]))  # no learning rate in a test
-    assert evaluator.results == {"blobs-test": {"Loss": result.metrics["Loss"]}}  # numeric metrics only
-
-
-def test_an_evaluation_tag_keeps_its_slashes_in_the_results(tmp_path):
-    evaluator = (EvaluatorBuilder(tmp_path).metrics(LossMetric()).progress_bar(False).with_application_logger(False)
-                 .build(Classifier()))
-    result = evaluator.eval("mnist/test", loader(16, 16))
-    assert evaluator.results == {"mnist/test": {"Loss": result.metrics["Loss"]}}
-
-
-def test_evaluating_an_empty_loader_gives_no_values(tmp_path):
-    evaluator = (EvaluatorBuilder(tmp_path).metrics(LossMetric()).progress_bar(False).with_application_logger(False)
-                 .build(Classifier()))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # Lightning warns that the loader is empty
-        result = evaluator.eval("nothing", DataLoader([], batch_size=4, collate_fn=collate))
-    assert result.metrics == {} and evaluator.results == {"nothing": {}}
 
 
 def test_evaluator_builder_options_reach_the_trainer_logs_and_results(tmp_path):
@@ -239,3 +119,113 @@ def test_evaluator_builder_options_reach_the_trainer_logs_and_results(tmp_path):
     assert "evaluating Classifier on test/logged" in (tmp_path / "evaluation.log").read_text()
     with pytest.raises(TypeError, match="device strategy"):
         builder.execution(["cpu"])
+
+
+def test_evaluator_refuses_a_non_metric_naming_it(tmp_path):
+    with pytest.raises(TypeError, match=r"^expected a burnlike Metric \(e\.g\. AccuracyMetric\(\)\), got str$"):
+        EvaluatorBuilder(tmp_path).metric("Accuracy")
+
+
+# --- the model's output against the test metrics ---------------------------------------------------
+def test_evaluator_feeds_context_metrics_and_checks_untyped_outputs_at_the_first_step(tmp_path):
+    builder = EvaluatorBuilder(tmp_path).progress_bar(False).with_application_logger(False)
+    rate = builder.metrics(LearningRateMetric()).build(Classifier()).eval("lr", loader(16, 16))
+    assert math.isnan(rate.metrics["Learning Rate"])  # no optimizer, no learning rate
+    checked = EvaluatorBuilder(tmp_path).metrics(AccuracyMetric()).progress_bar(False).with_application_logger(False)
+    with pytest.raises(MetricInputError, match=r"^test metric 'Accuracy' \(AccuracyMetric\) needs"):
+        checked.build(UntypedRegressor()).eval("r", loader(16, 16))
+    with pytest.raises(MetricInputError, match=r"^test metric 'Accuracy'"):
+        checked.build(Regressor())  # typed: refused before any data
+
+
+def test_an_untyped_models_output_is_checked_at_the_first_test_step(tmp_path):
+    evaluator = EvaluatorBuilder(tmp_path).metrics(AccuracyMetric()).progress_bar(False).build(Untyped())
+    with pytest.raises(MetricInputError, match="test metric 'Accuracy'"):
+        evaluator.eval("blobs", loader(32, 16))
+
+
+# --- evaluating ------------------------------------------------------------------------------------
+def test_evaluator_writes_tagged_test_logs_and_summary(tmp_path, capsys):
+    torch.manual_seed(0)
+    training = (SupervisedTraining(tmp_path, loader(128, 32), loader(64, 32, seed=1))
+                .metrics((AccuracyMetric(), LossMetric())).num_epochs(1).progress_bar(False))
+    model = training.launch(Learner(Classifier(), AdamConfig(), 5e-2)).model
+    test = loader(96, 32, seed=2)
+    evaluator = (EvaluatorBuilder(tmp_path).metrics((AccuracyMetric(), LossMetric())).summary()
+                 .progress_bar(False).build(model))
+    result = evaluator.eval("Blobs Test", test)
+    folder = tmp_path / "test" / "blobs-test" / "epoch-1"  # Burn's Split::Test(tag) layout
+    assert len((folder / "Accuracy.log").read_text().splitlines()) == 3
+    with torch.no_grad():
+        correct = sum(int((model(b.x).argmax(-1) == b.y).sum()) for b in test)
+    assert result.metrics["Accuracy"] == pytest.approx(100 * correct / 96)
+    assert read_metric_log(folder / "Loss.log") == pytest.approx(result.metrics["Loss"], rel=1e-6)
+    assert (tmp_path / "evaluation.log").exists() and Split.TEST.value == "test"
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.startswith("| Test (blobs-test) | Accuracy"))
+    assert f"{result.metrics['Accuracy']:.3f}" in row
+    assert any(line.startswith("| Train             | Accuracy") for line in out.splitlines())  # aligned
+    second = evaluator.eval("other", loader(32, 32, seed=3))
+    assert {"blobs-test", "other"} <= {m.split.partition("(")[2].rstrip(")") for m in second.summary.metrics}
+    with pytest.raises(MetricInputError, match="test metric 'Accuracy'"):
+        EvaluatorBuilder(tmp_path).metrics(AccuracyMetric()).build(InferenceStepRegressor())
+
+
+def test_evaluation_result_names_its_run_and_prints_no_summary_unless_asked(tmp_path, capsys, caplog):
+    burnlike.seed(0)
+    evaluator = (EvaluatorBuilder(tmp_path).metrics(LossMetric()).metrics_text(LearningRateMetric())
+                 .progress_bar(False).with_application_logger(False).build(Classifier()))
+    with caplog.at_level(logging.INFO, logger="burnlike.train"):
+        result = evaluator.eval("Blobs Test", loader(32, 16))
+    assert result.name == "Blobs Test" and result.summary is None
+    assert capsys.readouterr().out == ""  # no summary table, no Lightning results table
+    assert "evaluating Classifier on test/blobs-test" in [r.getMessage() for r in caplog.records]
+    assert torch.isnan(torch.tensor(result.metrics["Learning Rate"]))  # no learning rate in a test
+    assert evaluator.results == {"blobs-test": {"Loss": result.metrics["Loss"]}}  # numeric metrics only
+
+
+def test_an_evaluation_tag_keeps_its_slashes_in_the_results(tmp_path):
+    evaluator = (EvaluatorBuilder(tmp_path).metrics(LossMetric()).progress_bar(False).with_application_logger(False)
+                 .build(Classifier()))
+    result = evaluator.eval("mnist/test", loader(16, 16))
+    assert evaluator.results == {"mnist/test": {"Loss": result.metrics["Loss"]}}
+
+
+def test_evaluating_an_empty_loader_gives_no_values(tmp_path):
+    evaluator = (EvaluatorBuilder(tmp_path).metrics(LossMetric()).progress_bar(False).with_application_logger(False)
+                 .build(Classifier()))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # Lightning warns that the loader is empty
+        result = evaluator.eval("nothing", DataLoader([], batch_size=4, collate_fn=collate))
+    assert result.metrics == {} and evaluator.results == {"nothing": {}}
+
+
+def test_evaluator_handles_an_empty_loader_and_a_model_without_parameters(tmp_path):
+    builder = EvaluatorBuilder(tmp_path).metrics(AccuracyMetric()).progress_bar(False).with_application_logger(False)
+    empty = DataLoader(blobs(0), batch_size=4, collate_fn=collate)
+    assert builder.build(Classifier()).eval("empty", empty).metrics == {}
+    result = builder.build(NoParameters()).eval("fixed", loader(32, 16))
+    assert 0 <= result.metrics["Accuracy"] <= 100 and result.trainer.num_devices == 1
+
+
+# --- the summary -----------------------------------------------------------------------------------
+def test_evaluator_summary_rows_are_the_test_values_at_the_test_epoch(tmp_path):
+    burnlike.seed(0)
+    evaluator = (EvaluatorBuilder(tmp_path).metrics(AccuracyMetric(), LossMetric()).summary().progress_bar(False)
+                 .with_application_logger(False).build(Classifier()))
+    result = evaluator.eval("Blobs", loader(32, 16))
+    rows = {m.name: m for m in evaluator.summary().metrics if m.split.startswith("test")}
+    assert set(rows) == {"Accuracy", "Loss"}
+    for name, row in rows.items():
+        value = result.metrics[name]
+        assert row == MetricSummary("test (blobs)", name, value, TEST_EPOCH, value, TEST_EPOCH, {TEST_EPOCH: value})
+
+
+def test_evaluation_summary_row_names_the_tag_as_given_and_is_printed(tmp_path, capsys):
+    evaluator = (EvaluatorBuilder(tmp_path).metrics(AccuracyMetric()).summary().progress_bar(False)
+                 .with_application_logger(False).build(Classifier()))
+    result = evaluator.eval("mnist/digits", loader(32, 16))
+    value = result.metrics["Accuracy"]
+    assert result.summary.get("test (mnist/digits)", "Accuracy") == MetricSummary(
+        "test (mnist/digits)", "Accuracy", value, 1, value, 1, {1: value})
+    assert "Learner Summary" in capsys.readouterr().out

@@ -1,4 +1,12 @@
-"""TODO: docstring."""
+"""`burnlike.train.graph_step`: the CUDA-graph fast path of `StepModule` (`cuda_graph()`).
+
+Without a GPU the step runs eagerly, with one warning saying why, and trains exactly as the default
+path (accumulation and a loader without a length included). On a GPU the captured step replays to
+the eager step's weights and epoch values, draws new dropout masks per replay, captures again in a
+second fit and under bf16 autocast, and runs eagerly under fp16 saying why. The pieces: batch
+signatures, copies of the graphs' outputs for the metrics, the gradient tensors handed back to the
+parameters, the callbacks' step hooks that replays skip, and the optimizer's device learning rate
+(prepared for capture, saved to checkpoints as a plain number)."""
 
 from __future__ import annotations
 
@@ -16,10 +24,8 @@ import burnlike
 from burnlike.data import DataLoaderBuilder
 from burnlike.optim import AdamConfig
 from burnlike.record import load_checkpoint
-from burnlike.train import (
-    LearnerBuilder,
-)
-from burnlike.train.graph_step import _copy, _record, _signature, host_lr
+from burnlike.train import LearnerBuilder
+from burnlike.train.graph_step import _copy, _record, _signature, host_lr, keep_grads, skipped_hooks
 from burnlike.train.metric import AccuracyMetric, LossMetric
 from burnlike.train.metric.store import Split
 from burnlike.train.module import StepModule
@@ -27,7 +33,6 @@ from tests.helpers.fit import StackingBatcher, cuda, train
 from tests.helpers.toy import EAGER_ON_CPU, Batch, Classifier, blobs, collate, loader
 
 
-# --- the fast path ------------------------------------------------------------------------------------
 class DropoutClassifier(Classifier):
     """The toy classifier with dropout: the graph must draw new masks at every replay."""
 
@@ -40,17 +45,20 @@ class DropoutClassifier(Classifier):
 
 
 def epoch_values(learner, split):
+    """The store's Accuracy and Loss epoch values of `split`."""
     store = learner.module.store
     return {name: store.epochs(Split(split), name) for name in ("Accuracy", "Loss")}
 
 
 class GradNorm(L.Callback):
+    """A callback with a hook inside the step (`on_after_backward`), which graph replays skip."""
+
     def on_after_backward(self, trainer: L.Trainer, module: L.LightningModule) -> None:
         pass
 
 
-# --- on a GPU -----------------------------------------------------------------------------------------
 def assert_close_weights(a, b, tol=1e-4):
+    """Two state dicts agree within `tol` (on the CPU, in float32)."""
     for key in a:
         assert torch.allclose(a[key].float().cpu(), b[key].float().cpu(), atol=tol, rtol=tol), key
 
@@ -70,22 +78,17 @@ class ReplayTwice(L.Callback):
             self.outputs.append(graph.item.output.clone())
 
 
-def fitted(tmp_path, **trainer_kwargs):
+def fast_path_fit(tmp_path, optim=None, **trainer_kwargs):
+    """One epoch of the toy classifier with `cuda_graph()` (eager here without a GPU)."""
     learner = (LearnerBuilder(tmp_path).metrics(LossMetric()).devices(["cpu"]).cuda_graph().progress_bar(False)
                .with_application_logger(False).trainer_kwargs(**trainer_kwargs)
-               .build(Classifier(), AdamConfig(), 1e-2))
+               .build(Classifier(), optim or AdamConfig(), 1e-2))
     learner.fit(loader(32, 16))
     return learner
 
 
-def fast_path(tmp_path, optim):
-    learner = (LearnerBuilder(tmp_path).metrics(LossMetric()).devices(["cpu"]).cuda_graph().progress_bar(False)
-               .with_application_logger(False).build(Classifier(), optim, 1e-2))
-    learner.fit(loader(32, 16))
-    return learner.module.graph_step
-
-
 def trained(tmp_path, *, fast, accumulation, n):
+    """The toy classifier (seed 0) over `n` samples in batches of 16, on the fast path or not."""
     burnlike.seed(0)
     builder = (LearnerBuilder(tmp_path).metrics(LossMetric()).devices(["cpu"]).grads_accumulation(accumulation)
                .progress_bar(False).with_application_logger(False))
@@ -101,6 +104,119 @@ class Stream(IterableDataset):
         yield from blobs(80)
 
 
+# --- pieces of the fast path -----------------------------------------------------------------------
+def test_a_batch_signature_is_every_tensors_shape_dtype_and_device():
+    batch = Batch(torch.zeros(4, 3), torch.zeros(4, dtype=torch.long))
+    assert _signature(batch) == ((torch.Size([4, 3]), torch.float32, torch.device("cpu")),
+                                 (torch.Size([4]), torch.int64, torch.device("cpu")))
+    assert _signature(batch) == _signature(Batch(torch.ones(4, 3), torch.ones(4, dtype=torch.long)))
+    assert _signature(batch) != _signature(Batch(torch.zeros(2, 3), torch.zeros(2, dtype=torch.long)))  # short batch
+    assert _signature(batch) != _signature(Batch(torch.zeros(4, 3, dtype=torch.float64), batch.y))
+
+
+def test_a_replay_records_copies_of_the_graphs_outputs():
+    metric = LossMetric()
+    value, count = torch.tensor(0.5), torch.tensor(4)
+    _record(metric, _copy(value), _copy(count))
+    value.fill_(9.0)  # the next replay overwrites the graph's output tensors
+    _record(metric, _copy(value), 2)
+    assert metric.finish_epoch() == (pytest.approx((0.5 * 4 + 9.0 * 2) / 6), [(0.5, 4.0), (9.0, 2.0)])
+    assert _copy(3) == 3 and _copy(value) is not value and torch.equal(_copy(value), value)
+
+
+def test_each_parameter_gets_back_the_gradient_tensor_the_graphs_use():
+    """Lightning drops the gradients (`set_to_none=True`) before each validation; the graphs keep
+    writing to the tensors they captured, so those go back to their parameters: zeroed, or holding
+    what a replacement held."""
+    p, q = torch.nn.Parameter(torch.ones(3)), torch.nn.Parameter(torch.ones(2))
+    gp, gq = torch.full((3,), 5.0), torch.full((2,), 7.0)
+    p.grad, q.grad = gp, gq
+    keep_grads([(p, gp), (q, gq)])
+    assert p.grad is gp and q.grad is gq and gp.tolist() == [5.0] * 3 and gq.tolist() == [7.0] * 2
+    p.grad, q.grad = None, torch.full((2,), 2.0)
+    keep_grads([(p, gp), (q, gq)])
+    assert p.grad is gp and gp.tolist() == [0.0] * 3
+    assert q.grad is gq and gq.tolist() == [2.0] * 2
+
+
+def test_a_capture_names_the_callbacks_step_hooks_that_replays_skip(tmp_path):
+    learner = (LearnerBuilder(tmp_path).devices(["cpu"]).metrics(AccuracyMetric(), LossMetric()).cuda_graph()
+               .build(Classifier(), AdamConfig(), 1e-2))
+    assert skipped_hooks(learner.trainer.callbacks) == []  # Lightning's and burnlike's own: none
+    assert skipped_hooks([*learner.trainer.callbacks, GradNorm()]) == ["GradNorm.on_after_backward"]
+
+
+# --- the optimizer's learning rate and checkpoints -------------------------------------------------
+def test_checkpoints_hold_the_fast_paths_device_lr_as_a_number():
+    opt = torch.optim.Adam([torch.nn.Parameter(torch.zeros(2))], lr=1e-3)
+    opt.param_groups[0]["lr"] = torch.tensor(0.25)  # as the fast path keeps it (on the GPU)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(opt, lambda n: 0.5)
+    checkpoint = {"optimizer_states": [opt.state_dict()], "lr_schedulers": [scheduler.state_dict()]}
+    host_lr(checkpoint)
+    assert checkpoint["optimizer_states"][0]["param_groups"][0]["lr"] == 0.125
+    assert type(checkpoint["optimizer_states"][0]["param_groups"][0]["lr"]) is float
+    assert [(type(v), v) for v in checkpoint["lr_schedulers"][0]["_last_lr"]] == [(float, 0.125)]
+    assert isinstance(opt.param_groups[0]["lr"], torch.Tensor)  # the live optimizer keeps its tensor
+
+
+def test_host_lr_leaves_checkpoints_without_optimizer_parts_alone():
+    for checkpoint in ({}, {"optimizer_states": [{}]}, {"lr_schedulers": [{}]}):
+        before = {k: list(v) for k, v in checkpoint.items()}
+        host_lr(checkpoint)
+        assert checkpoint == before
+    checkpoint = {"optimizer_states": [{"param_groups": [{"lr": torch.tensor(0.25)}]}],
+                  "lr_schedulers": [{"_last_lr": [torch.tensor(0.5), 0.125]}]}
+    host_lr(checkpoint)
+    assert checkpoint == {"optimizer_states": [{"param_groups": [{"lr": 0.25}]}],
+                          "lr_schedulers": [{"_last_lr": [0.5, 0.125]}]}
+    assert type(checkpoint["optimizer_states"][0]["param_groups"][0]["lr"]) is float
+
+
+def test_the_optimizer_prepared_for_capture_saves_plain_learning_rates(tmp_path):
+    learner = fast_path_fit(tmp_path)
+    step = learner.module.graph_step
+    assert step.reason == EAGER_ON_CPU  # eager here, but the setup is the same
+    optimizer = step._optimizer()
+    assert optimizer is learner.trainer.optimizers[0]
+    for state in optimizer.state.values():
+        state["step"] = state["step"].to(torch.float64)  # as a checkpoint from elsewhere may hold it
+    step._prepare_optimizer()
+    group = optimizer.param_groups[0]
+    assert group["capturable"] is True
+    assert isinstance(group["lr"], torch.Tensor) and group["lr"].device.type == "cpu"
+    assert float(group["lr"]) == pytest.approx(1e-2)
+    assert all(s["step"].dtype == torch.float32 and float(s["step"]) == 2.0 for s in optimizer.state.values())
+    lr = group["lr"]
+    step._prepare_optimizer()  # again: a tensor lr on the right device is kept as it is
+    assert optimizer.param_groups[0]["lr"] is lr
+    learner.trainer.save_checkpoint(tmp_path / "prepared.ckpt")
+    saved = load_checkpoint(tmp_path / "prepared.ckpt")["optimizer_states"][0]["param_groups"][0]["lr"]
+    assert type(saved) is float and saved == pytest.approx(1e-2)
+
+
+def test_preparing_for_capture_keeps_a_device_lr_and_leaves_fused_optimizers_as_they_are(tmp_path):
+    step = fast_path_fit(tmp_path / "adam", AdamConfig()).module.graph_step
+    step._prepare_optimizer()
+    lr = step._optimizer().param_groups[0]["lr"]
+    step._prepare_optimizer()  # again: the lr tensor already on the model's device is kept
+    assert step._optimizer().param_groups[0]["lr"] is lr
+    fused = fast_path_fit(tmp_path / "fused", functools.partial(torch.optim.Adam, fused=True)).module.graph_step
+    fused._prepare_optimizer()
+    group = fused._optimizer().param_groups[0]
+    assert group["fused"] is True and group["capturable"] is False  # fused steps need no capturable mode
+    assert isinstance(group["lr"], torch.Tensor) and float(group["lr"]) == pytest.approx(1e-2)
+
+
+def test_bf16_steps_are_captured_under_cuda_autocast_without_its_cache(tmp_path):
+    assert isinstance(fast_path_fit(tmp_path / "fp32").module.graph_step._autocast(), contextlib.nullcontext)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # CPU-only torch warns that CUDA autocast is unavailable
+        autocast = fast_path_fit(tmp_path / "bf16", precision="bf16-mixed").module.graph_step._autocast()
+    assert isinstance(autocast, torch.autocast)
+    assert autocast.device == "cuda" and autocast.fast_dtype == torch.bfloat16 and autocast._cache_enabled is False
+
+
+# --- without a GPU: eager steps --------------------------------------------------------------------
 def test_fast_path_without_a_gpu_runs_eagerly_with_one_warning_and_trains_as_the_default_path(tmp_path, caplog):
     default, base = train(tmp_path, fast=False)
     with caplog.at_level(logging.WARNING, logger="burnlike.train"):
@@ -118,46 +234,30 @@ def test_fast_path_without_a_gpu_runs_eagerly_with_one_warning_and_trains_as_the
     assert epoch_values(learner, "valid") == epoch_values(base, "valid")
 
 
-def test_checkpoints_hold_the_fast_paths_device_lr_as_a_number():
-    from burnlike.train.graph_step import host_lr
-
-    opt = torch.optim.Adam([torch.nn.Parameter(torch.zeros(2))], lr=1e-3)
-    opt.param_groups[0]["lr"] = torch.tensor(0.25)  # as the fast path keeps it (on the GPU)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(opt, lambda n: 0.5)
-    checkpoint = {"optimizer_states": [opt.state_dict()], "lr_schedulers": [scheduler.state_dict()]}
-    host_lr(checkpoint)
-    assert checkpoint["optimizer_states"][0]["param_groups"][0]["lr"] == 0.125
-    assert type(checkpoint["optimizer_states"][0]["param_groups"][0]["lr"]) is float
-    assert [(type(v), v) for v in checkpoint["lr_schedulers"][0]["_last_lr"]] == [(float, 0.125)]
-    assert isinstance(opt.param_groups[0]["lr"], torch.Tensor)  # the live optimizer keeps its tensor
-
-
-def test_each_parameter_gets_back_the_gradient_tensor_the_graphs_use():
-    """Lightning drops the gradients (`set_to_none=True`) before each validation; the graphs keep
-    writing to the tensors they captured, so those go back to their parameters: zeroed, or holding
-    what a replacement held."""
-    from burnlike.train.graph_step import keep_grads
-
-    p, q = torch.nn.Parameter(torch.ones(3)), torch.nn.Parameter(torch.ones(2))
-    gp, gq = torch.full((3,), 5.0), torch.full((2,), 7.0)
-    p.grad, q.grad = gp, gq
-    keep_grads([(p, gp), (q, gq)])
-    assert p.grad is gp and q.grad is gq and gp.tolist() == [5.0] * 3 and gq.tolist() == [7.0] * 2
-    p.grad, q.grad = None, torch.full((2,), 2.0)
-    keep_grads([(p, gp), (q, gq)])
-    assert p.grad is gp and gp.tolist() == [0.0] * 3
-    assert q.grad is gq and gq.tolist() == [2.0] * 2
+# 4 batches in windows of 2; 5 batches in windows of 3 (a step after the 3rd and the short 5th)
+@pytest.mark.parametrize(("accumulation", "n"), [(2, 64), (3, 80)])
+def test_the_eager_fast_path_accumulates_as_the_default_path(tmp_path, caplog, accumulation, n):
+    default = trained(tmp_path / "default", fast=False, accumulation=accumulation, n=n).module.model.state_dict()
+    with caplog.at_level(logging.WARNING, logger="burnlike.train"):
+        learner = trained(tmp_path / "fast", fast=True, accumulation=accumulation, n=n)
+    assert learner.trainer.global_step == 2
+    assert [r.getMessage() for r in caplog.records if "cuda_graph" in r.getMessage()] == [
+        f"cuda_graph: the training step runs eagerly: {EAGER_ON_CPU}"]
+    for key, value in learner.module.model.state_dict().items():
+        assert torch.equal(value, default[key]), key  # each loss divided by k, as Lightning's accumulation
+    # eager steps free the gradients (only captured graphs need their tensors kept)
+    assert all(p.grad is None for p in learner.module.model.parameters())
 
 
-def test_a_capture_names_the_callbacks_step_hooks_that_replays_skip(tmp_path):
-    from burnlike.train.graph_step import skipped_hooks
+def test_the_eager_fast_path_steps_at_the_end_of_a_loader_without_length(tmp_path):
+    burnlike.seed(0)
+    learner = (LearnerBuilder(tmp_path).metrics(LossMetric()).devices(["cpu"]).grads_accumulation(3).cuda_graph()
+               .progress_bar(False).with_application_logger(False).build(Classifier(), AdamConfig(), 1e-2))
+    learner.fit(DataLoader(Stream(), batch_size=16, collate_fn=collate))
+    assert learner.trainer.global_step == 2  # after the 3rd batch, and after the short window the loader ends with
 
-    learner = (LearnerBuilder(tmp_path).devices(["cpu"]).metrics(AccuracyMetric(), LossMetric()).cuda_graph()
-               .build(Classifier(), AdamConfig(), 1e-2))
-    assert skipped_hooks(learner.trainer.callbacks) == []  # Lightning's and burnlike's own: none
-    assert skipped_hooks([*learner.trainer.callbacks, GradNorm()]) == ["GradNorm.on_after_backward"]
 
-
+# --- on a GPU: captured graphs ---------------------------------------------------------------------
 @cuda
 @pytest.mark.parametrize("drop_last", [False, True])
 def test_graph_replay_trains_as_the_eager_step(tmp_path, drop_last):
@@ -215,103 +315,3 @@ def test_fp16_runs_eagerly_with_the_reason(tmp_path, caplog):
         _, learner = train(tmp_path, fast=True, devices=("cuda:0",), precision="16-mixed", epochs=1)
     assert not learner.module.graph_step.captured
     assert any("precision=16-mixed" in r.getMessage() for r in caplog.records)
-
-
-def test_the_optimizer_prepared_for_capture_saves_plain_learning_rates(tmp_path):
-    learner = fitted(tmp_path)
-    step = learner.module.graph_step
-    assert step.reason == EAGER_ON_CPU  # eager here, but the setup is the same
-    optimizer = step._optimizer()
-    assert optimizer is learner.trainer.optimizers[0]
-    for state in optimizer.state.values():
-        state["step"] = state["step"].to(torch.float64)  # as a checkpoint from elsewhere may hold it
-    step._prepare_optimizer()
-    group = optimizer.param_groups[0]
-    assert group["capturable"] is True
-    assert isinstance(group["lr"], torch.Tensor) and group["lr"].device.type == "cpu"
-    assert float(group["lr"]) == pytest.approx(1e-2)
-    assert all(s["step"].dtype == torch.float32 and float(s["step"]) == 2.0 for s in optimizer.state.values())
-    lr = group["lr"]
-    step._prepare_optimizer()  # again: a tensor lr on the right device is kept as it is
-    assert optimizer.param_groups[0]["lr"] is lr
-    learner.trainer.save_checkpoint(tmp_path / "prepared.ckpt")
-    saved = load_checkpoint(tmp_path / "prepared.ckpt")["optimizer_states"][0]["param_groups"][0]["lr"]
-    assert type(saved) is float and saved == pytest.approx(1e-2)
-
-
-def test_bf16_steps_are_captured_under_cuda_autocast_without_its_cache(tmp_path):
-    assert isinstance(fitted(tmp_path / "fp32").module.graph_step._autocast(), contextlib.nullcontext)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # CPU-only torch warns that CUDA autocast is unavailable
-        autocast = fitted(tmp_path / "bf16", precision="bf16-mixed").module.graph_step._autocast()
-    assert isinstance(autocast, torch.autocast)
-    assert autocast.device == "cuda" and autocast.fast_dtype == torch.bfloat16 and autocast._cache_enabled is False
-
-
-def test_a_batch_signature_is_every_tensors_shape_dtype_and_device():
-    batch = Batch(torch.zeros(4, 3), torch.zeros(4, dtype=torch.long))
-    assert _signature(batch) == ((torch.Size([4, 3]), torch.float32, torch.device("cpu")),
-                                 (torch.Size([4]), torch.int64, torch.device("cpu")))
-    assert _signature(batch) == _signature(Batch(torch.ones(4, 3), torch.ones(4, dtype=torch.long)))
-    assert _signature(batch) != _signature(Batch(torch.zeros(2, 3), torch.zeros(2, dtype=torch.long)))  # short batch
-    assert _signature(batch) != _signature(Batch(torch.zeros(4, 3, dtype=torch.float64), batch.y))
-
-
-def test_a_replay_records_copies_of_the_graphs_outputs():
-    metric = LossMetric()
-    value, count = torch.tensor(0.5), torch.tensor(4)
-    _record(metric, _copy(value), _copy(count))
-    value.fill_(9.0)  # the next replay overwrites the graph's output tensors
-    _record(metric, _copy(value), 2)
-    assert metric.finish_epoch() == (pytest.approx((0.5 * 4 + 9.0 * 2) / 6), [(0.5, 4.0), (9.0, 2.0)])
-    assert _copy(3) == 3 and _copy(value) is not value and torch.equal(_copy(value), value)
-
-
-# The fast path's optimizer setup (host side) ------------------------------------------------------
-def test_host_lr_leaves_checkpoints_without_optimizer_parts_alone():
-    for checkpoint in ({}, {"optimizer_states": [{}]}, {"lr_schedulers": [{}]}):
-        before = {k: list(v) for k, v in checkpoint.items()}
-        host_lr(checkpoint)
-        assert checkpoint == before
-    checkpoint = {"optimizer_states": [{"param_groups": [{"lr": torch.tensor(0.25)}]}],
-                  "lr_schedulers": [{"_last_lr": [torch.tensor(0.5), 0.125]}]}
-    host_lr(checkpoint)
-    assert checkpoint == {"optimizer_states": [{"param_groups": [{"lr": 0.25}]}],
-                          "lr_schedulers": [{"_last_lr": [0.5, 0.125]}]}
-    assert type(checkpoint["optimizer_states"][0]["param_groups"][0]["lr"]) is float
-
-
-def test_preparing_for_capture_keeps_a_device_lr_and_leaves_fused_optimizers_as_they_are(tmp_path):
-    step = fast_path(tmp_path / "adam", AdamConfig())
-    step._prepare_optimizer()
-    lr = step._optimizer().param_groups[0]["lr"]
-    step._prepare_optimizer()  # again: the lr tensor already on the model's device is kept
-    assert step._optimizer().param_groups[0]["lr"] is lr
-    fused = fast_path(tmp_path / "fused", functools.partial(torch.optim.Adam, fused=True))
-    fused._prepare_optimizer()
-    group = fused._optimizer().param_groups[0]
-    assert group["fused"] is True and group["capturable"] is False  # fused steps need no capturable mode
-    assert isinstance(group["lr"], torch.Tensor) and float(group["lr"]) == pytest.approx(1e-2)
-
-
-# 4 batches in windows of 2; 5 batches in windows of 3 (a step after the 3rd and the short 5th)
-@pytest.mark.parametrize(("accumulation", "n"), [(2, 64), (3, 80)])
-def test_the_eager_fast_path_accumulates_as_the_default_path(tmp_path, caplog, accumulation, n):
-    default = trained(tmp_path / "default", fast=False, accumulation=accumulation, n=n).module.model.state_dict()
-    with caplog.at_level(logging.WARNING, logger="burnlike.train"):
-        learner = trained(tmp_path / "fast", fast=True, accumulation=accumulation, n=n)
-    assert learner.trainer.global_step == 2
-    assert [r.getMessage() for r in caplog.records if "cuda_graph" in r.getMessage()] == [
-        f"cuda_graph: the training step runs eagerly: {EAGER_ON_CPU}"]
-    for key, value in learner.module.model.state_dict().items():
-        assert torch.equal(value, default[key]), key  # each loss divided by k, as Lightning's accumulation
-    # eager steps free the gradients (only captured graphs need their tensors kept)
-    assert all(p.grad is None for p in learner.module.model.parameters())
-
-
-def test_the_eager_fast_path_steps_at_the_end_of_a_loader_without_length(tmp_path):
-    burnlike.seed(0)
-    learner = (LearnerBuilder(tmp_path).metrics(LossMetric()).devices(["cpu"]).grads_accumulation(3).cuda_graph()
-               .progress_bar(False).with_application_logger(False).build(Classifier(), AdamConfig(), 1e-2))
-    learner.fit(DataLoader(Stream(), batch_size=16, collate_fn=collate))
-    assert learner.trainer.global_step == 2  # after the 3rd batch, and after the short window the loader ends with

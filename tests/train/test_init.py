@@ -1,4 +1,5 @@
-"""TODO: docstring."""
+"""`burnlike.train` (its `__init__`): the package's names resolve lazily to the modules defining
+them, once (then cached in the module), and an unknown name is refused with Python's own message."""
 
 from __future__ import annotations
 
@@ -17,12 +18,3 @@ def test_lazy_names_resolve_once_and_unknown_names_are_refused_by_name():
     with pytest.raises(AttributeError, match=r"^module 'burnlike.train' has no attribute 'Evaluater'$"):
         burnlike.train.__getattr__("Evaluater")
     assert not hasattr(burnlike.train, "NoSuchName")
-
-
-def test_burnlike_train_exports_resolve_lazily_to_their_modules():
-    import burnlike.train as train
-    from burnlike.train.interrupter import Interrupter as defined
-
-    assert train.__getattr__("Interrupter") is defined and vars(train)["Interrupter"] is defined
-    with pytest.raises(AttributeError, match=r"^module 'burnlike\.train' has no attribute 'Nope'$"):
-        train.__getattr__("Nope")

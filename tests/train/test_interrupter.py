@@ -1,4 +1,6 @@
-"""TODO: docstring."""
+"""`burnlike.train.interrupter`: an `Interrupter` keeps the reason it was stopped for; a run given
+one stops after the step during which it was stopped (from another thread, too), logging why and
+after which step, and an interrupter never stopped changes nothing."""
 
 import logging
 import threading
@@ -10,7 +12,33 @@ from burnlike.optim import AdamConfig
 from burnlike.train import Interrupter, LearnerBuilder
 from burnlike.train.metric import LossMetric
 from tests.helpers.toy import Classifier, loader
-from tests.train.helpers import builder
+from tests.train.helpers import silent_builder
+
+
+def test_interrupter_keeps_its_reason():
+    interrupter = Interrupter()
+    assert interrupter.get_message() is None and not interrupter.should_stop()
+    interrupter.stop("disk almost full")
+    assert interrupter.should_stop() and interrupter.get_message() == "disk almost full"
+    interrupter.reset()
+    assert not interrupter.should_stop()
+
+
+def test_an_interrupter_never_stopped_changes_nothing(tmp_path):
+    learner = silent_builder(tmp_path, epochs=2).with_interrupter(Interrupter()).build(Classifier(), AdamConfig(), 1e-2)
+    learner.fit(loader(64, 16))
+    assert learner.trainer.global_step == 8  # 4 steps an epoch, both epochs
+
+
+@pytest.mark.parametrize(("reason", "logged"), [("user asked", "user asked"), (None, "Reason unknown")])
+def test_an_interrupted_run_logs_why_and_after_which_step(tmp_path, caplog, reason, logged):
+    interrupter = Interrupter()
+    interrupter.stop(reason)  # already set: the run stops after its first step
+    learner = silent_builder(tmp_path, epochs=2).with_interrupter(interrupter).build(Classifier(), AdamConfig(), 1e-2)
+    with caplog.at_level(logging.INFO, logger="burnlike.train"):
+        learner.fit(loader(64, 16))
+    assert learner.trainer.global_step == 1
+    assert f"Training interrupted: {logged} (after step 1)" in [r.getMessage() for r in caplog.records]
 
 
 def test_interrupter_stops_within_one_step_from_another_thread(tmp_path):
@@ -38,33 +66,3 @@ def test_interrupter_stops_within_one_step_from_another_thread(tmp_path):
     assert learner.trainer.global_step == 3  # the step after stop() was requested is the last
     assert len((tmp_path / "train" / "epoch-1" / "Loss.log").read_text().splitlines()) == 3
     assert "Training interrupted: user asked" in (tmp_path / "experiment.log").read_text()
-    # the builder's own interrupter, for a callback or a signal handler
-    builder = LearnerBuilder(tmp_path)
-    assert builder.interrupter() is builder.interrupter() and not builder.interrupter().should_stop()
-
-
-# Interrupter --------------------------------------------------------------------------------------
-def test_interrupter_keeps_its_reason():
-    interrupter = Interrupter()
-    assert interrupter.get_message() is None and not interrupter.should_stop()
-    interrupter.stop("disk almost full")
-    assert interrupter.should_stop() and interrupter.get_message() == "disk almost full"
-    interrupter.reset()
-    assert not interrupter.should_stop()
-
-
-def test_an_interrupter_never_stopped_changes_nothing(tmp_path):
-    learner = builder(tmp_path, epochs=2).with_interrupter(Interrupter()).build(Classifier(), AdamConfig(), 1e-2)
-    learner.fit(loader(64, 16))
-    assert learner.trainer.global_step == 8  # 4 steps an epoch, both epochs
-
-
-@pytest.mark.parametrize(("reason", "logged"), [("user asked", "user asked"), (None, "Reason unknown")])
-def test_an_interrupted_run_logs_why_and_after_which_step(tmp_path, caplog, reason, logged):
-    interrupter = Interrupter()
-    interrupter.stop(reason)  # already set: the run stops after its first step
-    learner = builder(tmp_path, epochs=2).with_interrupter(interrupter).build(Classifier(), AdamConfig(), 1e-2)
-    with caplog.at_level(logging.INFO, logger="burnlike.train"):
-        learner.fit(loader(64, 16))
-    assert learner.trainer.global_step == 1
-    assert f"Training interrupted: {logged} (after step 1)" in [r.getMessage() for r in caplog.records]

@@ -1,4 +1,9 @@
-"""TODO: docstring."""
+"""`burnlike.train.learner`: what `LearnerBuilder(...).build(...).fit(...)` leaves behind, as Burn's
+learner does: the `epoch-N/<Metric>.log` files (one `value,count` line per batch) that parse back to
+the logged epoch values, the experiment log, the summary table and the kept checkpoints, both taken
+from the run's metric store rather than re-read from files; the metrics plot; and resuming, from
+`checkpoint("last")` (naming the folder when nothing is there) or from a single-file `model-N`
+checkpoint of an older layout."""
 
 from __future__ import annotations
 
@@ -9,32 +14,16 @@ import torch
 from PIL import Image
 
 from burnlike.optim import AdamConfig, SgdConfig
-from burnlike.record import (
-    DefaultRecorder,
-    load_checkpoint,
-)
-from burnlike.train import (
-    LearnerBuilder,
-    LearnerSummary,
-    Split,
-)
+from burnlike.record import DefaultRecorder, load_checkpoint
+from burnlike.train import LearnerSummary, Split
 from burnlike.train.learner import _plot
-from burnlike.train.logger import (
-    read_epochs,
-    read_metric_log,
-)
-from burnlike.train.metric import (
-    LearningRateMetric,
-    LossMetric,
-)
+from burnlike.train.logger import read_epochs, read_metric_log
+from burnlike.train.metric import LearningRateMetric
 from burnlike.train.metric.store import EpochEntry
 from burnlike.train.summary import MetricSummary
 from tests.helpers.fit import checkpointing_builder, fit, metrics_builder, same_weights
-from tests.helpers.toy import (
-    Classifier,
-    loader,
-)
-from tests.train.helpers import builder_store, quick
+from tests.helpers.toy import Classifier, loader
+from tests.train.helpers import valid_loss_builder
 
 
 class CorruptLogs:
@@ -48,69 +37,7 @@ class CorruptLogs:
             path.write_text("not,a,metric,log\n")
 
 
-def test_a_single_file_model_n_checkpoint_resumes_to_the_uninterrupted_weights(tmp_path):
-    straight = fit(checkpointing_builder(tmp_path / "straight", 3))
-    torch.manual_seed(0)
-    learner = checkpointing_builder(tmp_path / "run", 2).build(Classifier(), AdamConfig(), 1e-2)
-    learner.fit(loader(64, 16), loader(32, 16, seed=1))
-    old = tmp_path / "old" / "checkpoint" / "model-2.mpk"
-    learner.trainer.save_checkpoint(old)  # what FileCheckpointer wrote before: the whole Lightning dict
-    assert "optimizer_states" in load_checkpoint(old)
-    assert same_weights(fit(checkpointing_builder(tmp_path / "old", 3).checkpoint(2)), straight)
-
-
-def test_resuming_last_without_checkpoints_names_the_checkpoint_folder(tmp_path):
-    learner = (quick(tmp_path).with_file_checkpointer(DefaultRecorder()).checkpoint("last")
-               .build(Classifier(), SgdConfig(), 0.01))
-    with pytest.raises(FileNotFoundError) as error:
-        learner.fit(loader(32, 16))
-    assert str(error.value) == f"checkpoint('last'): no complete checkpoint in {tmp_path / 'checkpoint'}"
-
-
-def test_the_experiment_log_says_where_training_finished(tmp_path):
-    learner = quick(tmp_path).with_application_logger(True).build(Classifier(), SgdConfig(), 0.01)
-    learner.fit(loader(32, 16), loader(16, 16))
-    assert "training finished at epoch 1" in (tmp_path / "experiment.log").read_text()
-
-
-def test_the_plot_is_one_panel_of_4_5_by_3_2_inches_per_metric(tmp_path):
-    pytest.importorskip("matplotlib")
-    summary = LearnerSummary(2, [MetricSummary("train", "Loss", 0.5, 2, 0.9, 1, {1: 0.9, 2: 0.5}),
-                                 MetricSummary("valid", "Accuracy", 50.0, 1, 60.0, 2, {1: 50.0, 2: 60.0})])
-    path = tmp_path / "metrics.png"
-    _plot(summary, path)
-    with Image.open(path) as image:
-        assert image.size == (round(2 * 4.5 * 80), round(3.2 * 80))  # figsize × dpi 80
-
-
-def test_the_application_logger_writes_the_experiment_log_when_enabled(tmp_path):
-    learner = (LearnerBuilder(tmp_path).metrics(LossMetric()).devices(["cpu"]).progress_bar(False)
-               .with_application_logger(True).build(Classifier(), AdamConfig(), 1e-2))
-    learner.fit(loader(32, 16))
-    assert (tmp_path / "experiment.log").is_file()
-
-
-def test_summary_and_checkpoints_come_from_the_store_not_the_log_files(tmp_path, capsys):
-    torch.manual_seed(0)
-    learner = builder_store(tmp_path, 3).summary().build(Classifier(), AdamConfig(), 5e-2)
-    store = learner.module.store
-    store.add_listener(CorruptLogs(tmp_path))
-    result = learner.fit(loader(256, 32), loader(128, 32, seed=1))
-    with pytest.raises(ValueError, match="Accuracy.log:1"):  # what the run wrote can't be read back
-        from burnlike.train import LearnerSummary
-
-        LearnerSummary.from_dir(tmp_path, ["Accuracy"], ["Accuracy"])
-    for split in (Split.TRAIN, Split.VALID):
-        for name in ("Accuracy", "Loss"):
-            row = result.summary.get(split.value, name)
-            assert row.epochs == store.epochs(split, name) and len(row.epochs) == 3
-            assert row.max_value == max(store.epochs(split, name).values())
-    assert "Total Epochs: 3" in capsys.readouterr().out
-    best = store.find_epoch("Loss", Split.VALID)
-    kept = sorted(int(p.stem.split("-")[1]) for p in (tmp_path / "checkpoint").glob("model-*.mpk"))
-    assert kept == sorted({2, 3, best})  # Burn's default: the last two plus the best valid loss
-
-
+# --- a fit's artifacts -----------------------------------------------------------------------------
 def test_fit_writes_burn_layout_and_logs_parse_back(tmp_path, capsys):
     torch.manual_seed(0)
     learner = metrics_builder(tmp_path, 3).metric_train(LearningRateMetric()).summary().build(Classifier(), AdamConfig(), 5e-2)
@@ -133,3 +60,58 @@ def test_fit_writes_burn_layout_and_logs_parse_back(tmp_path, capsys):
     assert f"{max(acc.values()):.3f}" in row
     assert result.summary is not None and result.summary.get("valid", "Accuracy").max_value == max(acc.values())
     assert not result.model.training
+
+
+def test_the_experiment_log_says_where_training_finished(tmp_path):
+    learner = valid_loss_builder(tmp_path).with_application_logger(True).build(Classifier(), SgdConfig(), 0.01)
+    learner.fit(loader(32, 16), loader(16, 16))
+    assert "training finished at epoch 1" in (tmp_path / "experiment.log").read_text()
+
+
+def test_summary_and_checkpoints_come_from_the_store_not_the_log_files(tmp_path, capsys):
+    torch.manual_seed(0)
+    learner = metrics_builder(tmp_path, 3).with_file_checkpointer(DefaultRecorder()).summary().build(Classifier(), AdamConfig(), 5e-2)
+    store = learner.module.store
+    store.add_listener(CorruptLogs(tmp_path))
+    result = learner.fit(loader(256, 32), loader(128, 32, seed=1))
+    with pytest.raises(ValueError, match="Accuracy.log:1"):  # what the run wrote can't be read back
+        LearnerSummary.from_dir(tmp_path, ["Accuracy"], ["Accuracy"])
+    for split in (Split.TRAIN, Split.VALID):
+        for name in ("Accuracy", "Loss"):
+            row = result.summary.get(split.value, name)
+            assert row.epochs == store.epochs(split, name) and len(row.epochs) == 3
+            assert row.max_value == max(store.epochs(split, name).values())
+    assert "Total Epochs: 3" in capsys.readouterr().out
+    best = store.find_epoch("Loss", Split.VALID)
+    kept = sorted(int(p.stem.split("-")[1]) for p in (tmp_path / "checkpoint").glob("model-*.mpk"))
+    assert kept == sorted({2, 3, best})  # Burn's default: the last two plus the best valid loss
+
+
+def test_the_plot_is_one_panel_of_4_5_by_3_2_inches_per_metric(tmp_path):
+    pytest.importorskip("matplotlib")
+    summary = LearnerSummary(2, [MetricSummary("train", "Loss", 0.5, 2, 0.9, 1, {1: 0.9, 2: 0.5}),
+                                 MetricSummary("valid", "Accuracy", 50.0, 1, 60.0, 2, {1: 50.0, 2: 60.0})])
+    path = tmp_path / "metrics.png"
+    _plot(summary, path)
+    with Image.open(path) as image:
+        assert image.size == (round(2 * 4.5 * 80), round(3.2 * 80))  # figsize × dpi 80
+
+
+# --- resuming --------------------------------------------------------------------------------------
+def test_resuming_last_without_checkpoints_names_the_checkpoint_folder(tmp_path):
+    learner = (valid_loss_builder(tmp_path).with_file_checkpointer(DefaultRecorder()).checkpoint("last")
+               .build(Classifier(), SgdConfig(), 0.01))
+    with pytest.raises(FileNotFoundError) as error:
+        learner.fit(loader(32, 16))
+    assert str(error.value) == f"checkpoint('last'): no complete checkpoint in {tmp_path / 'checkpoint'}"
+
+
+def test_a_single_file_model_n_checkpoint_resumes_to_the_uninterrupted_weights(tmp_path):
+    straight = fit(checkpointing_builder(tmp_path / "straight", 3))
+    torch.manual_seed(0)
+    learner = checkpointing_builder(tmp_path / "run", 2).build(Classifier(), AdamConfig(), 1e-2)
+    learner.fit(loader(64, 16), loader(32, 16, seed=1))
+    old = tmp_path / "old" / "checkpoint" / "model-2.mpk"
+    learner.trainer.save_checkpoint(old)  # what FileCheckpointer wrote before: the whole Lightning dict
+    assert "optimizer_states" in load_checkpoint(old)
+    assert same_weights(fit(checkpointing_builder(tmp_path / "old", 3).checkpoint(2)), straight)

@@ -1,4 +1,7 @@
-"""TODO: docstring."""
+"""`burnlike.train.logger`: Burn's metric logs. Values are written as Rust prints an f64 (`2`, not
+`2.0`; no exponent; `inf`, `NaN`), a log whose values weigh nothing has no epoch value, only
+`epoch-N` folders are read as epochs, a tagged test split is `test/<slug>`, and the experiment log
+takes Lightning's and Fabric's records and lets go of every logger when removed."""
 
 from __future__ import annotations
 
@@ -17,21 +20,35 @@ from burnlike.train.logger import (
 )
 
 
-@pytest.mark.parametrize(("value", "text"), [(math.inf, "inf"), (-math.inf, "-inf"), (math.nan, "NaN")])
-def test_infinities_are_spelled_as_rust_prints_them(value, text):
-    assert rust_f64(value) == text
+# --- writing and reading metric logs --------------------------------------------------------------
+@pytest.mark.parametrize(("x", "text"), [(93.75, "93.75"), (2.0, "2"), (1e-5, "0.00001"), (0.1, "0.1"),
+                                          (math.nan, "NaN"), (1e20, "100000000000000000000"),
+                                          (math.inf, "inf"), (-math.inf, "-inf")])
+def test_rust_f64_writes_floats_as_rust_displays_them(x, text):
+    assert rust_f64(x) == text
 
 
+def test_a_metric_log_without_counted_values_has_no_epoch_value(tmp_path):
+    empty = tmp_path / "Loss.log"
+    empty.write_text("")
+    assert read_metric_log(empty) is None
+    zero = tmp_path / "Accuracy.log"
+    zero.write_text("0.5,0\n")  # a value that weighs nothing
+    assert read_metric_log(zero) is None
+
+
+def test_read_epochs_skips_folders_that_are_not_an_epoch(tmp_path):
+    for folder, value in (("epoch-1", 0.5), ("epoch-old", 9.0), ("epoch-3-backup", 7.0), ("epoch-2", 0.25),
+                          ("epoch-x", 8.0), ("epoch-old-4", 6.0), ("epoch-10", 0.125)):
+        (tmp_path / "train" / folder).mkdir(parents=True)
+        (tmp_path / "train" / folder / "Loss.log").write_text(f"{value},4\n")
+    assert read_epochs(tmp_path, "train", "Loss") == {1: 0.5, 2: 0.25, 10: 0.125}
+
+
+# --- splits and the experiment log ----------------------------------------------------------------
 def test_tagged_test_split_is_test_or_test_slash_the_slugged_tag():
     assert tagged_test_split() == "test"
     assert tagged_test_split(" My Set ") == "test/my-set"
-
-
-def test_read_epochs_reads_only_epoch_n_folders(tmp_path):
-    for folder in ("epoch-1", "epoch-2-old", "epoch-old-3", "epoch-4", "epoch-x", "epoch-5"):
-        (tmp_path / "valid" / folder).mkdir(parents=True)
-        (tmp_path / "valid" / folder / "Loss.log").write_text("0.5,1\n")
-    assert read_epochs(tmp_path, "valid", "Loss") == {1: 0.5, 4: 0.5, 5: 0.5}  # the others are skipped
 
 
 def test_the_experiment_log_takes_lightning_fabric_records_and_lets_go_of_every_logger(tmp_path):
@@ -45,30 +62,3 @@ def test_the_experiment_log_takes_lightning_fabric_records_and_lets_go_of_every_
     finally:
         remove_experiment_log(handler)
     assert not any(handler in logging.getLogger(n).handlers for n in names)
-
-
-def test_a_metric_log_without_counted_values_has_no_epoch_value(tmp_path):
-    empty = tmp_path / "Loss.log"
-    empty.write_text("")
-    assert read_metric_log(empty) is None
-    zero = tmp_path / "Accuracy.log"
-    zero.write_text("0.5,0\n")  # a value that weighs nothing
-    assert read_metric_log(zero) is None
-
-
-def test_the_untagged_test_split_is_test():
-    assert tagged_test_split() == "test" and tagged_test_split(" My Set ") == "test/my-set"
-
-
-def test_read_epochs_skips_folders_that_are_not_an_epoch(tmp_path):
-    for folder, value in (("epoch-1", 0.5), ("epoch-old", 9.0), ("epoch-3-backup", 7.0), ("epoch-2", 0.25),
-                          ("epoch-x", 8.0), ("epoch-old-4", 6.0), ("epoch-10", 0.125)):
-        (tmp_path / "train" / folder).mkdir(parents=True)
-        (tmp_path / "train" / folder / "Loss.log").write_text(f"{value},4\n")
-    assert read_epochs(tmp_path, "train", "Loss") == {1: 0.5, 2: 0.25, 10: 0.125}
-
-
-@pytest.mark.parametrize(("x", "text"), [(93.75, "93.75"), (2.0, "2"), (1e-5, "0.00001"), (0.1, "0.1"),
-                                          (float("nan"), "NaN"), (1e20, "100000000000000000000")])
-def test_rust_f64_writes_floats_as_rust_displays_them(x, text):
-    assert rust_f64(x) == text

@@ -1,4 +1,10 @@
-"""TODO: docstring."""
+"""`burnlike.train.module`: `StepModule`, the LightningModule wrapping a model with Burn's step
+traits. Its forward is the model's; it trains under a plain Lightning Trainer, steps the LR
+scheduler per iteration, meters each batch once (an L-BFGS closure runs the step several times),
+keeps count-weighted epoch values over a short last batch and its metric store across a resume.
+It checks the step's output type against the metrics (at build for a typed model, from the
+Protocol's parameters or the step's annotations, else at the first step) and refuses gradients
+other than `backward(loss)`, saying what they must be."""
 
 from __future__ import annotations
 
@@ -15,6 +21,7 @@ from burnlike.optim import (
     SgdConfig,
     StepLrSchedulerConfig,
 )
+from burnlike.record import DefaultRecorder
 from burnlike.train import (
     ClassificationOutput,
     Learner,
@@ -27,9 +34,7 @@ from burnlike.train import (
     TrainOutput,
     TrainStep,
 )
-from burnlike.train.logger import (
-    read_metric_log,
-)
+from burnlike.train.logger import read_metric_log
 from burnlike.train.metric import (
     AccuracyMetric,
     LearningRateMetric,
@@ -39,15 +44,8 @@ from burnlike.train.metric import (
 )
 from burnlike.train.module import output_type
 from tests.helpers.fit import metrics_builder
-from tests.helpers.toy import (
-    Batch,
-    Classifier,
-    Regressor,
-    SelfBackward,
-    UntypedRegressor,
-    loader,
-)
-from tests.train.helpers import InferenceOnly, Successor, builder, builder_store, quick
+from tests.helpers.toy import Batch, Classifier, Regressor, SelfBackward, UntypedRegressor, loader
+from tests.train.helpers import InferenceStepRegressor, Successor, valid_loss_builder
 
 
 class AnnotatedInference(Module):
@@ -55,18 +53,13 @@ class AnnotatedInference(Module):
 
     def __init__(self):
         super().__init__()
-        self.inner = InferenceOnly()
+        self.inner = InferenceStepRegressor()
 
     def train_step(self, batch: Batch) -> TrainOutput[RegressionOutput]:
         return self.inner.train_step(batch)
 
     def inference_step(self, batch: Batch) -> RegressionOutput:
         return self.inner.inference_step(batch)
-
-
-class NoInference(Module):
-    def train_step(self, batch: Batch) -> TrainOutput[RegressionOutput]:
-        raise AssertionError("never trained")
 
 
 class LossAsGrads(Classifier):
@@ -96,27 +89,13 @@ class PerSampleValidLoss(Classifier):
         return TrainOutput(self, backward(item.loss), item)
 
 
-def test_inference_step_types_are_checked_at_build_and_launch(tmp_path):
-    for model in (InferenceOnly(), AnnotatedInference()):
-        with pytest.raises(MetricInputError, match="valid metric 'Accuracy'.*RegressionOutput"):
-            LearnerBuilder(tmp_path).metric_valid(AccuracyMetric()).build(model, AdamConfig(), 1e-3)
-    with pytest.raises(MetricInputError, match="RegressionOutput"):
-        SupervisedTraining(tmp_path, loader(32), loader(32)).metrics(AccuracyMetric()).launch(
-            Learner(InferenceOnly(), AdamConfig(), 1e-3))
-    result = (SupervisedTraining(tmp_path, loader(64), loader(64)).metrics(LossMetric()).num_epochs(1)
-              .progress_bar(False).launch(Learner(InferenceOnly(), AdamConfig(), 1e-2)))
-    assert (tmp_path / "valid" / "epoch-1" / "Loss.log").exists() and not result.model.training
-    with pytest.raises(TypeError, match="NoInference must implement valid_step.*or inference_step"):
-        LearnerBuilder(tmp_path).build(NoInference(), AdamConfig(), 1e-3)
-    with pytest.raises(TypeError, match="SupervisedTraining"):
-        Learner(InferenceOnly(), AdamConfig(), 1e-3).fit(loader(32))
-
-
-def test_sequence_output_cannot_feed_vision_metrics(tmp_path):
-    with pytest.raises(MetricInputError, match="SequenceOutput"):
-        from burnlike.optim import AdamConfig
-
-        LearnerBuilder(tmp_path).metric_valid(PsnrMetric(PsnrMetricConfig(1.0))).build(Successor(), AdamConfig(), 1e-3)
+# --- forward, training, metering -------------------------------------------------------------------
+def test_step_module_forward_is_the_models_forward(tmp_path):
+    learner = LearnerBuilder(tmp_path).metrics(LossMetric()).progress_bar(False).build(
+        Classifier(), AdamConfig(), 1e-2)
+    x = torch.randn(5, 4)
+    assert torch.equal(learner.module(x), learner.model(x))
+    assert torch.equal(learner.module.forward(x), learner.model.linear(x))
 
 
 def test_step_module_forwards_keyword_arguments_to_the_model():
@@ -126,22 +105,23 @@ def test_step_module_forwards_keyword_arguments_to_the_model():
     assert torch.equal(module(x=x), model(x))
 
 
-@pytest.mark.parametrize(("model", "got"), [(SelfBackward, "NoneType"), (LossAsGrads, "Tensor")])
-def test_a_step_with_wrong_grads_is_told_what_grads_must_be(tmp_path, model, got):
-    learner = quick(tmp_path).build(model(), AdamConfig(), 1e-3)
-    with pytest.raises(TypeError, match=r"^TrainOutput\.grads must be backward\(loss\) \(burnlike\.train\.backward\), "
-                                        rf"got {got}\. Don't call loss\.backward\(\) yourself"):
-        learner.fit(loader(32, 16))
+def test_step_module_trains_under_a_plain_trainer():
+    torch.manual_seed(0)
+    module = StepModule(Classifier(), SgdConfig(), 0.1, [AccuracyMetric()], [AccuracyMetric(), LossMetric()])
+    trainer = L.Trainer(max_epochs=3, logger=False, enable_checkpointing=False, enable_progress_bar=False,
+                        enable_model_summary=False, accelerator="cpu")
+    trainer.fit(module, loader(256, 32), loader(128, 32, seed=1))
+    assert float(trainer.callback_metrics["valid/Accuracy"]) > 80
+    assert float(trainer.callback_metrics["train/Accuracy"]) > 60
 
 
-def test_the_output_type_is_read_from_a_train_step_return_hint():
-    assert output_type(HintOnly(), TrainStep) is ClassificationOutput
-
-
-def test_the_lightning_module_passes_keyword_arguments_to_the_model(tmp_path):
-    learner = builder(tmp_path).build(Classifier(), AdamConfig(), 1e-2)
-    x = torch.randn(3, 4)
-    assert torch.equal(learner.module(x=x), learner.module.model(x))
+def test_lr_scheduler_is_stepped_per_iteration(tmp_path):
+    learner = (LearnerBuilder(tmp_path).metric_train(LearningRateMetric()).num_epochs(1).progress_bar(False)
+               .build(Classifier(), AdamConfig(), StepLrSchedulerConfig(0.1, 2, gamma=0.5)))
+    learner.fit(loader(128, 32))
+    values = [float(line.split(",")[0]) for line in
+              (tmp_path / "train" / "epoch-1" / "Learning_Rate.log").read_text().splitlines()]
+    assert values == pytest.approx([0.1, 0.1, 0.05, 0.05])
 
 
 def test_lbfgs_under_the_learner_trains_and_meters_each_batch_once(tmp_path):
@@ -195,20 +175,25 @@ def test_trainer_epoch_values_are_count_weighted_over_a_short_last_batch(tmp_pat
     assert [line.split(",")[1] for line in lines] == ["32", "8"]
 
 
-def test_a_typed_models_metric_mismatch_fails_when_the_step_module_is_made():
-    with pytest.raises(MetricInputError, match="Accuracy.*RegressionOutput"):
-        StepModule(Regressor(), AdamConfig(), 1e-3, valid_metrics=[AccuracyMetric()])
-
-
 def test_the_store_survives_a_resume(tmp_path):
     torch.manual_seed(0)
-    first = builder_store(tmp_path, 2).build(Classifier(), AdamConfig(), 5e-2)
+    first = metrics_builder(tmp_path, 2).with_file_checkpointer(DefaultRecorder()).build(Classifier(), AdamConfig(), 5e-2)
     first.fit(loader(128, 32), loader(64, 32, seed=1))
     before = first.module.store.epochs(Split.VALID, "Loss")
-    resumed = builder_store(tmp_path, 3).checkpoint(2).build(Classifier(), AdamConfig(), 5e-2)
+    resumed = metrics_builder(tmp_path, 3).with_file_checkpointer(DefaultRecorder()).checkpoint(2).build(Classifier(), AdamConfig(), 5e-2)
     resumed.fit(loader(128, 32), loader(64, 32, seed=1))
     after = resumed.module.store.epochs(Split.VALID, "Loss")
     assert list(after) == [1, 2, 3] and {e: after[e] for e in (1, 2)} == before
+
+
+# --- the step's output type against the metrics ---------------------------------------------------
+def test_the_output_type_is_read_from_a_train_step_return_hint():
+    assert output_type(HintOnly(), TrainStep) is ClassificationOutput
+
+
+def test_a_typed_models_metric_mismatch_fails_when_the_step_module_is_made():
+    with pytest.raises(MetricInputError, match="Accuracy.*RegressionOutput"):
+        StepModule(Regressor(), AdamConfig(), 1e-3, valid_metrics=[AccuracyMetric()])
 
 
 def test_metric_the_output_cannot_feed_fails_at_build(tmp_path):
@@ -219,6 +204,23 @@ def test_metric_the_output_cannot_feed_fails_at_build(tmp_path):
     LearnerBuilder(tmp_path).metric_valid_numeric(LossMetric()).build(Regressor(), AdamConfig(), 1e-3)
 
 
+def test_inference_step_types_are_checked_at_build_and_launch(tmp_path):
+    for model in (InferenceStepRegressor(), AnnotatedInference()):
+        with pytest.raises(MetricInputError, match="valid metric 'Accuracy'.*RegressionOutput"):
+            LearnerBuilder(tmp_path).metric_valid(AccuracyMetric()).build(model, AdamConfig(), 1e-3)
+    with pytest.raises(MetricInputError, match="RegressionOutput"):
+        SupervisedTraining(tmp_path, loader(32), loader(32)).metrics(AccuracyMetric()).launch(
+            Learner(InferenceStepRegressor(), AdamConfig(), 1e-3))
+    result = (SupervisedTraining(tmp_path, loader(64), loader(64)).metrics(LossMetric()).num_epochs(1)
+              .progress_bar(False).launch(Learner(InferenceStepRegressor(), AdamConfig(), 1e-2)))
+    assert (tmp_path / "valid" / "epoch-1" / "Loss.log").exists() and not result.model.training
+
+
+def test_sequence_output_cannot_feed_vision_metrics(tmp_path):
+    with pytest.raises(MetricInputError, match="SequenceOutput"):
+        LearnerBuilder(tmp_path).metric_valid(PsnrMetric(PsnrMetricConfig(1.0))).build(Successor(), AdamConfig(), 1e-3)
+
+
 def test_untyped_model_mismatch_fails_at_first_step(tmp_path):
     learner = LearnerBuilder(tmp_path).metric_train(AccuracyMetric()).progress_bar(False).build(
         UntypedRegressor(), AdamConfig(), 1e-3
@@ -227,34 +229,10 @@ def test_untyped_model_mismatch_fails_at_first_step(tmp_path):
         learner.fit(loader(64))
 
 
-def test_calling_backward_yourself_is_a_clear_error(tmp_path):
-    learner = metrics_builder(tmp_path, 1).build(SelfBackward(), AdamConfig(), 1e-3)
-    with pytest.raises(TypeError, match=r"loss\.backward\(\) yourself"):
-        learner.fit(loader(64))
-
-
-def test_step_module_trains_under_a_plain_trainer():
-    torch.manual_seed(0)
-    module = StepModule(Classifier(), SgdConfig(), 0.1, [AccuracyMetric()], [AccuracyMetric(), LossMetric()])
-    trainer = L.Trainer(max_epochs=3, logger=False, enable_checkpointing=False, enable_progress_bar=False,
-                        enable_model_summary=False, accelerator="cpu")
-    trainer.fit(module, loader(256, 32), loader(128, 32, seed=1))
-    assert float(trainer.callback_metrics["valid/Accuracy"]) > 80
-    assert float(trainer.callback_metrics["train/Accuracy"]) > 60
-
-
-def test_lr_scheduler_is_stepped_per_iteration(tmp_path):
-    learner = (LearnerBuilder(tmp_path).metric_train(LearningRateMetric()).num_epochs(1).progress_bar(False)
-               .build(Classifier(), AdamConfig(), StepLrSchedulerConfig(0.1, 2, gamma=0.5)))
-    learner.fit(loader(128, 32))
-    values = [float(line.split(",")[0]) for line in
-              (tmp_path / "train" / "epoch-1" / "Learning_Rate.log").read_text().splitlines()]
-    assert values == pytest.approx([0.1, 0.1, 0.05, 0.05])
-
-
-def test_step_module_forward_is_the_models_forward(tmp_path):
-    learner = LearnerBuilder(tmp_path).metrics(LossMetric()).progress_bar(False).build(
-        Classifier(), AdamConfig(), 1e-2)
-    x = torch.randn(5, 4)
-    assert torch.equal(learner.module(x), learner.model(x))
-    assert torch.equal(learner.module.forward(x), learner.model.linear(x))
+# --- the step's gradients --------------------------------------------------------------------------
+@pytest.mark.parametrize(("model", "got"), [(SelfBackward, "NoneType"), (LossAsGrads, "Tensor")])
+def test_a_step_with_wrong_grads_is_told_what_grads_must_be(tmp_path, model, got):
+    learner = valid_loss_builder(tmp_path).build(model(), AdamConfig(), 1e-3)
+    with pytest.raises(TypeError, match=r"^TrainOutput\.grads must be backward\(loss\) \(burnlike\.train\.backward\), "
+                                        rf"got {got}\. Don't call loss\.backward\(\) yourself"):
+        learner.fit(loader(32, 16))

@@ -1,4 +1,8 @@
-"""TODO: docstring."""
+"""`burnlike.train.preemption`: on SIGTERM or SIGUSR1 a run saves a checkpoint at the next train
+step and exits 128 + the signal, even when the signal comes during validation. Its handlers chain
+to Lightning's (and keep Lightning from acting on a SIGTERM), survive their trainer and are
+restored at teardown; checkpoints carry numpy's random state, and `SkipFirst` skips the batches a
+mid-epoch checkpoint had trained, on the first pass only."""
 
 from __future__ import annotations
 
@@ -13,9 +17,7 @@ import pytest
 
 from burnlike.train.preemption import Preempted, Preemption, RandomState, SkipFirst, restore_random_state
 from tests.helpers.fit import cpu_builder, fit
-from tests.helpers.toy import (
-    Classifier,
-)
+from tests.helpers.toy import Classifier
 
 
 class SigtermDuringValidation(L.Callback):
@@ -24,6 +26,27 @@ class SigtermDuringValidation(L.Callback):
     def on_validation_batch_start(self, trainer, *args) -> None:
         if not trainer.sanity_checking and trainer.current_epoch == 0:
             os.kill(os.getpid(), signal.SIGTERM)
+
+
+def test_skip_first_skips_only_on_the_first_pass():
+    batches = SkipFirst([10, 11, 12, 13, 14], 2)
+    assert len(batches) == 5
+    assert list(batches) == [12, 13, 14]
+    assert list(batches) == [10, 11, 12, 13, 14]
+    assert list(SkipFirst([1, 2], 0)) == [1, 2] and list(SkipFirst([1, 2], 5)) == []
+
+
+def test_checkpoints_keep_numpy_random_state(tmp_path):
+    checkpoint: dict[str, object] = {}
+    np.random.seed(7)
+    RandomState().on_save_checkpoint(None, None, checkpoint)  # type: ignore[arg-type]
+    expected = np.random.rand(3)
+    state = checkpoint[RandomState.KEY]
+    assert isinstance(state, dict) and "numpy" in state
+    np.random.rand(5)
+    random.random()
+    restore_random_state(state)
+    assert np.array_equal(np.random.rand(3), expected)
 
 
 def test_preemption_handler_chains_keeps_sigterm_from_lightning_and_survives_its_trainer(tmp_path):
@@ -62,30 +85,9 @@ def test_preemption_handler_chains_keeps_sigterm_from_lightning_and_survives_its
             signal.signal(signum, handler)
 
 
-def test_checkpoints_keep_numpy_random_state(tmp_path):
-    checkpoint: dict[str, object] = {}
-    np.random.seed(7)
-    RandomState().on_save_checkpoint(None, None, checkpoint)  # type: ignore[arg-type]
-    expected = np.random.rand(3)
-    state = checkpoint[RandomState.KEY]
-    assert isinstance(state, dict) and "numpy" in state
-    np.random.rand(5)
-    random.random()
-    restore_random_state(state)
-    assert np.array_equal(np.random.rand(3), expected)
-
-
-def test_skip_first_skips_only_on_the_first_pass():
-    batches = SkipFirst([10, 11, 12, 13, 14], 2)
-    assert len(batches) == 5
-    assert list(batches) == [12, 13, 14]
-    assert list(batches) == [10, 11, 12, 13, 14]
-    assert list(SkipFirst([1, 2], 0)) == [1, 2] and list(SkipFirst([1, 2], 5)) == []
-
-
-def test_a_sigterm_during_validation_still_saves_and_exits_128_plus_15(tmp_path, capsys):
-    """Lightning's own SIGTERM check in the validation loop ended such a run with exit status 0 and
-    no checkpoint (a cluster would take the job as done); the next train step saves instead."""
+def test_a_sigterm_during_validation_saves_and_exits_128_plus_15(tmp_path, capsys):
+    """Lightning's own SIGTERM check in the validation loop would end such a run with exit status 0
+    and no checkpoint (a cluster would take the job as done); the next train step saves instead."""
     before = signal.getsignal(signal.SIGTERM)
     with pytest.raises(Preempted) as stopped:
         fit(cpu_builder(tmp_path).callback(SigtermDuringValidation()))

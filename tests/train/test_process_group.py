@@ -1,13 +1,13 @@
-"""TODO: docstring."""
+"""`burnlike.train.process_group`: the exit handler ends a DDP process group without waiting at a
+barrier (at exit the other ranks may be gone), and does nothing when no group is up."""
 
 from __future__ import annotations
 
+from burnlike.train.process_group import end_process_group
+
 
 def test_the_exit_handler_ends_a_group_without_a_barrier_and_does_nothing_without_one(one_rank_group, monkeypatch):
-    """At exit other ranks may be gone: the group ends without waiting at a barrier. With no group
-    up (the app's job ended it already, or none was started) it does nothing."""
-    from burnlike.train.process_group import end_process_group
-
+    """With no group up (the app's job ended it already, or none was started) it does nothing."""
     dist = one_rank_group
     barriers: list[int] = []
     original = dist.barrier

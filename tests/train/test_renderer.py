@@ -1,4 +1,8 @@
-"""TODO: docstring."""
+"""`burnlike.train.renderer`: the progress displays. `progress_display` picks the live view on a
+terminal and plain lines anywhere else (a stream without `isatty` included). `PlainProgress` writes
+a line every `interval` seconds (time since its last line) and one at each split's end, with
+thousands grouped and speeds rounded from 10 it/s up. `BurnProgressBar`, Lightning's tqdm bar in
+Burn's words, counts epochs from 1 and shows the metrics' running means under Burn's names."""
 
 import io
 import re
@@ -9,18 +13,15 @@ from lightning.pytorch.callbacks import Callback
 from lightning.pytorch.loggers import CSVLogger
 
 from burnlike.optim import AdamConfig
-from burnlike.train import (
-    ClassificationOutput,
-)
+from burnlike.train import ClassificationOutput
 from burnlike.train.metric import MetricContext
 from burnlike.train.metric.store import Split
 from burnlike.train.renderer import BurnProgressBar, PlainProgress, progress_display
 from burnlike.train.tui import LiveView
 from tests.helpers.toy import Classifier, loader
-from tests.train.helpers import builder, fit
+from tests.train.helpers import fit_with_display, silent_builder
 
 
-# Progress displays --------------------------------------------------------------------------------
 class ProbeBar(Callback):
     """Reads the progress bar's metrics in the middle of the valid epoch."""
 
@@ -32,18 +33,20 @@ class ProbeBar(Callback):
         self.seen.append((self.bar.get_metrics(trainer, pl_module).get("Loss"), f"{valid_loss.running():.4g}"))
 
 
-# Plain progress lines -----------------------------------------------------------------------------
+# a plain progress line: where the run is, the metrics' running values, the speed
 LINE = re.compile(r"^(epoch \d+/\d+ (?:train|valid)(?: \d+/\d+)?) Accuracy=(\S+)% Loss=(\S+) ([\d,]+|\d+\.\d\d) it/s$")
 
 
 def plain_run(tmp_path, interval, train=64, valid=32, **trainer_kwargs):
+    """Fit one epoch with `PlainProgress(interval)`; return the learner and each line's match of LINE."""
     stream = io.StringIO()
-    learner = (builder(tmp_path).progress_bar(True).callback(PlainProgress(interval=interval, stream=stream))
+    learner = (silent_builder(tmp_path).progress_bar(True).callback(PlainProgress(interval=interval, stream=stream))
                .trainer_kwargs(**trainer_kwargs).build(Classifier(), AdamConfig(), 1e-2))
     learner.fit(loader(train, 16), loader(valid, 16))
     return learner, [LINE.match(line) for line in stream.getvalue().splitlines()]
 
 
+# --- choosing a display ----------------------------------------------------------------------------
 def test_progress_display_picks_the_live_view_on_a_terminal():
     class Tty(io.StringIO):
         def isatty(self):
@@ -53,60 +56,18 @@ def test_progress_display_picks_the_live_view_on_a_terminal():
     assert isinstance(progress_display(io.StringIO()), PlainProgress)
 
 
-# Plain lines ------------------------------------------------------------------------------------
-def test_disabled_plain_progress_writes_nothing_until_enabled(tmp_path):
-    stream = io.StringIO()
-    display = PlainProgress(interval=1e9, stream=stream)
-    display.disable()
-    fit(tmp_path / "a", display, epochs=1)
-    assert stream.getvalue() == ""
-    display.enable()
-    fit(tmp_path / "b", display, epochs=1)
-    lines = stream.getvalue().splitlines()
-    assert [line.split(" Accuracy=")[0] for line in lines] == ["epoch 1/1 valid", "epoch 1/1 train"]
+def test_progress_display_takes_plain_lines_for_a_stream_without_isatty():
+    class Sink:
+        def write(self, text):
+            return len(text)
+
+        def flush(self):
+            pass
+
+    assert isinstance(progress_display(Sink()), PlainProgress)
 
 
-# tqdm bar ---------------------------------------------------------------------------------------
-def test_burn_progress_bar_says_epoch_from_one_and_shows_burn_metric_names(tmp_path, capsys):
-    bar = BurnProgressBar(refresh_rate=1)
-    assert bar.refresh_rate == 1
-    learner = fit(tmp_path, bar, logger=CSVLogger(tmp_path / "csv"))  # Lightning adds v_num with a logger
-    assert learner.trainer.progress_bar_callback is bar
-    out = capsys.readouterr().out  # Lightning's bar writes to stdout
-    frames = out.replace("\n", "\r").split("\r")
-    steps = [f for f in frames if any(f"| {n}/4 [" in f for n in range(1, 5))]  # batches done
-    assert {f.split(":")[0] for f in steps} == {"Epoch 1/2", "Epoch 2/2"}
-    assert "Accuracy=" in steps[-1] and "Loss=" in steps[-1] and "4/4" in steps[-1]
-    assert "v_num" not in out
-    # with_metric_logger (Burn 0.20's name) hands the logger the store's epoch values
-    logged = next((tmp_path / "csv").rglob("metrics.csv")).read_text()
-    assert "train/Loss" in logged.splitlines()[0] and "valid/Accuracy" in logged.splitlines()[0]
-    metrics = bar.get_metrics(learner.trainer, learner.module)
-    assert "v_num" not in metrics
-
-
-def test_burn_progress_bar_metrics_are_the_running_means(tmp_path):
-    bar = BurnProgressBar()
-    assert bar.refresh_rate == 20
-    learner = fit(tmp_path, bar, epochs=1)
-    module = learner.module
-    loss = next(m for m in module.metrics("train") if m.name == "Loss")
-    for value, size in ((0.5, 3), (0.25, 1)):  # count-weighted: (1.5 + 0.25) / 4
-        loss.update(ClassificationOutput(torch.full((size,), value), torch.zeros(size, 3), torch.zeros(size)),
-                    MetricContext())
-    metrics = bar.get_metrics(learner.trainer, module)
-    assert metrics["Loss"] == "0.4375"
-    assert "Accuracy" not in metrics  # not updated since the epoch's end
-
-
-def test_the_progress_bar_shows_the_valid_running_means_while_validating(tmp_path):
-    bar = BurnProgressBar()
-    probe = ProbeBar(bar)
-    builder(tmp_path).progress_bar(True).callback(bar, probe).build(Classifier(), AdamConfig(), 1e-2).fit(
-        loader(64, 16), loader(32, 16))
-    assert len(probe.seen) == 2 and all(shown == valid for shown, valid in probe.seen)
-
-
+# --- plain progress lines --------------------------------------------------------------------------
 def test_plain_progress_writes_a_line_per_batch_and_one_per_split_at_its_end(tmp_path):
     assert PlainProgress().interval == 30.0
     learner, lines = plain_run(tmp_path, interval=0.0)
@@ -136,7 +97,7 @@ def test_plain_progress_interval_is_the_time_since_the_last_line(tmp_path):
 
 
 def test_plain_progress_line_groups_thousands_and_rounds_speeds_from_ten_up(tmp_path):
-    learner = builder(tmp_path).build(Classifier(), AdamConfig(), 1e-2)
+    learner = silent_builder(tmp_path).build(Classifier(), AdamConfig(), 1e-2)
     learner.fit(loader(32, 16))
     display = PlainProgress()
     display._begin()
@@ -156,12 +117,54 @@ def test_plain_progress_line_groups_thousands_and_rounds_speeds_from_ten_up(tmp_
     assert display._line(learner.trainer, learner.module, "train", 10, final=True).endswith(" 100 it/s")
 
 
-def test_progress_display_takes_plain_lines_for_a_stream_without_isatty():
-    class Sink:
-        def write(self, text):
-            return len(text)
+def test_disabled_plain_progress_writes_nothing_until_enabled(tmp_path):
+    stream = io.StringIO()
+    display = PlainProgress(interval=1e9, stream=stream)
+    display.disable()
+    fit_with_display(tmp_path / "a", display, epochs=1)
+    assert stream.getvalue() == ""
+    display.enable()
+    fit_with_display(tmp_path / "b", display, epochs=1)
+    lines = stream.getvalue().splitlines()
+    assert [line.split(" Accuracy=")[0] for line in lines] == ["epoch 1/1 valid", "epoch 1/1 train"]
 
-        def flush(self):
-            pass
 
-    assert isinstance(progress_display(Sink()), PlainProgress)
+# --- Burn's progress bar (tqdm) --------------------------------------------------------------------
+def test_burn_progress_bar_says_epoch_from_one_and_shows_burn_metric_names(tmp_path, capsys):
+    bar = BurnProgressBar(refresh_rate=1)
+    assert bar.refresh_rate == 1
+    learner = fit_with_display(tmp_path, bar, logger=CSVLogger(tmp_path / "csv"))  # Lightning adds v_num with a logger
+    assert learner.trainer.progress_bar_callback is bar
+    out = capsys.readouterr().out  # Lightning's bar writes to stdout
+    frames = out.replace("\n", "\r").split("\r")
+    steps = [f for f in frames if any(f"| {n}/4 [" in f for n in range(1, 5))]  # batches done
+    assert {f.split(":")[0] for f in steps} == {"Epoch 1/2", "Epoch 2/2"}
+    assert "Accuracy=" in steps[-1] and "Loss=" in steps[-1] and "4/4" in steps[-1]
+    assert "v_num" not in out
+    # with_metric_logger (Burn 0.20's name) hands the logger the store's epoch values
+    logged = next((tmp_path / "csv").rglob("metrics.csv")).read_text()
+    assert "train/Loss" in logged.splitlines()[0] and "valid/Accuracy" in logged.splitlines()[0]
+    metrics = bar.get_metrics(learner.trainer, learner.module)
+    assert "v_num" not in metrics
+
+
+def test_burn_progress_bar_metrics_are_the_running_means(tmp_path):
+    bar = BurnProgressBar()
+    assert bar.refresh_rate == 20
+    learner = fit_with_display(tmp_path, bar, epochs=1)
+    module = learner.module
+    loss = next(m for m in module.metrics("train") if m.name == "Loss")
+    for value, size in ((0.5, 3), (0.25, 1)):  # count-weighted: (1.5 + 0.25) / 4
+        loss.update(ClassificationOutput(torch.full((size,), value), torch.zeros(size, 3), torch.zeros(size)),
+                    MetricContext())
+    metrics = bar.get_metrics(learner.trainer, module)
+    assert metrics["Loss"] == "0.4375"
+    assert "Accuracy" not in metrics  # not updated since the epoch's end
+
+
+def test_the_progress_bar_shows_the_valid_running_means_while_validating(tmp_path):
+    bar = BurnProgressBar()
+    probe = ProbeBar(bar)
+    silent_builder(tmp_path).progress_bar(True).callback(bar, probe).build(Classifier(), AdamConfig(), 1e-2).fit(
+        loader(64, 16), loader(32, 16))
+    assert len(probe.seen) == 2 and all(shown == valid for shown, valid in probe.seen)

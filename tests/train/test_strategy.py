@@ -1,4 +1,8 @@
-"""TODO: docstring."""
+"""`burnlike.train.strategy`: Burn's device strategies (`LearningStrategy`, `TrainingStrategy`,
+`ExecutionStrategy`) translated to the Lightning Trainer's accelerator, devices, strategy and node
+count, and their errors: a single device where a list is due, devices of two kinds, a wrong config
+type, a SUM all-reduce (Lightning's DDP averages), a bad node count; each names the call and says
+what to use."""
 
 import functools
 
@@ -15,12 +19,21 @@ from burnlike.train import (
     LearningStrategy,
     MultiDeviceOptim,
     ReduceOperation,
-    SupervisedTraining,
     TrainingStrategy,
 )
-from burnlike.train.builder import trainer_devices
-from burnlike.train.metric import LossMetric
-from tests.helpers.toy import Classifier, loader
+from burnlike.train.strategy import trainer_devices
+from tests.helpers.toy import Classifier
+
+
+# --- translation to the Trainer --------------------------------------------------------------------
+def test_trainer_devices_maps_burn_devices_and_refuses_mixed_or_unknown_ones():
+    assert trainer_devices(["cpu"]) == {"accelerator": "cpu", "devices": 1}
+    assert trainer_devices(["cuda:1", torch.device("cuda", 3)]) == {"accelerator": "gpu", "devices": [1, 3]}
+    assert trainer_devices([0]) == {"accelerator": "gpu", "devices": [0]}
+    with pytest.raises(ValueError, match="one kind"):
+        trainer_devices(["cpu", "cuda:0"])
+    with pytest.raises(ValueError, match="not a device"):
+        trainer_devices(["gpu-ish"])
 
 
 def test_device_strategies_translate_to_lightning():
@@ -51,7 +64,32 @@ def test_device_strategies_translate_to_lightning():
     assert type(trainer.strategy).__name__ == "DDPStrategy" and trainer.num_devices == 2
 
 
-# Device strategies --------------------------------------------------------------------------------
+def test_training_strategy_single_device_and_ddp_translate_to_lightning():
+    assert TrainingStrategy.single_device("cpu").trainer_kwargs() == {"accelerator": "cpu", "devices": 1}
+    assert TrainingStrategy.single_device(torch.device("cuda", 2)).trainer_kwargs() ==\
+        {"accelerator": "gpu", "devices": [2]}
+    with pytest.raises(TypeError, match=r"single device 'cpu'.*\['cpu'\]"):
+        TrainingStrategy.ddp("cpu")
+    ddp = TrainingStrategy.ddp(["cpu", "cpu"], DistributedConfig(num_nodes=1))
+    assert ddp.trainer_kwargs() == {"accelerator": "cpu", "devices": 2, "strategy": "ddp", "num_nodes": 1}
+    gloo = TrainingStrategy.ddp(["cpu", "cpu"], DistributedConfig(process_group_backend="gloo").with_num_nodes(3))
+    assert isinstance(gloo.strategy, DDPStrategy) and gloo.strategy._process_group_backend == "gloo"
+    assert gloo.num_nodes == 3 and TrainingStrategy.ddp(["cpu"]).num_nodes == 1
+    with pytest.raises(TypeError, match="DistributedConfig"):
+        TrainingStrategy.ddp(["cpu"], {"num_nodes": 2})
+
+
+def test_a_custom_strategy_reaches_the_trainer_with_or_without_devices(tmp_path):
+    alone = TrainingStrategy.custom("ddp")
+    assert alone.devices == () and alone.trainer_kwargs() == {"strategy": "ddp"}
+    two = TrainingStrategy.custom("ddp", ["cpu", "cpu"])
+    assert two.trainer_kwargs() == {"accelerator": "cpu", "devices": 2, "strategy": "ddp"}
+    trainer = (LearnerBuilder(tmp_path).learning_strategy(two).progress_bar(False)
+               .build(Classifier(), AdamConfig(), 1e-3).trainer)
+    assert isinstance(trainer.strategy, DDPStrategy) and trainer.num_devices == 2
+
+
+# --- errors ----------------------------------------------------------------------------------------
 @pytest.mark.parametrize(("make", "what"), [
     (LearningStrategy.multi_device_naive, "LearningStrategy.multi_device_naive"),
     (LearningStrategy.ddp, "LearningStrategy.ddp"),
@@ -86,45 +124,3 @@ def test_distributed_config_and_strategy_errors_say_what_to_use(tmp_path):
                                         r"ExecutionStrategy\.ddp\(\['cuda:0', 'cuda:1'\]\) or "
                                         r"TrainingStrategy\.custom\(\.\.\.\), got str$"):
         LearnerBuilder(tmp_path).learning_strategy("cpu")
-
-
-def test_a_custom_strategy_reaches_the_trainer_with_or_without_devices(tmp_path):
-    alone = TrainingStrategy.custom("ddp")
-    assert alone.devices == () and alone.trainer_kwargs() == {"strategy": "ddp"}
-    two = TrainingStrategy.custom("ddp", ["cpu", "cpu"])
-    assert two.trainer_kwargs() == {"accelerator": "cpu", "devices": 2, "strategy": "ddp"}
-    trainer = (LearnerBuilder(tmp_path).learning_strategy(two).progress_bar(False)
-               .build(Classifier(), AdamConfig(), 1e-3).trainer)
-    assert isinstance(trainer.strategy, DDPStrategy) and trainer.num_devices == 2
-
-
-def test_trainer_devices_maps_burn_devices_and_refuses_mixed_or_unknown_ones():
-    assert trainer_devices(["cpu"]) == {"accelerator": "cpu", "devices": 1}
-    assert trainer_devices(["cuda:1", torch.device("cuda", 3)]) == {"accelerator": "gpu", "devices": [1, 3]}
-    assert trainer_devices([0]) == {"accelerator": "gpu", "devices": [0]}
-    with pytest.raises(ValueError, match="one kind"):
-        trainer_devices(["cpu", "cuda:0"])
-    with pytest.raises(ValueError, match="not a device"):
-        trainer_devices(["gpu-ish"])
-
-
-def test_training_strategy_single_device_and_ddp_reach_the_trainer(tmp_path):
-    assert TrainingStrategy.single_device("cpu").trainer_kwargs() == {"accelerator": "cpu", "devices": 1}
-    assert TrainingStrategy.single_device(torch.device("cuda", 2)).trainer_kwargs() ==\
-        {"accelerator": "gpu", "devices": [2]}
-    with pytest.raises(TypeError, match=r"single device 'cpu'.*\['cpu'\]"):
-        TrainingStrategy.ddp("cpu")
-    ddp = TrainingStrategy.ddp(["cpu", "cpu"], DistributedConfig(num_nodes=1))
-    assert ddp.trainer_kwargs() == {"accelerator": "cpu", "devices": 2, "strategy": "ddp", "num_nodes": 1}
-    gloo = TrainingStrategy.ddp(["cpu", "cpu"], DistributedConfig(process_group_backend="gloo").with_num_nodes(3))
-    assert isinstance(gloo.strategy, DDPStrategy) and gloo.strategy._process_group_backend == "gloo"
-    assert gloo.num_nodes == 3 and TrainingStrategy.ddp(["cpu"]).num_nodes == 1
-    with pytest.raises(TypeError, match="DistributedConfig"):
-        TrainingStrategy.ddp(["cpu"], {"num_nodes": 2})
-    # SupervisedTraining hands the strategy to the Trainer (built, not launched: no processes)
-    training = SupervisedTraining(tmp_path, loader(32), loader(32)).metrics(LossMetric()).progress_bar(False)
-    assert training.with_training_strategy(ddp) is training
-    trainer = training.build(Classifier(), AdamConfig(), 1e-2).trainer
-    assert isinstance(trainer.strategy, DDPStrategy) and trainer.num_devices == 2 and trainer.num_nodes == 1
-    with pytest.raises(TypeError, match="device strategy"):
-        training.with_training_strategy("ddp")

@@ -1,44 +1,13 @@
-"""TODO: docstring."""
+"""`burnlike.train.summary`: the learner summary read back from a run's logs, in Burn's table
+layout and number formats (3 decimals, or an exponent for small values), with the model's
+description; a row the logs lack is None, and an unreadable log names its file and line."""
 
 from __future__ import annotations
 
 import pytest
 
-from burnlike.optim import AdamConfig
-from burnlike.train import (
-    LearnerBuilder,
-    LearnerSummary,
-)
-from burnlike.train.metric import LossMetric
+from burnlike.train import LearnerSummary
 from burnlike.train.summary import MetricSummary
-from tests.helpers.toy import (
-    Classifier,
-    loader,
-)
-
-
-def test_summary_from_dir_keeps_the_model_and_get_answers_none_for_a_missing_row(tmp_path):
-    (tmp_path / "train" / "epoch-1").mkdir(parents=True)
-    (tmp_path / "train" / "epoch-1" / "Loss.log").write_text("0.25,1\n")
-    summary = LearnerSummary.from_dir(tmp_path, ["Loss"], [], model="Net(hidden=3)")
-    assert summary.model == "Net(hidden=3)" and "Model:\nNet(hidden=3)" in str(summary)
-    assert summary.get("train", "Loss").min_value == 0.25
-    assert summary.get("valid", "Loss") is None
-
-
-def test_the_summary_table_header_spells_burns_columns():
-    summary = LearnerSummary(2, [MetricSummary("valid", "Loss", 0.5, 2, 0.9, 1)])
-    header = str(summary).splitlines()[4]
-    assert [c.strip() for c in header.strip("|").split("|")] == ["Split", "Metric", "Min.", "Epoch", "Max.", "Epoch"]
-
-
-def test_summary_from_a_run_dir_keeps_the_model_and_misses_unknown_rows(tmp_path):
-    learner = (LearnerBuilder(tmp_path).metrics(LossMetric()).devices(["cpu"]).progress_bar(False)
-               .with_application_logger(False).build(Classifier(), AdamConfig(), 1e-2))
-    learner.fit(loader(32, 16))
-    summary = LearnerSummary.from_dir(tmp_path, ["Loss"], ["Loss"], model="Classifier(4 -> 3)")
-    assert summary.model == "Classifier(4 -> 3)" and "Model:\nClassifier(4 -> 3)" in str(summary)
-    assert summary.get("train", "Loss") is not None and summary.get("valid", "Accuracy") is None
 
 
 def test_summary_format_matches_burn(tmp_path):
@@ -54,3 +23,18 @@ def test_summary_format_matches_burn(tmp_path):
     with pytest.raises(ValueError, match="Loss.log:1"):
         (tmp_path / "valid" / "epoch-1" / "Loss.log").write_text("oops\n")
         LearnerSummary.from_dir(tmp_path, [], ["Loss"])
+
+
+def test_the_summary_table_header_spells_burns_columns():
+    summary = LearnerSummary(2, [MetricSummary("valid", "Loss", 0.5, 2, 0.9, 1)])
+    header = str(summary).splitlines()[4]
+    assert [c.strip() for c in header.strip("|").split("|")] == ["Split", "Metric", "Min.", "Epoch", "Max.", "Epoch"]
+
+
+def test_summary_from_dir_keeps_the_model_and_get_answers_none_for_a_missing_row(tmp_path):
+    (tmp_path / "train" / "epoch-1").mkdir(parents=True)
+    (tmp_path / "train" / "epoch-1" / "Loss.log").write_text("0.25,1\n")
+    summary = LearnerSummary.from_dir(tmp_path, ["Loss"], [], model="Net(hidden=3)")
+    assert summary.model == "Net(hidden=3)" and "Model:\nNet(hidden=3)" in str(summary)
+    assert summary.get("train", "Loss").min_value == 0.25
+    assert summary.get("valid", "Loss") is None

@@ -1,4 +1,6 @@
-"""TODO: docstring."""
+"""Helpers for the tests of `burnlike.data.dataset` and its transforms: item dataclasses the row
+readers fill (`Flagged`, `House`, `Pair`), small datasets (`Squares`, `AskedSquares`), a reference
+of the shuffle Burn calls (`burn_shuffle`), `iter_items`, a CSV writer and the image decoders."""
 
 from __future__ import annotations
 
@@ -8,10 +10,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from burnlike.data.dataset import (
-    Dataset,
-    column,
-)
+from burnlike.data.dataset import Dataset, column
+
+DECODERS = ("auto", "pil", "torchvision")
 
 
 @dataclasses.dataclass
@@ -20,6 +21,32 @@ class Flagged:
     active: bool
     note: str | None = None
     extra: int = dataclasses.field(default=0, init=False)
+
+
+@dataclasses.dataclass
+class House:
+    """Fields read from differently named columns (as the California housing CSV names them)."""
+
+    income: float = column("MedInc")
+    age: int = column("HouseAge")
+    name: str = "?"
+    note: str | None = None
+
+
+@dataclasses.dataclass
+class Pair:
+    a: int
+    b: str
+
+
+class Squares(Dataset[int]):
+    """Burn-style: only get/len."""
+
+    def get(self, index):
+        return index * index if 0 <= index < 5 else None
+
+    def len(self):
+        return 5
 
 
 class AskedSquares:
@@ -39,12 +66,9 @@ class AskedSquares:
         return torch.tensor([i * i for i in indices])
 
 
-@dataclasses.dataclass
-class House:
-    income: float = column("MedInc")
-    age: int = column("HouseAge")
-    name: str = "?"
-    note: str | None = None
+def iter_items(ds) -> list:
+    """Everything `ds.iter()` yields (Burn's iterator: it stops at the first None)."""
+    return list(ds.iter())
 
 
 def burn_shuffle(values, rng):
@@ -60,30 +84,7 @@ def burn_shuffle(values, rng):
     return values
 
 
-def items(ds):
-    return list(ds.iter())
-
-
-class Squares(Dataset[int]):
-    """Burn-style: only get/len."""
-
-    def get(self, index):
-        return index * index if 0 <= index < 5 else None
-
-    def len(self):
-        return 5
-
-
-DECODERS = ("auto", "pil", "torchvision")
-
-
-def _csv(tmp_path: Path, text: str, name: str = "t.csv") -> Path:
+def write_csv(tmp_path: Path, text: str, name: str = "t.csv") -> Path:
     path = tmp_path / name
     path.write_text(text, encoding="utf-8")
     return path
-
-
-@dataclasses.dataclass
-class Pair:
-    a: int
-    b: str

@@ -1,7 +1,14 @@
-"""TODO: docstring."""
+"""`burnlike.data.dataset.decode`: `decode_image` and `read_file`. Every decoder ("auto", "pil",
+"torchvision") gives the pixels Pillow gives, as arrays a model can take (palette, bilevel, CMYK and
+other modes converted; 16-bit kept native, 32-bit int as float32), resized bilinearly with
+antialiasing. Plain 8-bit PNGs take a fast path through Pillow's C decoder, with the public route as
+the fallback when Pillow's internals move. A PNG that would crash torchvision's decoder (bad CRC, too
+few pixel bytes, counted exactly for every colour type, depth and Adam7 pass) is refused before
+torchvision sees it, and every failure names the file and the fault."""
 
 from __future__ import annotations
 
+import os
 import re
 import struct
 import threading
@@ -26,32 +33,34 @@ from tests.data.dataset.helpers import DECODERS
 from tests.helpers.images import CORRUPT, adam7_png, pixels, write_corrupt, write_image_folder
 
 
-def _chunk(kind: bytes, body: bytes) -> bytes:
+def png_chunk(kind: bytes, body: bytes) -> bytes:
+    """A PNG chunk with its length and right CRC."""
     return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
 
 
-def _png(width: int, height: int, idat: list[bytes], depth: int = 8, colour: int = 2, interlace: int = 0,
-         ihdr: bool = True, iend: bool = True) -> bytes:
+def png_bytes(width: int, height: int, idat: list[bytes], depth: int = 8, colour: int = 2, interlace: int = 0,
+              ihdr: bool = True, iend: bool = True) -> bytes:
     """A PNG of the given IHDR fields around the given IDAT chunks (each its own chunk)."""
     data = b"\x89PNG\r\n\x1a\n"
     if ihdr:
-        data += _chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, depth, colour, 0, 0, interlace))
-    data += b"".join(_chunk(b"IDAT", part) for part in idat)
-    return data + (_chunk(b"IEND", b"") if iend else b"")
+        data += png_chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, depth, colour, 0, 0, interlace))
+    data += b"".join(png_chunk(b"IDAT", part) for part in idat)
+    return data + (png_chunk(b"IEND", b"") if iend else b"")
 
 
-def _rows(array: np.ndarray) -> bytes:
+def filter0_rows(array: np.ndarray) -> bytes:
     """`array` ([H, W, C] uint8) as filter-0 scanlines."""
     return b"".join(b"\0" + row.tobytes() for row in array)
 
 
-def _write(tmp_path: Path, name: str, data: bytes) -> Path:
+def write_file(tmp_path: Path, name: str, data: bytes) -> Path:
+    """`data` written to `tmp_path / name`."""
     path = tmp_path / name
     path.write_bytes(data)
     return path
 
 
-def _adam7_bytes(width: int, height: int, bits: int) -> int:
+def adam7_pixel_bytes(width: int, height: int, bits: int) -> int:
     """Bytes of an interlaced image's filtered scanlines, counted pass by pass, pixel by pixel."""
     total = 0
     for x0, y0, dx, dy in ((0, 0, 8, 8), (4, 0, 8, 8), (0, 4, 4, 8), (2, 0, 4, 4), (0, 2, 2, 4), (1, 0, 2, 2),
@@ -62,12 +71,14 @@ def _adam7_bytes(width: int, height: int, bits: int) -> int:
     return total
 
 
-def _tiff(tmp_path: Path, name: str, image: Image.Image) -> Path:
+def save_tiff(tmp_path: Path, name: str, image: Image.Image) -> Path:
+    """`image` saved as a TIFF (which keeps modes a PNG cannot hold) at `tmp_path / name`."""
     path = tmp_path / name
     image.save(path, "TIFF")
     return path
 
 
+# --- decoding to arrays -------------------------------------------------------------------------------------
 @pytest.mark.parametrize("channels", [1, 4])
 @pytest.mark.parametrize("decoder", DECODERS)
 def test_grey_and_alpha_keep_their_channels_or_convert(tmp_path, channels, decoder):
@@ -95,140 +106,6 @@ def test_palette_16_bit_and_jpeg_files_decode_like_pillow(tmp_path):
     assert np.abs(decode_image(tmp_path / "photo.jpg", "torchvision").astype(int) - ref).max() <= 2
 
 
-@pytest.mark.parametrize("channels", [1, 3, 4])
-def test_png_fast_path_matches_pillow_and_its_fallback(tmp_path, monkeypatch, channels):
-    import burnlike.data.dataset.decode as decode
-
-    write_image_folder(tmp_path, classes=1, per_class=3, channels=channels, size=24)
-    paths = sorted(tmp_path.rglob("*.png"))
-    fast = [decode_image(p) for p in paths]
-    assert all(np.array_equal(f, decode_image(p, "pil")) for f, p in zip(fast, paths))
-
-    def moved(*args):
-        raise AttributeError("Pillow moved its internals")
-
-    monkeypatch.setattr(decode, "_inflate_core", moved)
-    assert all(np.array_equal(f, decode_image(p)) for f, p in zip(fast, paths))
-    with pytest.raises(ImageDecodeError, match="not enough image data"):  # the public route's own check
-        decode_image(write_corrupt(tmp_path / "cut.png", "cut_stream"))
-
-
-def test_torchvision_never_sees_a_png_that_would_crash_it(tmp_path):
-    """torchvision's PNG decoder segfaults on a bad CRC and on too few pixels; both come back as errors."""
-    for kind, reason in (("bad_crc", "fails its CRC check"), ("short_pixels", r"pixel data ends early \(392 of 784")):
-        with pytest.raises(ImageDecodeError, match=reason):
-            decode_image(write_corrupt(tmp_path / f"{kind}.png", kind), "torchvision")
-    interlaced = tmp_path / "adam7.png"
-    interlaced.write_bytes(adam7_png(pixels(0, 0, size=13)))
-    for decoder in DECODERS:  # the check counts Adam7's passes right; "auto" hands interlaced files to Pillow
-        assert np.array_equal(decode_image(interlaced, decoder), pixels(0, 0, size=13))
-
-
-@pytest.mark.parametrize("kind", CORRUPT)
-@pytest.mark.parametrize("decoder", DECODERS)
-def test_corrupt_image_error_names_the_file_when_read(tmp_path, kind, decoder):
-    write_image_folder(tmp_path, classes=2, per_class=3)
-    bad = write_corrupt(tmp_path / "class1" / "0001.png", kind)
-    ds = ImageFolderDataset.new_classification(tmp_path, decoder=decoder)
-    assert ds.get(3) is not None  # the others read fine
-    with pytest.raises(ImageDecodeError, match=f"{bad}: cannot decode as an image"):
-        ds.get(4)
-    loader = DataLoaderBuilder(ImageBatcher()).batch_size(6).build(ds)
-    with pytest.raises(ImageDecodeError, match=str(bad)):
-        next(iter(loader))
-
-
-@pytest.mark.parametrize(("colour", "channels"), [(0, 1), (2, 3), (4, 2), (6, 4)])
-def test_fast_png_core_decodes_every_8_bit_colour_type_itself(tmp_path, monkeypatch, colour, channels):
-    """Plain 8-bit PNGs go through Pillow's C decoder directly, never the slower public route."""
-    array = np.random.default_rng(colour).integers(0, 256, (5, 7, channels), dtype=np.uint8)
-    stream = zlib.compress(_rows(array))
-    mode = decode_module._PNG_MODES[colour]
-    assert decode_module._inflate_core(mode, 7, 5, stream) == array.tobytes()
-    public = Image.frombytes
-    taken = []
-
-    def spy(*args, **kwargs):
-        taken.append(args)
-        return public(*args, **kwargs)
-
-    monkeypatch.setattr(Image, "frombytes", spy)
-    # the IDAT split into three chunks: the reader joins them in order
-    path = _write(tmp_path, "split.png", _png(7, 5, [stream[:3], stream[3:9], stream[9:]], colour=colour))
-    got = decode_image(path)
-    assert got.shape == (5, 7, channels) and np.array_equal(got, array) and got.flags.writeable
-    assert taken == []  # the public route was not needed
-
-
-def test_png_structure_errors_name_the_file_and_the_fault(tmp_path):
-    stream = zlib.compress(_rows(np.zeros((2, 2, 3), np.uint8)))
-    whole = _png(2, 2, [stream])
-    cases = {
-        "no_iend.png": (_png(2, 2, [stream], iend=False), r"truncated PNG \(no IEND chunk\)"),
-        "cut_chunk.png": (whole[:-14], r"truncated PNG \(chunk b'IDAT' runs past the end of the file\)"),
-        "no_idat.png": (_png(2, 2, []), r"PNG without IHDR or IDAT chunk"),
-        "no_ihdr.png": (_png(2, 2, [stream], ihdr=False), r"PNG without IHDR or IDAT chunk"),
-        "empty_idat.png": (_png(2, 2, [b""]), r"not enough image data"),
-        "short.png": (_png(2, 2, [stream[:-6]]), r"not enough image data"),
-        "garbage.png": (_png(2, 2, [b"\x78\x9c\xff\xff\xff garbage"]), r"cannot decode image data"),
-    }
-    for name, (data, reason) in cases.items():
-        path = _write(tmp_path, name, data)
-        with pytest.raises(ImageDecodeError, match=rf"^{re.escape(str(tmp_path / name))}: cannot decode as an image \(ValueError: {reason}\)$"):
-            decode_image(path)
-
-
-@pytest.mark.parametrize(("width", "height"), [(1, 1), (2, 1), (1, 3), (3, 5), (13, 7), (9, 2)])
-@pytest.mark.parametrize(("depth", "colour", "channels"), [(8, 2, 3), (1, 0, 1), (4, 3, 1), (16, 6, 4), (8, 4, 2),
-                                                           (2, 0, 1), (8, 5, 4)])
-@pytest.mark.parametrize("interlace", [0, 1])
-def test_torchvision_guard_counts_every_pixel_byte(width, height, depth, colour, channels, interlace):
-    """torchvision's libpng crashes the process on too few pixel bytes, so the guard must count them
-    exactly: enough passes, one byte fewer is refused naming both counts (colour type 5, not in the
-    spec, is counted as the widest, 4 channels)."""
-    bits = depth * channels
-    if interlace:
-        expected = _adam7_bytes(width, height, bits)
-    else:
-        expected = height * (1 + (width * bits + 7) // 8)
-    decode_module._png_check(_png(width, height, [zlib.compress(bytes(expected))], depth, colour, interlace))
-    short = _png(width, height, [zlib.compress(bytes(expected - 1))], depth, colour, interlace)
-    with pytest.raises(ValueError, match=rf"^PNG pixel data ends early \({expected - 1} of {expected} bytes\)$"):
-        decode_module._png_check(short)
-    decode_module._png_check(b"GIF89a not a PNG")  # other formats are torchvision's own to check
-
-
-def test_torchvision_guard_checks_crcs_before_torchvision_runs():
-    data = bytearray(_png(2, 2, [zlib.compress(bytes(14))]))
-    data[data.index(b"IDAT") + 5] ^= 0xFF
-    with pytest.raises(ValueError, match="PNG chunk b'IDAT' fails its CRC check"):
-        decode_module._png_check(bytes(data))
-
-
-def test_read_file_reads_a_pipe_to_its_end(tmp_path):
-    """A FIFO reports size 0: the first read gets one byte, the rest comes in 1 MiB reads."""
-    import os
-
-    payload = bytes(range(256)) * 9000  # 2.3 MB: more than one of the follow-up reads
-    fifo = tmp_path / "pipe"
-    os.mkfifo(fifo)
-
-    def feed() -> None:
-        with open(fifo, "wb") as f:
-            f.write(payload)
-
-    writer = threading.Thread(target=feed)
-    writer.start()
-    try:
-        got = read_file(fifo)
-    finally:
-        writer.join()
-    assert got == payload
-    assert read_file(_write(tmp_path, "f.bin", payload[:1000])) == payload[:1000]
-    with pytest.raises(DatasetNotFoundError, match=f"image {tmp_path / 'nope.png'} not found"):
-        read_file(tmp_path / "nope.png")
-
-
 @pytest.mark.parametrize("decoder", ["auto", "pil"])
 def test_pillow_modes_become_arrays_a_model_can_take(tmp_path, decoder):
     """Palette → RGB (RGBA with transparency), bilevel → L 0/255, CMYK/YCbCr/LAB → RGB, 32-bit int
@@ -247,18 +124,18 @@ def test_pillow_modes_become_arrays_a_model_can_take(tmp_path, decoder):
     pa = Image.fromarray(np.dstack([np.asarray(pal), np.full((6, 6), 77, np.uint8)]), "LA")
     pa = Image.merge("PA", (pal, pa.getchannel("A")))
     pa.putpalette(pal.getpalette())
-    got = decode_image(_tiff(tmp_path, "pa.tif", pa), decoder)
+    got = decode_image(save_tiff(tmp_path, "pa.tif", pa), decoder)
     assert got.shape == (6, 6, 4) and np.array_equal(got, np.asarray(pa.convert("RGBA")))
 
     bilevel = Image.fromarray(rgb[:, :, 0] > 40)
-    got = decode_image(_tiff(tmp_path, "one.tif", bilevel), decoder)
+    got = decode_image(save_tiff(tmp_path, "one.tif", bilevel), decoder)
     assert got.dtype == np.uint8 and got.shape == (6, 6, 1)
     assert np.array_equal(got[:, :, 0], np.where(rgb[:, :, 0] > 40, 255, 0))
 
     for mode in ("CMYK", "YCbCr", "LAB"):
         image = Image.fromarray(rgb).convert(mode) if mode != "LAB" else Image.fromarray(
             np.dstack([rgb[:, :, 0], rgb[:, :, 1], rgb[:, :, 2]]), "LAB")
-        path = _tiff(tmp_path, f"{mode}.tif", image)
+        path = save_tiff(tmp_path, f"{mode}.tif", image)
         try:
             with Image.open(path) as again:
                 again.load()
@@ -271,12 +148,12 @@ def test_pillow_modes_become_arrays_a_model_can_take(tmp_path, decoder):
         assert np.array_equal(got, np.asarray(image.convert("RGB"))), mode
 
     wide = np.array([[70000, -5], [1, 2 ** 30]], dtype=np.int32)
-    got = decode_image(_tiff(tmp_path, "int.tif", Image.fromarray(wide, "I")), decoder)
+    got = decode_image(save_tiff(tmp_path, "int.tif", Image.fromarray(wide, "I")), decoder)
     assert got.dtype == np.float32 and np.array_equal(got[:, :, 0], wide.astype(np.float32))
 
     deep = np.array([[1, 256], [65535, 4660]], dtype=np.uint16)
     big = Image.frombytes("I;16B", (2, 2), deep.astype(">u2").tobytes())
-    got = decode_image(_tiff(tmp_path, "big.tif", big), decoder)
+    got = decode_image(save_tiff(tmp_path, "big.tif", big), decoder)
     assert got.dtype == np.dtype(np.uint16) and got.dtype.isnative and np.array_equal(got[:, :, 0], deep)
     assert torch.equal(torch.from_numpy(got)[:, :, 0], torch.from_numpy(deep.astype(np.int32)).to(torch.uint16))
 
@@ -284,7 +161,7 @@ def test_pillow_modes_become_arrays_a_model_can_take(tmp_path, decoder):
 @pytest.mark.parametrize("decoder", ["auto", "pil", "torchvision"])
 def test_decode_resizes_to_a_non_square_size(tmp_path, decoder):
     square = pixels(0, 0, size=8)
-    path = _write(tmp_path, "sq.png", b"")
+    path = write_file(tmp_path, "sq.png", b"")
     Image.fromarray(square).save(path)
     got = decode_image(path, decoder, size=(4, 8))
     assert got.shape == (4, 8, 3) and got.dtype == np.uint8
@@ -308,6 +185,100 @@ def test_torchvision_downscales_with_antialiasing_and_keeps_black_black(tmp_path
     assert np.array_equal(same, image)
 
 
+# --- the fast PNG path --------------------------------------------------------------------------------------
+@pytest.mark.parametrize(("colour", "channels"), [(0, 1), (2, 3), (4, 2), (6, 4)])
+def test_fast_png_core_decodes_every_8_bit_colour_type_itself(tmp_path, monkeypatch, colour, channels):
+    """Plain 8-bit PNGs go through Pillow's C decoder directly, never the slower public route."""
+    array = np.random.default_rng(colour).integers(0, 256, (5, 7, channels), dtype=np.uint8)
+    stream = zlib.compress(filter0_rows(array))
+    mode = decode_module._PNG_MODES[colour]
+    assert decode_module._inflate_core(mode, 7, 5, stream) == array.tobytes()
+    public = Image.frombytes
+    taken = []
+
+    def spy(*args, **kwargs):
+        taken.append(args)
+        return public(*args, **kwargs)
+
+    monkeypatch.setattr(Image, "frombytes", spy)
+    # the IDAT split into three chunks: the reader joins them in order
+    path = write_file(tmp_path, "split.png", png_bytes(7, 5, [stream[:3], stream[3:9], stream[9:]], colour=colour))
+    got = decode_image(path)
+    assert got.shape == (5, 7, channels) and np.array_equal(got, array) and got.flags.writeable
+    assert taken == []  # the public route was not needed
+
+
+@pytest.mark.parametrize("channels", [1, 3, 4])
+def test_png_fast_path_matches_pillow_and_its_fallback(tmp_path, monkeypatch, channels):
+    write_image_folder(tmp_path, classes=1, per_class=3, channels=channels, size=24)
+    paths = sorted(tmp_path.rglob("*.png"))
+    fast = [decode_image(p) for p in paths]
+    assert all(np.array_equal(f, decode_image(p, "pil")) for f, p in zip(fast, paths))
+
+    def moved(*args):
+        raise AttributeError("Pillow moved its internals")
+
+    monkeypatch.setattr(decode_module, "_inflate_core", moved)
+    assert all(np.array_equal(f, decode_image(p)) for f, p in zip(fast, paths))
+    with pytest.raises(ImageDecodeError, match="not enough image data"):  # the public route's own check
+        decode_image(write_corrupt(tmp_path / "cut.png", "cut_stream"))
+
+
+# --- reading files and naming failures ----------------------------------------------------------------------
+def test_read_file_reads_a_pipe_to_its_end(tmp_path):
+    """A FIFO reports size 0: the first read gets one byte, the rest comes in 1 MiB reads."""
+    payload = bytes(range(256)) * 9000  # 2.3 MB: more than one of the follow-up reads
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+
+    def feed() -> None:
+        with open(fifo, "wb") as f:
+            f.write(payload)
+
+    writer = threading.Thread(target=feed)
+    writer.start()
+    try:
+        got = read_file(fifo)
+    finally:
+        writer.join()
+    assert got == payload
+    assert read_file(write_file(tmp_path, "f.bin", payload[:1000])) == payload[:1000]
+    with pytest.raises(DatasetNotFoundError, match=f"image {tmp_path / 'nope.png'} not found"):
+        read_file(tmp_path / "nope.png")
+
+
+@pytest.mark.parametrize("kind", CORRUPT)
+@pytest.mark.parametrize("decoder", DECODERS)
+def test_corrupt_image_error_names_the_file_when_read(tmp_path, kind, decoder):
+    write_image_folder(tmp_path, classes=2, per_class=3)
+    bad = write_corrupt(tmp_path / "class1" / "0001.png", kind)
+    ds = ImageFolderDataset.new_classification(tmp_path, decoder=decoder)
+    assert ds.get(3) is not None  # the others read fine
+    with pytest.raises(ImageDecodeError, match=f"{bad}: cannot decode as an image"):
+        ds.get(4)
+    loader = DataLoaderBuilder(ImageBatcher()).batch_size(6).build(ds)
+    with pytest.raises(ImageDecodeError, match=str(bad)):
+        next(iter(loader))
+
+
+def test_png_structure_errors_name_the_file_and_the_fault(tmp_path):
+    stream = zlib.compress(filter0_rows(np.zeros((2, 2, 3), np.uint8)))
+    whole = png_bytes(2, 2, [stream])
+    cases = {
+        "no_iend.png": (png_bytes(2, 2, [stream], iend=False), r"truncated PNG \(no IEND chunk\)"),
+        "cut_chunk.png": (whole[:-14], r"truncated PNG \(chunk b'IDAT' runs past the end of the file\)"),
+        "no_idat.png": (png_bytes(2, 2, []), r"PNG without IHDR or IDAT chunk"),
+        "no_ihdr.png": (png_bytes(2, 2, [stream], ihdr=False), r"PNG without IHDR or IDAT chunk"),
+        "empty_idat.png": (png_bytes(2, 2, [b""]), r"not enough image data"),
+        "short.png": (png_bytes(2, 2, [stream[:-6]]), r"not enough image data"),
+        "garbage.png": (png_bytes(2, 2, [b"\x78\x9c\xff\xff\xff garbage"]), r"cannot decode image data"),
+    }
+    for name, (data, reason) in cases.items():
+        path = write_file(tmp_path, name, data)
+        with pytest.raises(ImageDecodeError, match=rf"^{re.escape(str(tmp_path / name))}: cannot decode as an image \(ValueError: {reason}\)$"):
+            decode_image(path)
+
+
 def test_decoder_and_mode_refusals_are_named(tmp_path):
     path = tmp_path / "a.png"
     Image.fromarray(pixels(0, 0, size=4)).save(path)
@@ -316,5 +287,38 @@ def test_decoder_and_mode_refusals_are_named(tmp_path):
     with pytest.raises(ImageDecodeError, match=r"torchvision decodes to modes \['L', 'LA', 'RGB', 'RGBA'\], "
                                                r"not 'CMYK'"):
         decode_image(path, "torchvision", mode="CMYK")
-    interlaced = _write(tmp_path, "adam7.png", adam7_png(pixels(0, 0, size=5)))
+    interlaced = write_file(tmp_path, "adam7.png", adam7_png(pixels(0, 0, size=5)))
     assert np.array_equal(decode_image(interlaced, "torchvision"), pixels(0, 0, size=5))
+
+
+# --- the guard in front of torchvision ----------------------------------------------------------------------
+def test_torchvision_never_sees_a_png_that_would_crash_it(tmp_path):
+    """torchvision's PNG decoder segfaults on a bad CRC and on too few pixels; both come back as errors."""
+    for kind, reason in (("bad_crc", r"PNG chunk b'IDAT' fails its CRC check"),
+                         ("short_pixels", r"pixel data ends early \(392 of 784")):
+        with pytest.raises(ImageDecodeError, match=reason):
+            decode_image(write_corrupt(tmp_path / f"{kind}.png", kind), "torchvision")
+    interlaced = tmp_path / "adam7.png"
+    interlaced.write_bytes(adam7_png(pixels(0, 0, size=13)))
+    for decoder in DECODERS:  # the check counts Adam7's passes right; "auto" hands interlaced files to Pillow
+        assert np.array_equal(decode_image(interlaced, decoder), pixels(0, 0, size=13))
+
+
+@pytest.mark.parametrize(("width", "height"), [(1, 1), (2, 1), (1, 3), (3, 5), (13, 7), (9, 2)])
+@pytest.mark.parametrize(("depth", "colour", "channels"), [(8, 2, 3), (1, 0, 1), (4, 3, 1), (16, 6, 4), (8, 4, 2),
+                                                           (2, 0, 1), (8, 5, 4)])
+@pytest.mark.parametrize("interlace", [0, 1])
+def test_torchvision_guard_counts_every_pixel_byte(width, height, depth, colour, channels, interlace):
+    """torchvision's libpng crashes the process on too few pixel bytes, so the guard must count them
+    exactly: enough passes, one byte fewer is refused naming both counts (colour type 5, not in the
+    spec, is counted as the widest, 4 channels)."""
+    bits = depth * channels
+    if interlace:
+        expected = adam7_pixel_bytes(width, height, bits)
+    else:
+        expected = height * (1 + (width * bits + 7) // 8)
+    decode_module._png_check(png_bytes(width, height, [zlib.compress(bytes(expected))], depth, colour, interlace))
+    short = png_bytes(width, height, [zlib.compress(bytes(expected - 1))], depth, colour, interlace)
+    with pytest.raises(ValueError, match=rf"^PNG pixel data ends early \({expected - 1} of {expected} bytes\)$"):
+        decode_module._png_check(short)
+    decode_module._png_check(b"GIF89a not a PNG")  # other formats are torchvision's own to check

@@ -1,6 +1,12 @@
-"""TODO: docstring."""
+"""`burnlike.data.dataset.nlp`: the text classification datasets. `TextFolderDataset` labels each
+.txt file by its folder (or by the classes given with the items) and decodes it in Burn's order (a
+BOM, then UTF-8, then GB18030, then lossy UTF-8); `TextCsvDataset` reads a text and a label column,
+numbering labels by class name, and reads a text folder too. Missing folders, empty splits, other
+extensions and unknown labels are named."""
 
 from __future__ import annotations
+
+import codecs
 
 import pytest
 
@@ -13,14 +19,12 @@ from burnlike.data.dataset import (
     TextCsvDataset,
     TextFolderDataset,
 )
+from burnlike.data.dataset.nlp import decode_text
 from tests.helpers.expect import raises_exactly
 
 
+# --- decoding text files ------------------------------------------------------------------------------------
 def test_text_decoding_follows_burns_detection_order():
-    import codecs
-
-    from burnlike.data.dataset.nlp import decode_text
-
     assert decode_text(codecs.BOM_UTF8 + "héllo".encode()) == "héllo"
     assert decode_text(codecs.BOM_UTF16_LE + "hé".encode("utf-16-le")) == "hé"
     assert decode_text(codecs.BOM_UTF16_BE + "hé".encode("utf-16-be")) == "hé"
@@ -28,43 +32,7 @@ def test_text_decoding_follows_burns_detection_order():
     assert decode_text(b"ok \xff") == "ok \ufffd"  # neither UTF-8 nor GB18030: lossy UTF-8
 
 
-def test_text_folders_and_csv_name_what_is_wrong(tmp_path):
-    from burnlike.data.dataset import DatasetError, TextCsvDataset, TextFolderDataset
-
-    (tmp_path / "pos").mkdir()
-    (tmp_path / "pos" / "a.txt").write_text("good")
-    assert TextFolderDataset.new_classification_with(tmp_path, [".TXT"]).get(0).text.text == "good"
-    with raises_exactly(DatasetError, "Invalid file extension in ['.md']: text folders read .txt files"):
-        TextFolderDataset.new_classification_with(tmp_path, [".md"])
-    items = TextFolderDataset.new_classification_with_items([(tmp_path / "pos" / "a.txt", "pos")], ["neg", "pos"])
-    item = items.get(0)
-    assert (item.text.text, item.text.text_path, item.label) == ("good", str(tmp_path / "pos" / "a.txt"), 1)
-    with raises_exactly(DatasetError, f"{tmp_path / 'pos' / 'a.txt'}: label 'pos' is not one of the classes ['neg']"):
-        TextFolderDataset.new_classification_with_items([(tmp_path / "pos" / "a.txt", "pos")], ["neg"])
-    path = tmp_path / "t.csv"
-    path.write_text("text;label\n;b\nhi;a\n")
-    data = TextCsvDataset.from_csv(path, delimiter=";")
-    assert [(i.text, i.label) for i in data.items] == [("", 1), ("hi", 0)] and data.classes == ["a", "b"]
-    path.write_text("text,label\nx,\ny,a\n")
-    with raises_exactly(DatasetError, f"{path} line 2: label '' is not one of the classes ['a']"):
-        TextCsvDataset.from_csv(path, classes=["a"])
-
-
-def test_text_folder_items_given_by_hand_are_labelled_by_class_index(tmp_path):
-    from burnlike.data.dataset.nlp import TextFolderDataset
-
-    (tmp_path / "a.txt").write_text("good film")
-    (tmp_path / "b.txt").write_text("bad film")
-    data = TextFolderDataset.new_classification_with_items([(tmp_path / "a.txt", "pos"), (str(tmp_path / "b.txt"), "neg")],
-                                                           ["neg", "pos"])
-    assert data.num_classes() == 2 and data.len() == 2
-    first, second = data.get(0), data.get(1)
-    assert (first.text.text, first.text.text_path, first.label) == ("good film", str(tmp_path / "a.txt"), 1)
-    assert (second.text.text, second.label) == ("bad film", 0)
-    with pytest.raises(DatasetError, match=r"a.txt: label 'meh' is not one of the classes \['neg', 'pos'\]"):
-        TextFolderDataset.new_classification_with_items([(tmp_path / "a.txt", "meh")], ["neg", "pos"])
-
-
+# --- text folders -------------------------------------------------------------------------------------------
 def test_text_folder_labels_by_folder_and_detects_encodings(tmp_path):
     (tmp_path / "pos").mkdir()
     (tmp_path / "neg").mkdir()
@@ -84,6 +52,20 @@ def test_text_folder_labels_by_folder_and_detects_encodings(tmp_path):
         TextFolderDataset.new_classification(tmp_path / "empty")
 
 
+def test_text_folder_items_given_by_hand_are_labelled_by_class_index(tmp_path):
+    (tmp_path / "a.txt").write_text("good film")
+    (tmp_path / "b.txt").write_text("bad film")
+    data = TextFolderDataset.new_classification_with_items([(tmp_path / "a.txt", "pos"), (str(tmp_path / "b.txt"), "neg")],
+                                                           ["neg", "pos"])
+    assert data.num_classes() == 2 and data.len() == 2
+    first, second = data.get(0), data.get(1)
+    assert (first.text.text, first.text.text_path, first.label) == ("good film", str(tmp_path / "a.txt"), 1)
+    assert (second.text.text, second.label) == ("bad film", 0)
+    with pytest.raises(DatasetError, match=r"a.txt: label 'meh' is not one of the classes \['neg', 'pos'\]"):
+        TextFolderDataset.new_classification_with_items([(tmp_path / "a.txt", "meh")], ["neg", "pos"])
+
+
+# --- text CSV files -----------------------------------------------------------------------------------------
 def test_text_csv_numbers_labels_by_class_name_or_as_written_ids(tmp_path):
     path = tmp_path / "t.csv"
     path.write_text('review,sentiment\n"good, really",positive\nawful,negative\nmeh,positive\n')
@@ -104,8 +86,6 @@ def test_text_csv_numbers_labels_by_class_name_or_as_written_ids(tmp_path):
 
 
 def test_a_text_folder_read_as_a_csv_dataset_keeps_each_files_label(tmp_path):
-    from burnlike.data.dataset import TextCsvDataset
-
     for label, texts in {"neg": ["bad", "awful"], "pos": ["good"]}.items():
         (tmp_path / label).mkdir()
         for i, text in enumerate(texts):
@@ -116,3 +96,24 @@ def test_a_text_folder_read_as_a_csv_dataset_keeps_each_files_label(tmp_path):
     assert sorted(classes) == ["neg", "pos"]
     assert items == sorted([("bad", classes.index("neg")), ("awful", classes.index("neg")),
                             ("good", classes.index("pos"))])
+
+
+# --- refusals -----------------------------------------------------------------------------------------------
+def test_text_folders_and_csv_name_what_is_wrong(tmp_path):
+    (tmp_path / "pos").mkdir()
+    (tmp_path / "pos" / "a.txt").write_text("good")
+    assert TextFolderDataset.new_classification_with(tmp_path, [".TXT"]).get(0).text.text == "good"
+    with raises_exactly(DatasetError, "Invalid file extension in ['.md']: text folders read .txt files"):
+        TextFolderDataset.new_classification_with(tmp_path, [".md"])
+    items = TextFolderDataset.new_classification_with_items([(tmp_path / "pos" / "a.txt", "pos")], ["neg", "pos"])
+    item = items.get(0)
+    assert (item.text.text, item.text.text_path, item.label) == ("good", str(tmp_path / "pos" / "a.txt"), 1)
+    with raises_exactly(DatasetError, f"{tmp_path / 'pos' / 'a.txt'}: label 'pos' is not one of the classes ['neg']"):
+        TextFolderDataset.new_classification_with_items([(tmp_path / "pos" / "a.txt", "pos")], ["neg"])
+    path = tmp_path / "t.csv"
+    path.write_text("text;label\n;b\nhi;a\n")
+    data = TextCsvDataset.from_csv(path, delimiter=";")
+    assert [(i.text, i.label) for i in data.items] == [("", 1), ("hi", 0)] and data.classes == ["a", "b"]
+    path.write_text("text,label\nx,\ny,a\n")
+    with raises_exactly(DatasetError, f"{path} line 2: label '' is not one of the classes ['a']"):
+        TextCsvDataset.from_csv(path, classes=["a"])

@@ -1,4 +1,10 @@
-"""TODO: docstring."""
+"""`burnlike.data.dataset.vision`: `ImageFolderDataset`, Burn's image folder. Classes are the
+image's own folder at any depth, sorted, with items in Rust's path order (symlinked class folders
+followed; another split's classes keep their ids); items hold the file's pixels, width and height
+for each decoder, and the batched fetch stacks same-size images (a list otherwise) to batch like
+item by item. Multi-label and segmentation items carry their targets; corrupt images fail naming
+the file, or are skipped with one warning that names them at the caller's line. Ends with 1,000
+PNGs through a one-epoch Learner run that learns."""
 
 from __future__ import annotations
 
@@ -56,6 +62,7 @@ class TinyImageModel(Module, TrainStep[ImageBatch, ClassificationOutput], ValidS
         return self.step(batch)
 
 
+# --- classes and items --------------------------------------------------------------------------------------
 def test_classes_are_folders_sorted_and_items_sorted_by_path(tmp_path):
     for folder, name in (("a-b", "1.png"), ("a", "z.PNG"), ("a", "y.jpg"), ("a/deeper", "x.bmp"), ("b", "0.png")):
         (tmp_path / folder).mkdir(parents=True, exist_ok=True)
@@ -75,6 +82,17 @@ def test_classes_are_folders_sorted_and_items_sorted_by_path(tmp_path):
         ImageFolderDataset.new_classification_with(tmp_path, ["txt"])
 
 
+def test_image_folders_follow_symlinked_class_folders(tmp_path):
+    elsewhere = tmp_path / "elsewhere" / "cats"
+    elsewhere.mkdir(parents=True)
+    Image.fromarray(pixels(0, 0, size=3)).save(elsewhere / "a.png")
+    (tmp_path / "root").mkdir()
+    Image.fromarray(pixels(0, 1, size=3)).save(tmp_path / "root" / "b.png")
+    (tmp_path / "root" / "cats").symlink_to(elsewhere, target_is_directory=True)
+    ds = ImageFolderDataset.new_classification(tmp_path / "root")
+    assert ds.len() == 2 and ds.classes == ["cats", "root"]
+
+
 def test_split_numbered_by_another_splits_classes_keeps_their_ids(tmp_path):
     write_image_folder(tmp_path / "valid", classes=3, per_class=1)
     shutil.rmtree(tmp_path / "valid" / "class0")
@@ -88,8 +106,8 @@ def test_split_numbered_by_another_splits_classes_keeps_their_ids(tmp_path):
 
 
 @pytest.mark.parametrize("decoder", DECODERS)
-def test_items_hold_the_files_pixels(tree, decoder):
-    ds = ImageFolderDataset.new_classification(tree, decoder=decoder)
+def test_items_hold_the_files_pixels(image_tree, decoder):
+    ds = ImageFolderDataset.new_classification(image_tree, decoder=decoder)
     assert ds.len() == 15 and ds.num_classes() == 3
     item = ds.get(7)  # class1/0002.png
     assert item.image_path.endswith("class1/0002.png") and item.annotation == Label(1)
@@ -99,8 +117,33 @@ def test_items_hold_the_files_pixels(tree, decoder):
     assert ds.get(15) is None
 
 
-def test_image_folder_batched_fetch_equals_per_item_fetch(tree):
-    ds = ImageFolderDataset.new_classification(tree)
+def test_image_folder_items_report_width_and_height_and_batch_by_shape(tmp_path):
+    shapes = [(2, 5), (3, 5), (2, 5)]
+    for i, (h, w) in enumerate(shapes):
+        Image.fromarray(pixels(0, i, size=5)[:h, :w]).save(tmp_path / f"{i}.png")
+    ds = ImageFolderDataset.new_classification_with_items([(tmp_path / f"{i}.png", "k") for i in range(3)], ["j", "k"])
+    item = ds.get(1)
+    assert (item.image_width, item.image_height) == (5, 3) and item.annotation == Label(1)
+    mixed = ds.__getitems__([0, 1])
+    assert isinstance(mixed, list)
+    assert [(m.image_width, m.image_height, m.annotation) for m in mixed] == [(5, 2, Label(1)), (5, 3, Label(1))]
+    same = ds.__getitems__([0, 2])
+    assert isinstance(same, ImageItems) and same.images.shape == (2, 2, 5, 3)
+    assert ds.__getitems__([]) == []
+    with pytest.raises(IndexError, match=r"^index 3 is out of range for ImageFolderDataset of length 3$"):
+        ds.__getitems__([0, 3])
+    with pytest.raises(Exception, match="label 'z' is not one of the classes"):
+        ImageFolderDataset.new_classification_with_items([(tmp_path / "0.png", "z")], ["j", "k"])
+    grey = ImageFolderDataset.new_classification_with_items([(tmp_path / "0.png", "k")], ["k"], mode="L", size=(4, 4))
+    assert grey.get(0).image.shape == (4, 4, 1)
+    multi = ImageFolderDataset.new_multilabel_classification_with_items([(tmp_path / "0.png", ["k"])], ["j", "k"],
+                                                                        size=(4, 4))
+    assert multi.get(0).image.shape == (4, 4, 3)
+
+
+# --- the batched fetch and image sizes ----------------------------------------------------------------------
+def test_image_folder_batched_fetch_equals_per_item_fetch(image_tree):
+    ds = ImageFolderDataset.new_classification(image_tree)
     idx = [14, 0, 7, 7]
     fast = ds.__getitems__(idx)
     assert isinstance(fast, ImageItems) and fast.images.shape == (4, 16, 16, 3) and fast.images.dtype == torch.uint8
@@ -133,6 +176,7 @@ def test_mixed_sizes_come_back_as_a_list_and_fail_to_batch_unless_resized(tmp_pa
         == (8, 10, 3)
 
 
+# --- multi-label and segmentation ---------------------------------------------------------------------------
 def test_multilabel_and_segmentation_items_and_their_batch_targets(tmp_path):
     write_image_folder(tmp_path, classes=1, per_class=2)
     images = sorted(str(p) for p in (tmp_path / "class0").glob("*.png"))
@@ -161,6 +205,25 @@ def test_multilabel_and_segmentation_items_and_their_batch_targets(tmp_path):
         ImageFolderDataset.new_classification_with_items([(tmp_path / "x.txt", "sea")], ["sea"])
 
 
+def test_segmentation_masks_resize_and_skip_when_corrupt(tmp_path):
+    Image.fromarray(pixels(0, 0, size=4)).save(tmp_path / "img.png")
+    mask = np.array([[0, 0, 2, 2], [0, 0, 2, 2], [1, 1, 3, 3], [1, 1, 3, 3]], dtype=np.uint8)
+    Image.fromarray(np.dstack([mask, mask * 0 + 9, mask * 0 + 9])).save(tmp_path / "mask.png")
+    ds = ImageFolderDataset.new_segmentation_with_items([(tmp_path / "img.png", tmp_path / "mask.png")], ["a", "b"])
+    got = ds.get(0).annotation
+    assert isinstance(got, SegmentationMask) and got.mask.dtype == torch.int64 and np.array_equal(got.mask, mask)
+    small = ImageFolderDataset.new_segmentation_with_items([(tmp_path / "img.png", tmp_path / "mask.png")], ["a"],
+                                                           size=(2, 2), decoder="pil")
+    assert small.get(0).image.shape == (2, 2, 3) and small.get(0).annotation.mask.shape == (2, 2)
+    (tmp_path / "bad_mask.png").write_bytes(b"not a png")
+    with pytest.warns(UserWarning, match="skipped 1 of 2 images that don't decode: .*bad_mask.png: cannot decode"):
+        kept = ImageFolderDataset.new_segmentation_with_items(
+            [(tmp_path / "img.png", tmp_path / "mask.png"), (tmp_path / "img.png", tmp_path / "bad_mask.png")],
+            ["a"], skip_corrupt=True)
+    assert kept.len() == 1
+
+
+# --- corrupt images skipped ---------------------------------------------------------------------------------
 def test_skip_corrupt_leaves_out_bad_images_with_one_warning(tmp_path):
     write_image_folder(tmp_path, classes=2, per_class=3)
     bad = [write_corrupt(tmp_path / "class1" / "0001.png", "truncated"), write_corrupt(tmp_path / "class0" / "x.png",
@@ -181,6 +244,39 @@ def test_skip_corrupt_leaves_out_bad_images_with_one_warning(tmp_path):
         ImageFolderDataset.new_classification(tmp_path / "class0", skip_corrupt=True)
 
 
+@pytest.mark.parametrize("bad", [5, 6, 7])
+def test_skip_warning_lists_five_files_and_counts_the_rest(tmp_path, bad):
+    Image.fromarray(pixels(0, 0, size=3)).save(tmp_path / "good.png")
+    items = [(tmp_path / "good.png", "c")]
+    for i in range(bad):
+        (tmp_path / f"bad{i}.png").write_bytes(b"")
+        items.append((tmp_path / f"bad{i}.png", "c"))
+    with pytest.warns(UserWarning) as caught:
+        ds = ImageFolderDataset.new_classification_with_items(items, ["c"], skip_corrupt=True)
+    assert ds.len() == 1 and len(caught) == 1
+    message = str(caught[0].message)
+    shown = "; ".join(f"{tmp_path / f'bad{i}.png'}: cannot decode as an image "
+                     r"\(UnidentifiedImageError: [^;]*>\)" for i in range(5))
+    more = f"; and {bad - 5} more" if bad > 5 else ""
+    assert re.fullmatch(rf"ImageFolderDataset: skipped {bad} of {bad + 1} images that don't decode: {shown}{more}",
+                        message), message
+
+
+@pytest.mark.stack
+def test_skip_warning_points_at_the_callers_line(tmp_path):
+    """Not at a line inside burnlike.data, though the constructors nest at different depths. (Marked
+    `stack`: it checks which frame a warning names.)"""
+    Image.fromarray(pixels(0, 0, size=3)).save(tmp_path / "good.png")
+    (tmp_path / "bad.png").write_bytes(b"")
+    for make in (lambda: ImageFolderDataset.new_classification(tmp_path, skip_corrupt=True),
+                 lambda: ImageFolderDataset.new_classification_with_items(
+                     [(tmp_path / "good.png", "c"), (tmp_path / "bad.png", "c")], ["c"], skip_corrupt=True)):
+        with pytest.warns(UserWarning, match="skipped 1 of 2") as caught:
+            make()
+        assert caught[0].filename == __file__, caught[0].filename
+
+
+# --- refusals -----------------------------------------------------------------------------------------------
 def test_missing_and_empty_folders_and_a_bad_decoder_are_named(tmp_path):
     with pytest.raises(DatasetNotFoundError, match="image folder .*nowhere not found"):
         ImageFolderDataset.new_classification(tmp_path / "nowhere")
@@ -195,6 +291,26 @@ def test_missing_and_empty_folders_and_a_bad_decoder_are_named(tmp_path):
         ImageFolderDataset.new_classification(tmp_path, decoder="magic")
 
 
+def test_image_folder_size_extension_and_folder_refusals_are_named(tmp_path):
+    Image.fromarray(pixels(0, 0, size=3)).save(tmp_path / "a.png")
+    items = [(tmp_path / "a.png", "c")]
+    assert ImageFolderDataset.new_classification_with_items(items, ["c"], size=(1, 1)).get(0).image.shape == (1, 1, 3)
+    for size in [(5,), (0, 3), (3, 0, 1)]:
+        with pytest.raises(ValueError, match=rf"^size must be \(height, width\) with both >= 1, got {re.escape(repr(size))}$"):
+            ImageFolderDataset.new_classification_with_items(items, ["c"], size=size)
+    with pytest.raises(DatasetError, match=r"^Invalid file extension: 'txt' \(supported: bmp, jpg, jpeg, png, gif, tif, "
+                                           r"tiff, webp\)$"):
+        ImageFolderDataset.new_classification_with(tmp_path, [".TXT"])
+    with pytest.raises(DatasetError, match=r"^Invalid file extension: '\(none\)'"):
+        ImageFolderDataset.new_classification_with_items([(tmp_path / "noext", "c")], ["c"])
+    with pytest.raises(DatasetNotFoundError, match=rf"^image folder {re.escape(str(tmp_path / 'a.png'))} not found "
+                                                   r"\(it is a file\)$"):
+        ImageFolderDataset.new_classification(tmp_path / "a.png")
+    with pytest.raises(DatasetNotFoundError, match=rf"^image folder {re.escape(str(tmp_path / 'nope'))} not found$"):
+        ImageFolderDataset.new_classification(tmp_path / "nope")
+
+
+# --- a training run -----------------------------------------------------------------------------------------
 def test_a_thousand_pngs_feed_a_one_epoch_learner_run_that_learns(tmp_path):
     """Acceptance: 1,000 generated PNGs through ImageFolderDataset + ImageBatcher into a Learner epoch."""
     root = write_image_folder(tmp_path / "images", classes=4, per_class=250, size=16)
@@ -220,119 +336,3 @@ def test_a_thousand_pngs_feed_a_one_epoch_learner_run_that_learns(tmp_path):
     losses = [float(line.split(",")[0]) for line in lines]
     assert len(losses) == 20 and np.mean(losses[-5:]) < np.mean(losses[:5])  # it learns from what it reads
     assert read_metric_log(tmp_path / "run" / "valid" / "epoch-1" / "Accuracy.log") > 25.0  # above chance
-
-
-def test_image_folder_items_report_width_and_height_and_batch_by_shape(tmp_path):
-    from burnlike.data.dataset import ImageFolderDataset, ImageItems, Label
-
-    shapes = [(2, 5), (3, 5), (2, 5)]
-    for i, (h, w) in enumerate(shapes):
-        Image.fromarray(pixels(0, i, size=5)[:h, :w]).save(tmp_path / f"{i}.png")
-    ds = ImageFolderDataset.new_classification_with_items([(tmp_path / f"{i}.png", "k") for i in range(3)], ["j", "k"])
-    item = ds.get(1)
-    assert (item.image_width, item.image_height) == (5, 3) and item.annotation == Label(1)
-    mixed = ds.__getitems__([0, 1])
-    assert isinstance(mixed, list)
-    assert [(m.image_width, m.image_height, m.annotation) for m in mixed] == [(5, 2, Label(1)), (5, 3, Label(1))]
-    same = ds.__getitems__([0, 2])
-    assert isinstance(same, ImageItems) and same.images.shape == (2, 2, 5, 3)
-    assert ds.__getitems__([]) == []
-    with pytest.raises(IndexError, match=r"^index 3 is out of range for ImageFolderDataset of length 3$"):
-        ds.__getitems__([0, 3])
-    with pytest.raises(Exception, match="label 'z' is not one of the classes"):
-        ImageFolderDataset.new_classification_with_items([(tmp_path / "0.png", "z")], ["j", "k"])
-    grey = ImageFolderDataset.new_classification_with_items([(tmp_path / "0.png", "k")], ["k"], mode="L", size=(4, 4))
-    assert grey.get(0).image.shape == (4, 4, 1)
-    multi = ImageFolderDataset.new_multilabel_classification_with_items([(tmp_path / "0.png", ["k"])], ["j", "k"],
-                                                                        size=(4, 4))
-    assert multi.get(0).image.shape == (4, 4, 3)
-
-
-def test_image_folder_size_extension_and_folder_refusals_are_named(tmp_path):
-    from burnlike.data.dataset import DatasetError, ImageFolderDataset
-
-    Image.fromarray(pixels(0, 0, size=3)).save(tmp_path / "a.png")
-    items = [(tmp_path / "a.png", "c")]
-    assert ImageFolderDataset.new_classification_with_items(items, ["c"], size=(1, 1)).get(0).image.shape == (1, 1, 3)
-    for size in [(5,), (0, 3), (3, 0, 1)]:
-        with pytest.raises(ValueError, match=rf"^size must be \(height, width\) with both >= 1, got {re.escape(repr(size))}$"):
-            ImageFolderDataset.new_classification_with_items(items, ["c"], size=size)
-    with pytest.raises(DatasetError, match=r"^Invalid file extension: 'txt' \(supported: bmp, jpg, jpeg, png, gif, tif, "
-                                           r"tiff, webp\)$"):
-        ImageFolderDataset.new_classification_with(tmp_path, [".TXT"])
-    with pytest.raises(DatasetError, match=r"^Invalid file extension: '\(none\)'"):
-        ImageFolderDataset.new_classification_with_items([(tmp_path / "noext", "c")], ["c"])
-    with pytest.raises(DatasetNotFoundError, match=rf"^image folder {re.escape(str(tmp_path / 'a.png'))} not found "
-                                                   r"\(it is a file\)$"):
-        ImageFolderDataset.new_classification(tmp_path / "a.png")
-    with pytest.raises(DatasetNotFoundError, match=rf"^image folder {re.escape(str(tmp_path / 'nope'))} not found$"):
-        ImageFolderDataset.new_classification(tmp_path / "nope")
-
-
-def test_image_folders_follow_symlinked_class_folders(tmp_path):
-    from burnlike.data.dataset import ImageFolderDataset
-
-    elsewhere = tmp_path / "elsewhere" / "cats"
-    elsewhere.mkdir(parents=True)
-    Image.fromarray(pixels(0, 0, size=3)).save(elsewhere / "a.png")
-    (tmp_path / "root").mkdir()
-    Image.fromarray(pixels(0, 1, size=3)).save(tmp_path / "root" / "b.png")
-    (tmp_path / "root" / "cats").symlink_to(elsewhere, target_is_directory=True)
-    ds = ImageFolderDataset.new_classification(tmp_path / "root")
-    assert ds.len() == 2 and ds.classes == ["cats", "root"]
-
-
-def test_segmentation_masks_resize_and_skip_when_corrupt(tmp_path):
-    from burnlike.data.dataset import ImageFolderDataset, SegmentationMask
-
-    Image.fromarray(pixels(0, 0, size=4)).save(tmp_path / "img.png")
-    mask = np.array([[0, 0, 2, 2], [0, 0, 2, 2], [1, 1, 3, 3], [1, 1, 3, 3]], dtype=np.uint8)
-    Image.fromarray(np.dstack([mask, mask * 0 + 9, mask * 0 + 9])).save(tmp_path / "mask.png")
-    ds = ImageFolderDataset.new_segmentation_with_items([(tmp_path / "img.png", tmp_path / "mask.png")], ["a", "b"])
-    got = ds.get(0).annotation
-    assert isinstance(got, SegmentationMask) and got.mask.dtype == torch.int64 and np.array_equal(got.mask, mask)
-    small = ImageFolderDataset.new_segmentation_with_items([(tmp_path / "img.png", tmp_path / "mask.png")], ["a"],
-                                                           size=(2, 2), decoder="pil")
-    assert small.get(0).image.shape == (2, 2, 3) and small.get(0).annotation.mask.shape == (2, 2)
-    (tmp_path / "bad_mask.png").write_bytes(b"not a png")
-    with pytest.warns(UserWarning, match="skipped 1 of 2 images that don't decode: .*bad_mask.png: cannot decode"):
-        kept = ImageFolderDataset.new_segmentation_with_items(
-            [(tmp_path / "img.png", tmp_path / "mask.png"), (tmp_path / "img.png", tmp_path / "bad_mask.png")],
-            ["a"], skip_corrupt=True)
-    assert kept.len() == 1
-
-
-@pytest.mark.parametrize("bad", [5, 6, 7])
-def test_skip_warning_lists_five_files_and_counts_the_rest(tmp_path, bad):
-    from burnlike.data.dataset import ImageFolderDataset
-
-    Image.fromarray(pixels(0, 0, size=3)).save(tmp_path / "good.png")
-    items = [(tmp_path / "good.png", "c")]
-    for i in range(bad):
-        (tmp_path / f"bad{i}.png").write_bytes(b"")
-        items.append((tmp_path / f"bad{i}.png", "c"))
-    with pytest.warns(UserWarning) as caught:
-        ds = ImageFolderDataset.new_classification_with_items(items, ["c"], skip_corrupt=True)
-    assert ds.len() == 1 and len(caught) == 1
-    message = str(caught[0].message)
-    shown = "; ".join(f"{tmp_path / f'bad{i}.png'}: cannot decode as an image "
-                     r"\(UnidentifiedImageError: [^;]*>\)" for i in range(5))
-    more = f"; and {bad - 5} more" if bad > 5 else ""
-    assert re.fullmatch(rf"ImageFolderDataset: skipped {bad} of {bad + 1} images that don't decode: {shown}{more}",
-                        message), message
-
-
-@pytest.mark.stack
-def test_skip_warning_points_at_the_callers_line(tmp_path):
-    """Not at a line inside burnlike.data: the constructors nest at different depths. (Marked
-    `stack`: left out under mutmut, whose trampolines add frames.)"""
-    from burnlike.data.dataset import ImageFolderDataset
-
-    Image.fromarray(pixels(0, 0, size=3)).save(tmp_path / "good.png")
-    (tmp_path / "bad.png").write_bytes(b"")
-    for make in (lambda: ImageFolderDataset.new_classification(tmp_path, skip_corrupt=True),
-                 lambda: ImageFolderDataset.new_classification_with_items(
-                     [(tmp_path / "good.png", "c"), (tmp_path / "bad.png", "c")], ["c"], skip_corrupt=True)):
-        with pytest.warns(UserWarning, match="skipped 1 of 2") as caught:
-            make()
-        assert caught[0].filename == __file__, caught[0].filename

@@ -1,4 +1,9 @@
-"""TODO: docstring."""
+"""`burnlike.record.checkpoint.lightning_dict`: Lightning checkpoint dicts as record items, read
+back by `load_checkpoint`. Model weights take the recorder's precision while optimizer state and
+the ddp_spawn transport keep theirs; `map_location` (str, device, dict of exact location tags,
+callable) moves every tensor; snapshots for async saves reuse their buffers. A torch.save file is
+read with torch's `weights_only` loader only: a pickle that would run code is never unpickled,
+and every refusal says how to convert the file."""
 
 from __future__ import annotations
 
@@ -23,11 +28,14 @@ from burnlike.record import (
     load_checkpoint,
 )
 from burnlike.record.checkpoint.lightning_dict import encode_checkpoint, map_tensors, snapshot_checkpoint
+from burnlike.record.checkpoint.value import TAG
 from tests.record.checkpoint.helpers import Opaque, save_checkpoint
 from tests.record.helpers import Tiny, lightning_checkpoint, randomised_params
 
 
 class Evil:
+    """Unpickled, it creates the file `marker`: proof that loading ran code."""
+
     def __init__(self, marker: Path) -> None:
         self.marker = marker
 
@@ -51,6 +59,7 @@ def refused(tmp_path) -> Path:
 
 
 def first_line(path: Path) -> str:
+    """The first line of torch's weights_only refusal of `path`."""
     try:
         torch.load(path, weights_only=True)
     except pickle.UnpicklingError as e:
@@ -71,6 +80,7 @@ Point = namedtuple("Point", "x y")
 
 
 def tensors(obj) -> list[torch.Tensor]:
+    """Every tensor in a checkpoint, depth first."""
     if isinstance(obj, torch.Tensor):
         return [obj]
     if isinstance(obj, dict):
@@ -86,6 +96,151 @@ def to_meta(t: torch.Tensor, location: str) -> torch.Tensor:
 
 
 MAP_LOCATIONS = {"str": "meta", "device": torch.device("meta"), "dict": {"cpu": "meta"}, "callable": to_meta}
+
+
+# --- what a recorder checkpoint stores ---
+
+
+def test_compact_checkpoint_keeps_optimizer_state_and_spawn_transport_full_precision(tmp_path):
+    io = RecorderCheckpointIO(CompactRecorder())
+    tiny = torch.tensor([1e-8, 2049.0])
+    io.save_checkpoint({"state_dict": {"w": tiny.clone()}, "optimizer_states": [{"exp_avg_sq": tiny.clone()}],
+                        "pytorch-lightning_version": "x"}, tmp_path / "c.ckpt")
+    back = io.load_checkpoint(tmp_path / "c.ckpt")
+    assert back["state_dict"]["w"].dtype == torch.float16 and back["state_dict"]["w"].tolist() == [0.0, 2048.0]
+    assert torch.equal(back["optimizer_states"][0]["exp_avg_sq"], tiny)
+    io.save_checkpoint({"state_dict": {"w": tiny.clone()}, "pytorch-lightning_version": "x"}, tmp_path / ".temp.ckpt")
+    assert torch.equal(io.load_checkpoint(tmp_path / ".temp.ckpt")["state_dict"]["w"], tiny)  # ddp_spawn transport
+
+
+def test_a_checkpoint_value_that_cannot_be_stored_warns_how_it_reads_back():
+    with pytest.warns(UserWarning, match=r"^checkpoint key 'hparams\.fn' holds a .*, which can't be stored without "
+                                         r"pickle; it is saved as a marker and reads back as "
+                                         r"burnlike\.record\.Unstorable$"):
+        encode_checkpoint({"state_dict": {}, "hparams": {"fn": Opaque()}}, DefaultRecorder())
+
+
+# --- snapshots for async saves ---
+
+
+def test_a_snapshot_reuses_the_last_snapshots_buffers_where_shape_and_dtype_match():
+    ckpt = {"state_dict": {"w": torch.randn(3, 2), "steps": torch.arange(4)}, "epoch": 1}
+    first, buffers = snapshot_checkpoint(ckpt)
+    assert [b.dtype for b in buffers] == [torch.float32, torch.int64]
+    assert buffers[0] is first["state_dict"]["w"] and buffers[1] is first["state_dict"]["steps"]
+    ckpt["state_dict"]["w"].add_(1)
+    second, again = snapshot_checkpoint(ckpt, buffers)
+    assert again[0] is buffers[0] and again[1] is buffers[1]  # the same pages, rewritten
+    assert torch.equal(second["state_dict"]["w"], ckpt["state_dict"]["w"])
+    assert second["state_dict"]["w"] is not ckpt["state_dict"]["w"]
+
+
+@pytest.mark.parametrize("other", [torch.zeros(2, 3), torch.zeros(3, 2, dtype=torch.float64)])
+def test_a_snapshot_takes_a_fresh_buffer_when_shape_or_dtype_differ(other):
+    w = torch.randn(3, 2)
+    snap, used = snapshot_checkpoint({"w": w}, [other])
+    assert used[0] is not other and used[0].dtype == w.dtype and torch.equal(snap["w"], w)
+
+
+def test_a_snapshot_is_on_the_cpu_whatever_the_default_device():
+    w = torch.arange(4)
+    with torch.device("meta"):
+        snap, _ = snapshot_checkpoint({"w": w})
+    assert snap["w"].device.type == "cpu" and torch.equal(snap["w"], w)
+
+
+# --- map_location ---
+
+
+@pytest.mark.parametrize("how", list(MAP_LOCATIONS))
+@pytest.mark.parametrize("via", ["load_checkpoint", "plugin"])
+def test_map_location_moves_every_tensor(tmp_path, how, via):
+    path = tmp_path / "c.ckpt"
+    io = RecorderCheckpointIO(CompactRecorder())
+    io.save_checkpoint(lightning_checkpoint(randomised_params(Tiny())), path)
+    read = load_checkpoint if via == "load_checkpoint" else io.load_checkpoint
+    plain = read(path)
+    moved = read(path, map_location=MAP_LOCATIONS[how])
+    before, after = tensors(plain), tensors(moved)
+    assert len(after) == len(before) == 7 and all(t.device.type == "cpu" for t in before)
+    assert all(t.device.type == "meta" for t in after)
+    assert [(t.shape, t.dtype) for t in after] == [(t.shape, t.dtype) for t in before]
+    assert moved["epoch"] == 2 and isinstance(moved["loops"]["pair"], tuple) and moved["loops"]["pair"][1] == "x"
+
+
+def test_map_location_dict_keys_are_location_tags_matched_exactly(tmp_path):
+    """A dict moves a tensor only under its exact location tag ("cpu" here): another device's tag,
+    or another spelling, leaves every tensor of the checkpoint where it was, as it was."""
+    path = tmp_path / "c.ckpt"
+    RecorderCheckpointIO(DefaultRecorder()).save_checkpoint(lightning_checkpoint(Tiny()), path)
+    plain = tensors(load_checkpoint(path))
+    for unmatched in ({"cuda:0": "meta"}, {"cuda:0": "meta", "CPU": "meta"}):
+        kept = tensors(load_checkpoint(path, map_location=unmatched))
+        assert len(kept) == len(plain) == 7 and all(t.device.type == "cpu" for t in kept)
+        assert all(torch.equal(a, b) for a, b in zip(kept, plain))
+    assert all(t.device.type == "meta" for t in tensors(load_checkpoint(path, map_location={"cpu": "meta"})))
+
+
+def test_a_map_location_callable_returning_none_keeps_the_tensor(tmp_path):
+    path = save_checkpoint(tmp_path / "last.ckpt", {"w": torch.arange(3.0)})
+    w = load_checkpoint(path, map_location=lambda t, location: None)["state_dict"]["w"]
+    assert isinstance(w, torch.Tensor) and torch.equal(w, torch.arange(3.0))
+
+
+def test_map_tensors_keeps_a_named_tuple_as_it_is():
+    p = Point(torch.ones(2), 1)
+    out = map_tensors({"p": p, "t": (torch.ones(1),)}, lambda t: t * 2)
+    assert out["p"] is p and torch.equal(out["t"][0], torch.full((1,), 2.0))
+
+
+# --- records that are not (valid) checkpoints ---
+
+
+def test_a_record_that_is_not_a_checkpoint_says_so(tmp_path):
+    path = DefaultRecorder().record({"weights": [1, 2]}, tmp_path / "not-ckpt")
+    for value in ({"weights": [1, 2]}, [1, 2]):
+        DefaultRecorder().record(value, path, exact_path=True)
+        with pytest.raises(RecordError) as error:
+            load_checkpoint(path)
+        assert str(error.value) == f"{path}: not a training checkpoint (no 'state_dict')"
+
+
+def test_a_checkpoint_with_a_malformed_value_is_named_by_its_file(tmp_path):
+    path = DefaultRecorder().record({"state_dict": {}, "loops": {TAG: "tuple", "items": 5}}, tmp_path / "ckpt")
+    with pytest.raises(RecordError) as error:
+        load_checkpoint(path)
+    assert str(error.value).startswith(f"{path}:") and "loops" in str(error.value)
+
+
+def test_a_checkpoint_nested_deeper_than_python_can_decode_is_a_record_error(tmp_path):
+    """JSON parses in C (one level per container); decoding the values takes Python frames: under a
+    tight recursion limit the decode is what overflows, and that must be a RecordError, not a crash."""
+    nested: list[object] = []
+    for _ in range(300):
+        nested = [nested]
+    recorder = PrettyJsonFileRecorder()
+    path = recorder.record({"state_dict": {}}, tmp_path / "deep")
+    doc = json.loads(path.read_text())
+    doc["item"]["deep"] = nested
+    path.write_text(json.dumps(doc))  # C's encoder: no Python frame per level
+    depth = 0
+    frame = sys._getframe()
+    while frame is not None:
+        depth, frame = depth + 1, frame.f_back
+    limit = sys.getrecursionlimit()
+    # Room for the JSON parse, not for decoding. Up to 3.11 the C parser counts against the limit
+    # (300) and decoding takes 2 frames a level; from 3.12 the parser doesn't and, with list
+    # comprehensions inlined (PEP 709), decoding takes 1 frame a level.
+    sys.setrecursionlimit(depth + (400 if sys.version_info < (3, 12) else 200))
+    try:
+        with pytest.raises(RecordError) as error:
+            load_checkpoint(path, recorder)
+    finally:
+        sys.setrecursionlimit(limit)
+    assert str(error.value) == f"{path}: checkpoint nests too deeply"
+
+
+# --- torch.save files: read by torch's weights_only loader, never unpickled ---
 
 
 @pytest.mark.parametrize("how", ["pickle", "torch.save"])
@@ -162,139 +317,3 @@ def test_map_location_reaches_torchs_loader(tmp_path):
     path = torch_saved(tmp_path / "last.ckpt", {"state_dict": {"w": torch.ones(2)}})
     with pytest.warns(UserWarning, match="torch.save checkpoint"):
         assert load_checkpoint(path, map_location="meta")["state_dict"]["w"].device.type == "meta"
-
-
-def test_a_map_location_callable_returning_none_keeps_the_tensor(tmp_path):
-    path = save_checkpoint(tmp_path / "last.ckpt", {"w": torch.arange(3.0)})
-    w = load_checkpoint(path, map_location=lambda t, location: None)["state_dict"]["w"]
-    assert isinstance(w, torch.Tensor) and torch.equal(w, torch.arange(3.0))
-
-
-def test_map_tensors_keeps_a_named_tuple_as_it_is():
-    p = Point(torch.ones(2), 1)
-    out = map_tensors({"p": p, "t": (torch.ones(1),)}, lambda t: t * 2)
-    assert out["p"] is p and torch.equal(out["t"][0], torch.full((1,), 2.0))
-
-
-def test_a_snapshot_reuses_the_last_snapshots_buffers_where_shape_and_dtype_match():
-    ckpt = {"state_dict": {"w": torch.randn(3, 2), "steps": torch.arange(4)}, "epoch": 1}
-    first, buffers = snapshot_checkpoint(ckpt)
-    assert [b.dtype for b in buffers] == [torch.float32, torch.int64]
-    assert buffers[0] is first["state_dict"]["w"] and buffers[1] is first["state_dict"]["steps"]
-    ckpt["state_dict"]["w"].add_(1)
-    second, again = snapshot_checkpoint(ckpt, buffers)
-    assert again[0] is buffers[0] and again[1] is buffers[1]  # the same pages, rewritten
-    assert torch.equal(second["state_dict"]["w"], ckpt["state_dict"]["w"])
-    assert second["state_dict"]["w"] is not ckpt["state_dict"]["w"]
-
-
-@pytest.mark.parametrize("other", [torch.zeros(2, 3), torch.zeros(3, 2, dtype=torch.float64)])
-def test_a_snapshot_takes_a_fresh_buffer_when_shape_or_dtype_differ(other):
-    w = torch.randn(3, 2)
-    snap, used = snapshot_checkpoint({"w": w}, [other])
-    assert used[0] is not other and used[0].dtype == w.dtype and torch.equal(snap["w"], w)
-
-
-def test_a_snapshot_is_on_the_cpu_whatever_the_default_device():
-    w = torch.arange(4)
-    with torch.device("meta"):
-        snap, _ = snapshot_checkpoint({"w": w})
-    assert snap["w"].device.type == "cpu" and torch.equal(snap["w"], w)
-
-
-def test_map_location_dict_keys_are_location_tags_matched_exactly(tmp_path):
-    path = save_checkpoint(tmp_path / "last.ckpt", {"w": torch.arange(3.0)})
-    kept = load_checkpoint(path, map_location={"cuda:0": "meta", "CPU": "meta"})["state_dict"]["w"]
-    assert kept.device.type == "cpu" and torch.equal(kept, torch.arange(3.0))
-    assert load_checkpoint(path, map_location={"cpu": "meta"})["state_dict"]["w"].device.type == "meta"
-
-
-def test_a_record_that_is_not_a_checkpoint_says_so(tmp_path):
-    path = DefaultRecorder().record({"weights": [1, 2]}, tmp_path / "not-ckpt")
-    for value in ({"weights": [1, 2]}, [1, 2]):
-        DefaultRecorder().record(value, path, exact_path=True)
-        with pytest.raises(RecordError) as error:
-            load_checkpoint(path)
-        assert str(error.value) == f"{path}: not a training checkpoint (no 'state_dict')"
-
-
-def test_a_checkpoint_value_that_cannot_be_stored_warns_how_it_reads_back():
-    with pytest.warns(UserWarning, match=r"^checkpoint key 'hparams\.fn' holds a .*, which can't be stored without "
-                                         r"pickle; it is saved as a marker and reads back as "
-                                         r"burnlike\.record\.Unstorable$"):
-        encode_checkpoint({"state_dict": {}, "hparams": {"fn": Opaque()}}, DefaultRecorder())
-
-
-def test_a_checkpoint_nested_deeper_than_python_can_decode_is_a_record_error(tmp_path):
-    """JSON parses in C (one level per container); decoding the values takes Python frames: under a
-    tight recursion limit the decode is what overflows, and that must be a RecordError, not a crash."""
-    nested: list[object] = []
-    for _ in range(300):
-        nested = [nested]
-    recorder = PrettyJsonFileRecorder()
-    path = recorder.record({"state_dict": {}}, tmp_path / "deep")
-    doc = json.loads(path.read_text())
-    doc["item"]["deep"] = nested
-    path.write_text(json.dumps(doc))  # C's encoder: no Python frame per level
-    depth = 0
-    frame = sys._getframe()
-    while frame is not None:
-        depth, frame = depth + 1, frame.f_back
-    limit = sys.getrecursionlimit()
-    # Room for the JSON parse, not for decoding. Up to 3.11 the C parser counts against the limit
-    # (300) and decoding takes 2 frames a level; from 3.12 the parser doesn't and, with list
-    # comprehensions inlined (PEP 709), decoding takes 1 frame a level.
-    sys.setrecursionlimit(depth + (400 if sys.version_info < (3, 12) else 200))
-    try:
-        with pytest.raises(RecordError) as error:
-            load_checkpoint(path, recorder)
-    finally:
-        sys.setrecursionlimit(limit)
-    assert str(error.value) == f"{path}: checkpoint nests too deeply"
-
-
-def test_a_checkpoint_with_a_malformed_value_is_named_by_its_file(tmp_path):
-    from burnlike.record import DefaultRecorder
-    from burnlike.record.checkpoint.lightning_dict import load_checkpoint
-    from burnlike.record.checkpoint.value import TAG
-    from burnlike.record.error import RecordError
-
-    path = DefaultRecorder().record({"state_dict": {}, "loops": {TAG: "tuple", "items": 5}}, tmp_path / "ckpt")
-    with pytest.raises(RecordError) as error:
-        load_checkpoint(path)
-    assert str(error.value).startswith(f"{path}:") and "loops" in str(error.value)
-
-
-@pytest.mark.parametrize("how", list(MAP_LOCATIONS))
-@pytest.mark.parametrize("via", ["load_checkpoint", "plugin"])
-def test_map_location_moves_every_tensor(tmp_path, how, via):
-    path = tmp_path / "c.ckpt"
-    io = RecorderCheckpointIO(CompactRecorder())
-    io.save_checkpoint(lightning_checkpoint(randomised_params(Tiny())), path)
-    read = load_checkpoint if via == "load_checkpoint" else io.load_checkpoint
-    plain = read(path)
-    moved = read(path, map_location=MAP_LOCATIONS[how])
-    before, after = tensors(plain), tensors(moved)
-    assert len(after) == len(before) == 7 and all(t.device.type == "cpu" for t in before)
-    assert all(t.device.type == "meta" for t in after)
-    assert [(t.shape, t.dtype) for t in after] == [(t.shape, t.dtype) for t in before]
-    assert moved["epoch"] == 2 and isinstance(moved["loops"]["pair"], tuple) and moved["loops"]["pair"][1] == "x"
-
-
-def test_a_map_location_dict_for_another_device_leaves_tensors_in_place(tmp_path):
-    path = tmp_path / "c.ckpt"
-    RecorderCheckpointIO(DefaultRecorder()).save_checkpoint(lightning_checkpoint(Tiny()), path)
-    kept = load_checkpoint(path, map_location={"cuda:0": "meta"})
-    assert all(t.device.type == "cpu" for t in tensors(kept))
-
-
-def test_compact_checkpoint_keeps_optimizer_state_and_spawn_transport_full_precision(tmp_path):
-    io = RecorderCheckpointIO(CompactRecorder())
-    tiny = torch.tensor([1e-8, 2049.0])
-    io.save_checkpoint({"state_dict": {"w": tiny.clone()}, "optimizer_states": [{"exp_avg_sq": tiny.clone()}],
-                        "pytorch-lightning_version": "x"}, tmp_path / "c.ckpt")
-    back = io.load_checkpoint(tmp_path / "c.ckpt")
-    assert back["state_dict"]["w"].dtype == torch.float16 and back["state_dict"]["w"].tolist() == [0.0, 2048.0]
-    assert torch.equal(back["optimizer_states"][0]["exp_avg_sq"], tiny)
-    io.save_checkpoint({"state_dict": {"w": tiny.clone()}, "pytorch-lightning_version": "x"}, tmp_path / ".temp.ckpt")
-    assert torch.equal(io.load_checkpoint(tmp_path / ".temp.ckpt")["state_dict"]["w"], tiny)  # ddp_spawn transport

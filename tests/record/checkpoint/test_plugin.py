@@ -1,4 +1,10 @@
-"""TODO: docstring."""
+"""`burnlike.record.checkpoint.plugin`: `RecorderCheckpointIO`, Lightning's CheckpointIO writing
+Burn records, and `load_lightning_module`/`load_from_checkpoint`. Real fits resume from its
+checkpoints exactly as an uninterrupted run (full precision; compact ones keep optimizer state
+full), from Lightning's own torch.save checkpoints too; paths may be fsspec URLs; async saves
+write the step's values even as training changes the weights, surface their errors, and leave
+no thread behind. Loading a module passes map_location and strict on, and asks for
+hyperparameters that couldn't be stored as keyword arguments."""
 
 from __future__ import annotations
 
@@ -36,13 +42,9 @@ from burnlike.train import LearnerBuilder
 from burnlike.train.module import StepModule
 from tests.helpers.fit import same_weights
 from tests.helpers.toy import Classifier, loader
+from tests.record.helpers import burnlike_threads
 
 
-def burnlike_threads() -> list[str]:
-    return [t.name for t in threading.enumerate() if t.name.startswith("burnlike")]
-
-
-# 3. async saves --------------------------------------------------------------------------------------
 class GatedRecorder(NamedMpkFileRecorder):
     """Holds each write until the test opens the gate: the write provably runs after the weights moved."""
 
@@ -57,6 +59,9 @@ class GatedRecorder(NamedMpkFileRecorder):
 
 
 class SaveThenMutate(L.Callback):
+    """At step `at`: a synchronous save, then an async one held at the gate while the weights and
+    the optimizer state change in place, then the gate opens."""
+
     def __init__(self, io: RecorderCheckpointIO, at: int, folder: Path) -> None:
         self.io, self.at, self.folder = io, at, folder
 
@@ -78,20 +83,16 @@ class SaveThenMutate(L.Callback):
 
 
 class Pair(L.LightningModule):
+    """A Linear of `width` inputs, `width` saved as its one hyperparameter."""
+
     def __init__(self, width: int = 2) -> None:
         super().__init__()
         self.save_hyperparameters()
         self.net = nn.Linear(width, 2)
 
 
-class WithNet(L.LightningModule):
-    def __init__(self, net: nn.Module, lr: float = 0.1) -> None:
-        super().__init__()
-        self.save_hyperparameters()
-        self.net = net
-
-
 def pair_checkpoint(path: Path, recorder: Any = None, drop: str | None = None, **extra: Any) -> Path:
+    """A checkpoint of a seeded `Pair`, without the entry `drop`, with `extra` keys."""
     torch.manual_seed(0)
     src = Pair()
     state = {k: v for k, v in src.state_dict().items() if k != drop}
@@ -100,7 +101,9 @@ def pair_checkpoint(path: Path, recorder: Any = None, drop: str | None = None, *
     return path
 
 
-class Tiny(L.LightningModule):
+class BatchNormClassifier(L.LightningModule):
+    """A small MLP with a BatchNorm (an int64 counter among its buffers), trained with Adam."""
+
     def __init__(self, hidden: int = 16) -> None:
         super().__init__()
         self.save_hyperparameters()
@@ -114,13 +117,14 @@ class Tiny(L.LightningModule):
         return torch.optim.Adam(self.parameters(), lr=1e-2)
 
 
-def data() -> DataLoader:
+def batches() -> DataLoader:
     g = torch.Generator().manual_seed(0)
     x = torch.randn(64, 8, generator=g)
     return DataLoader(TensorDataset(x, (x.sum(1) > 0).long()), batch_size=16, shuffle=False)
 
 
-def trainer(tmp: Path, epochs: int, recorder: object, top_k: int = -1) -> L.Trainer:
+def checkpointing_trainer(tmp: Path, epochs: int, recorder: object, top_k: int = -1) -> L.Trainer:
+    """A CPU Trainer saving a checkpoint every epoch through the plugin, keeping all or the top k."""
     ckpt = ModelCheckpoint(dirpath=tmp, save_top_k=top_k, every_n_epochs=1, monitor="epoch" if top_k > 0 else None,
                            mode="max")
     return L.Trainer(max_epochs=epochs, plugins=[RecorderCheckpointIO(recorder)], callbacks=[ckpt], logger=False,
@@ -128,22 +132,26 @@ def trainer(tmp: Path, epochs: int, recorder: object, top_k: int = -1) -> L.Trai
                      accelerator="cpu", devices=1)
 
 
-def fit(tmp: Path, epochs: int, recorder: object, ckpt_path: Path | None = None, top_k: int = -1) -> Tiny:
+def fit(tmp: Path, epochs: int, recorder: object, ckpt_path: Path | None = None, top_k: int = -1) -> BatchNormClassifier:
+    """A seeded `BatchNormClassifier` fitted for `epochs`, checkpointed into `tmp`."""
     torch.manual_seed(0)
-    model = Tiny()
+    model = BatchNormClassifier()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # Lightning's "few workers" hints
-        trainer(tmp, epochs, recorder, top_k).fit(model, data(), ckpt_path=ckpt_path)
+        checkpointing_trainer(tmp, epochs, recorder, top_k).fit(model, batches(), ckpt_path=ckpt_path)
     return model
 
 
-class WithNetInHparams(L.LightningModule):
+class WithNet(L.LightningModule):
     """The lightning-hydra-template pattern: an nn.Module in the hyperparameters."""
 
     def __init__(self, net: nn.Module, lr: float = 0.1) -> None:
         super().__init__()
         self.save_hyperparameters()
         self.net = net
+
+
+# --- saving and resuming through the plugin ---
 
 
 def test_plugin_paths_and_storage_options_go_to_fsspec():
@@ -158,7 +166,45 @@ def test_plugin_paths_and_storage_options_go_to_fsspec():
     assert RemotePath(f"{root}/a/b.ckpt").parent.name == "a"
 
 
-# 2. torch.save checkpoints -------------------------------------------------------------------------
+@pytest.mark.timeout(180)
+def test_full_precision_resume_equals_an_uninterrupted_run_and_loads_back_the_module(tmp_path):
+    straight = fit(tmp_path / "a", 4, DefaultRecorder())
+    assert sorted(p.name for p in (tmp_path / "a").iterdir()) == [f"epoch={e}-step={4 * (e + 1)}.ckpt" for e in range(4)]
+    fit(tmp_path / "b", 2, DefaultRecorder())
+    resumed = fit(tmp_path / "b", 4, DefaultRecorder(), ckpt_path=tmp_path / "b" / "epoch=1-step=8.ckpt")
+    for (name, a), b in zip(straight.state_dict().items(), resumed.state_dict().values()):
+        assert torch.equal(a, b), name
+    back = load_lightning_module(BatchNormClassifier, tmp_path / "a" / "epoch=3-step=16.ckpt")
+    assert isinstance(back, BatchNormClassifier) and back.hparams.hidden == 16
+    assert all(torch.equal(a, b) for a, b in zip(straight.state_dict().values(), back.state_dict().values()))
+
+
+@pytest.mark.timeout(180)
+def test_compact_checkpoints_resume_and_keep_optimizer_state_full_precision(tmp_path):
+    fit(tmp_path, 2, CompactRecorder(), top_k=1)
+    files = sorted(p.name for p in tmp_path.iterdir())
+    assert files == ["epoch=1-step=8.ckpt"]  # top-k removal went through remove_checkpoint
+    ckpt = load_checkpoint(tmp_path / files[0], CompactRecorder())
+    assert ckpt["state_dict"]["net.0.weight"].dtype == torch.float16
+    assert ckpt["state_dict"]["net.1.num_batches_tracked"].dtype == torch.int64
+    state = ckpt["optimizer_states"][0]["state"]
+    assert list(state) == list(range(6)) and state[0]["exp_avg_sq"].dtype == torch.float32
+    assert state[0]["step"].dtype == torch.float32 and ckpt["optimizer_states"][0]["param_groups"][0]["betas"] == (0.9, 0.999)
+    resumed = fit(tmp_path, 3, CompactRecorder(), ckpt_path=tmp_path / files[0], top_k=1)
+    assert resumed.trainer.current_epoch == 3 and (tmp_path / "epoch=2-step=12.ckpt").exists()
+
+
+def test_gz_checkpoints_load_with_map_location_and_are_told_by_their_bytes(tmp_path):
+    fit(tmp_path, 1, NamedMpkGzFileRecorder())
+    path = tmp_path / "epoch=0-step=4.ckpt"
+    io = RecorderCheckpointIO(NamedMpkGzFileRecorder())
+    ckpt = io.load_checkpoint(path, map_location="cpu", weights_only=True)
+    assert ckpt["pytorch-lightning_version"] and ckpt["state_dict"]["net.0.weight"].device.type == "cpu"
+    moved = io.load_checkpoint(path, map_location=lambda t, _: t.double())
+    assert moved["state_dict"]["net.0.weight"].dtype == torch.float64
+    assert load_checkpoint(path)["epoch"] == 0  # the format is sniffed: Lightning names every file .ckpt
+
+
 def test_a_torch_saved_lightning_checkpoint_resumes_through_the_plugin(tmp_path):
     torch.manual_seed(0)
     first = LearnerBuilder(tmp_path / "torch").num_epochs(1).progress_bar(False).build(Classifier(), AdamConfig(), 1e-2)
@@ -178,6 +224,9 @@ def test_a_torch_saved_lightning_checkpoint_resumes_through_the_plugin(tmp_path)
     assert trainer.global_step == 8  # epoch 1 from the file, epoch 2 trained here
     trainer.save_checkpoint(tmp_path / "next.ckpt")
     assert (tmp_path / "next.ckpt").read_bytes()[:1] == b"\x83"  # the recorder's format (MessagePack)
+
+
+# --- async saves and threads ---
 
 
 def test_no_thread_outlives_a_save_and_lightnings_async_wrapper_works(tmp_path):
@@ -233,6 +282,9 @@ def test_an_async_write_error_surfaces_at_the_next_save_and_at_teardown(tmp_path
     assert burnlike_threads() == []
 
 
+# --- loading a LightningModule ---
+
+
 def test_load_lightning_module_reads_with_the_recorder_given(tmp_path):
     path = pair_checkpoint(tmp_path / "last.mpk", BinFileRecorder())  # bincode under a MessagePack name
     assert load_lightning_module(Pair, path, recorder=BinFileRecorder()).net.weight.shape == (2, 2)
@@ -251,6 +303,11 @@ def test_map_location_and_strict_reach_the_loaded_module(tmp_path, load):
     assert torch.equal(loose.net.weight, load(Pair, path).net.weight)
 
 
+def test_hyperparameters_stored_as_pairs_load(tmp_path):
+    path = pair_checkpoint(tmp_path / "last.ckpt", hyper_parameters=[["width", 2]])  # Lightning updates from pairs
+    assert load_lightning_module(Pair, path).hparams.width == 2
+
+
 @pytest.mark.parametrize("cls", [WithNet, functools.partial(WithNet)])
 def test_an_unstorable_hparam_error_names_file_key_and_the_call_to_make(tmp_path, cls):
     path = tmp_path / "last.ckpt"
@@ -267,60 +324,14 @@ def test_an_unstorable_hparam_error_names_file_key_and_the_call_to_make(tmp_path
     assert (e.value.path, e.value.key) == (str(path), "hyper_parameters.net")
 
 
-def test_hyperparameters_stored_as_pairs_load(tmp_path):
-    path = pair_checkpoint(tmp_path / "last.ckpt", hyper_parameters=[["width", 2]])  # Lightning updates from pairs
-    assert load_lightning_module(Pair, path).hparams.width == 2
-
-
-@pytest.mark.timeout(180)
-def test_full_precision_resume_equals_an_uninterrupted_run_and_loads_back_the_module(tmp_path):
-    straight = fit(tmp_path / "a", 4, DefaultRecorder())
-    assert sorted(p.name for p in (tmp_path / "a").iterdir()) == [f"epoch={e}-step={4 * (e + 1)}.ckpt" for e in range(4)]
-    fit(tmp_path / "b", 2, DefaultRecorder())
-    resumed = fit(tmp_path / "b", 4, DefaultRecorder(), ckpt_path=tmp_path / "b" / "epoch=1-step=8.ckpt")
-    for (name, a), b in zip(straight.state_dict().items(), resumed.state_dict().values()):
-        assert torch.equal(a, b), name
-    back = load_lightning_module(Tiny, tmp_path / "a" / "epoch=3-step=16.ckpt")
-    assert isinstance(back, Tiny) and back.hparams.hidden == 16
-    assert all(torch.equal(a, b) for a, b in zip(straight.state_dict().values(), back.state_dict().values()))
-
-
-@pytest.mark.timeout(180)
-def test_compact_checkpoints_resume_and_keep_optimizer_state_full_precision(tmp_path):
-    fit(tmp_path, 2, CompactRecorder(), top_k=1)
-    files = sorted(p.name for p in tmp_path.iterdir())
-    assert files == ["epoch=1-step=8.ckpt"]  # top-k removal went through remove_checkpoint
-    ckpt = load_checkpoint(tmp_path / files[0], CompactRecorder())
-    assert ckpt["state_dict"]["net.0.weight"].dtype == torch.float16
-    assert ckpt["state_dict"]["net.1.num_batches_tracked"].dtype == torch.int64
-    state = ckpt["optimizer_states"][0]["state"]
-    assert list(state) == list(range(6)) and state[0]["exp_avg_sq"].dtype == torch.float32
-    assert state[0]["step"].dtype == torch.float32 and ckpt["optimizer_states"][0]["param_groups"][0]["betas"] == (0.9, 0.999)
-    resumed = fit(tmp_path, 3, CompactRecorder(), ckpt_path=tmp_path / files[0], top_k=1)
-    assert resumed.trainer.current_epoch == 3 and (tmp_path / "epoch=2-step=12.ckpt").exists()
-
-
-def test_gz_checkpoints_load_with_map_location_and_are_told_by_their_bytes(tmp_path):
-    fit(tmp_path, 1, NamedMpkGzFileRecorder())
-    path = tmp_path / "epoch=0-step=4.ckpt"
-    io = RecorderCheckpointIO(NamedMpkGzFileRecorder())
-    ckpt = io.load_checkpoint(path, map_location="cpu", weights_only=True)
-    assert ckpt["pytorch-lightning_version"] and ckpt["state_dict"]["net.0.weight"].device.type == "cpu"
-    moved = io.load_checkpoint(path, map_location=lambda t, _: t.double())
-    assert moved["state_dict"]["net.0.weight"].dtype == torch.float64
-    assert load_checkpoint(path)["epoch"] == 0  # the format is sniffed: Lightning names every file .ckpt
-
-
 def test_load_from_checkpoint_asks_for_unstorable_hparams_as_keyword_arguments(tmp_path):
-    from burnlike.record import RecordError, load_from_checkpoint
-
-    module = WithNetInHparams(nn.Linear(3, 2))
+    module = WithNet(nn.Linear(3, 2))
     path = tmp_path / "last.ckpt"
     with pytest.warns(UserWarning, match="hyper_parameters.net"):
         RecorderCheckpointIO(DefaultRecorder()).save_checkpoint(
             {"state_dict": module.state_dict(), "hyper_parameters": dict(module.hparams),
              "pytorch-lightning_version": L.__version__}, path)
     with pytest.raises(RecordError, match="net=..."):
-        load_from_checkpoint(WithNetInHparams, path)
-    back = load_from_checkpoint(WithNetInHparams, path, net=nn.Linear(3, 2))
+        load_from_checkpoint(WithNet, path)
+    back = load_from_checkpoint(WithNet, path, net=nn.Linear(3, 2))
     assert back.hparams.lr == 0.1 and torch.equal(back.net.weight, module.net.weight)

@@ -1,4 +1,5 @@
-"""TODO: docstring."""
+"""Shared by the tests of `burnlike.record.format`: the MessagePack and JSON file recorders, the
+precision settings, and `Masked`, a module with a bool buffer beside its weights."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ from burnlike.record import (
 
 
 class Masked(Module):
+    """A Linear and a bool buffer, `mask`."""
+
     def __init__(self) -> None:
         super().__init__()
         self.linear = nn.Linear(3, 2)
@@ -25,6 +28,5 @@ class Masked(Module):
 
 
 RECORDERS = [NamedMpkFileRecorder, NamedMpkGzFileRecorder, PrettyJsonFileRecorder, JsonGzFileRecorder]
-
 
 SETTINGS = [FullPrecisionSettings, HalfPrecisionSettings, DoublePrecisionSettings]

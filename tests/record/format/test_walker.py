@@ -1,4 +1,8 @@
-"""TODO: docstring."""
+"""`burnlike.record.format.walker`: the one walk of a module tree in Burn's record order, which
+decides the record's structure for every format. Fields in declaration order, Linear weights
+transposed, norms' `gamma`/`beta`, config fields and stateless modules as nil, empty slots
+skipped, custom parameters under their names; Burn 0.19's layout where it differs (conv geometry
+as nil pairs, optional stateless children as `Some`)."""
 
 from __future__ import annotations
 
@@ -36,84 +40,7 @@ class WithEmptySlot(nn.Module):
         self.head = nn.Linear(3, 2)
 
 
-def test_group_norm_records_its_affine_params_then_its_config():
-    norm = nn.GroupNorm(2, 4)
-    with torch.no_grad():
-        norm.weight.copy_(torch.tensor([1.0, 2.0, 3.0, 4.0]))
-    item = module_to_record(norm)
-    assert list(item) == ["gamma", "beta", "num_groups", "num_channels", "epsilon"]
-    assert bytes(item["gamma"]["param"]["bytes"]) == norm.weight.detach().numpy().tobytes()
-
-
-def test_a_custom_modules_own_parameter_is_recorded_under_its_name(tmp_path):
-    item = module_to_record(Scaled())
-    assert list(item) == ["scale"]
-    assert bytes(item["scale"]["param"]["bytes"]) == torch.tensor([2.0, 3.0]).numpy().tobytes()
-    path = DefaultRecorder().save_module(Scaled(), tmp_path / "s")
-    loaded = Scaled()
-    with torch.no_grad():
-        loaded.scale.zero_()
-    DefaultRecorder().load_module(loaded, path)
-    assert loaded.scale.tolist() == [2.0, 3.0]
-
-
-def test_an_empty_module_slot_is_skipped_and_the_next_submodules_are_recorded(tmp_path):
-    model = WithEmptySlot()
-    assert set(module_to_record(model)) == {"head"}
-    path = CompactRecorder().save_module(model, tmp_path / "m")
-    loaded = WithEmptySlot()
-    nn.init.zeros_(loaded.head.weight)
-    CompactRecorder().load_module(loaded, path)
-    assert torch.equal(loaded.head.weight, model.head.weight.half().float())
-
-
-@pytest.mark.parametrize("conv", ["ConvTranspose1d", "ConvTranspose2d"])
-def test_a_transposed_conv_records_its_padding_out(tmp_path, conv):
-    import msgpack
-    from torch import nn
-
-    from burnlike.record import NamedMpkFileRecorder
-
-    torch.manual_seed(4)
-    model = getattr(nn, conv)(3, 5, 3)
-    path = NamedMpkFileRecorder().save_module(model, tmp_path / "conv")
-    item = msgpack.unpackb(path.read_bytes())["item"]
-    assert "padding_out" in item and item["padding_out"] is None
-    loaded = getattr(nn, conv)(3, 5, 3)
-    NamedMpkFileRecorder().load_module(loaded, path)
-    assert torch.equal(loaded.weight, model.weight)
-
-
-def test_burn_0_19_records_an_optional_stateless_child_as_some(tmp_path):
-    """`__burn_optional__` names children Burn declares `Option<…>` (the book's `pool:
-    Option<MaxPool2d>`): Burn 0.19's bincode records them as Some(()), a tag byte a plain stateless
-    child doesn't have (MessagePack writes both as nil)."""
-    from torch import nn
-
-
-    class Plain(nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.linear, self.pool = nn.Linear(2, 2), nn.MaxPool2d(2)
-
-    class Optional_(Plain):
-        __burn_optional__ = ("pool",)
-
-    def size(model: nn.Module, version: str) -> int:
-        torch.manual_seed(5)
-        model.linear.reset_parameters()
-        path = BinFileRecorder(burn_version=version).save_module(model, tmp_path / f"{version}-{type(model).__name__}")
-        return path.stat().st_size
-
-    assert size(Optional_(), "0.19.0") == size(Plain(), "0.19.0") + 1
-    assert size(Optional_(), "0.21.0") == size(Plain(), "0.21.0")
-
-
-def test_a_stateless_module_records_as_nil_and_loads_back(tmp_path):
-    path = DefaultRecorder().save_module(nn.ReLU(), tmp_path / "relu")
-    metadata, item = DefaultRecorder().read_record(path)
-    assert item is None
-    DefaultRecorder().load_module(nn.ReLU(), path)
+# --- the record's structure ---
 
 
 def test_compact_file_has_burns_record_structure_field_by_field(tmp_path):
@@ -149,11 +76,84 @@ def test_compact_file_has_burns_record_structure_field_by_field(tmp_path):
     assert msgpack.packb(record, use_bin_type=True) == raw
 
 
-def test_burn_0_19_layout_writes_conv_geometry_as_nil_pairs_and_bool_as_a_plain_name(tmp_path):
+def test_group_norm_records_its_affine_params_then_its_config():
+    norm = nn.GroupNorm(2, 4)
+    with torch.no_grad():
+        norm.weight.copy_(torch.tensor([1.0, 2.0, 3.0, 4.0]))
+    item = module_to_record(norm)
+    assert list(item) == ["gamma", "beta", "num_groups", "num_channels", "epsilon"]
+    assert bytes(item["gamma"]["param"]["bytes"]) == norm.weight.detach().numpy().tobytes()
+
+
+def test_a_custom_modules_own_parameter_is_recorded_under_its_name(tmp_path):
+    item = module_to_record(Scaled())
+    assert list(item) == ["scale"]
+    assert bytes(item["scale"]["param"]["bytes"]) == torch.tensor([2.0, 3.0]).numpy().tobytes()
+    path = DefaultRecorder().save_module(Scaled(), tmp_path / "s")
+    loaded = Scaled()
+    with torch.no_grad():
+        loaded.scale.zero_()
+    DefaultRecorder().load_module(loaded, path)
+    assert loaded.scale.tolist() == [2.0, 3.0]
+
+
+def test_an_empty_module_slot_is_skipped_and_the_next_submodules_are_recorded(tmp_path):
+    model = WithEmptySlot()
+    assert set(module_to_record(model)) == {"head"}
+    path = CompactRecorder().save_module(model, tmp_path / "m")
+    loaded = WithEmptySlot()
+    nn.init.zeros_(loaded.head.weight)
+    CompactRecorder().load_module(loaded, path)
+    assert torch.equal(loaded.head.weight, model.head.weight.half().float())
+
+
+def test_a_stateless_module_records_as_nil_and_loads_back(tmp_path):
+    path = DefaultRecorder().save_module(nn.ReLU(), tmp_path / "relu")
+    metadata, item = DefaultRecorder().read_record(path)
+    assert item is None
+    DefaultRecorder().load_module(nn.ReLU(), path)
+
+
+@pytest.mark.parametrize("conv", ["ConvTranspose1d", "ConvTranspose2d"])
+def test_a_transposed_conv_records_its_padding_out(tmp_path, conv):
+    torch.manual_seed(4)
+    model = getattr(nn, conv)(3, 5, 3)
+    path = NamedMpkFileRecorder().save_module(model, tmp_path / "conv")
+    item = msgpack.unpackb(path.read_bytes())["item"]
+    assert "padding_out" in item and item["padding_out"] is None
+    loaded = getattr(nn, conv)(3, 5, 3)
+    NamedMpkFileRecorder().load_module(loaded, path)
+    assert torch.equal(loaded.weight, model.weight)
+
+
+# --- Burn 0.19's layout ---
+
+
+def test_burn_0_19_layout_writes_conv_geometry_as_nil_pairs(tmp_path):
     path = randomised(Net()).save_file(tmp_path / "m", NamedMpkFileRecorder(burn_version="0.19.0"))
     record = msgpack.unpackb(path.read_bytes(), raw=False)
     assert record["metadata"]["version"] == "0.19.0"
     assert record["item"]["block"]["conv"]["stride"] == [None, None]
-    from burnlike.record.tensor.tensor_data import dtype_field
 
-    assert dtype_field(torch.bool, "0.19.0") == "Bool" and dtype_field(torch.bool, "0.21.0") == {"Bool": "Native"}
+
+def test_burn_0_19_records_an_optional_stateless_child_as_some(tmp_path):
+    """`__burn_optional__` names children Burn declares `Option<…>` (the book's `pool:
+    Option<MaxPool2d>`): Burn 0.19's bincode records them as Some(()), a tag byte a plain stateless
+    child doesn't have (MessagePack writes both as nil)."""
+
+    class WithPool(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.linear, self.pool = nn.Linear(2, 2), nn.MaxPool2d(2)
+
+    class WithOptionalPool(WithPool):
+        __burn_optional__ = ("pool",)
+
+    def size(model: nn.Module, version: str) -> int:
+        torch.manual_seed(5)
+        model.linear.reset_parameters()
+        path = BinFileRecorder(burn_version=version).save_module(model, tmp_path / f"{version}-{type(model).__name__}")
+        return path.stat().st_size
+
+    assert size(WithOptionalPool(), "0.19.0") == size(WithPool(), "0.19.0") + 1
+    assert size(WithOptionalPool(), "0.21.0") == size(WithPool(), "0.21.0")

@@ -1,4 +1,7 @@
-"""TODO: docstring."""
+"""`burnlike.record.tensor.file_slice`: `FileSlice`, a tensor's bytes left in the record file
+until read into place. Reads go on after a short read (Linux moves at most ~2 GiB per read), never
+move the shared file offset where they run in parallel, and a file that shrank since it was parsed
+is a `RecordError`."""
 
 from __future__ import annotations
 
@@ -8,18 +11,14 @@ import os
 import pytest
 import torch
 
-from burnlike.record import (
-    CompactRecorder,
-    RecordError,
-)
+from burnlike.record import CompactRecorder, RecordError
 from burnlike.record.tensor import transfer
+from burnlike.record.tensor.file_slice import FileSlice
 from tests.record.helpers import Wide
 
 
 def test_a_file_slice_reads_on_after_short_reads(tmp_path, monkeypatch):
     """Linux moves at most ~2 GiB per read: each next read starts where the last one ended."""
-    from burnlike.record.tensor.file_slice import FileSlice
-
     data = torch.arange(1000, dtype=torch.int32)
     path = tmp_path / "raw"
     path.write_bytes(b"head" + data.numpy().tobytes())
@@ -34,7 +33,6 @@ def test_a_file_slice_reads_on_after_short_reads(tmp_path, monkeypatch):
 def test_parallel_slices_read_by_position_never_by_the_shared_file_offset(tmp_path):
     """Loads read one file's parts on two threads: a read that seeks the shared file object would
     race the other thread's, so where `parallel` says yes, a read must not touch the offset."""
-    from burnlike.record.tensor.file_slice import FileSlice
 
     class NoSeek(io.FileIO):
         def seek(self, *args: object, **kwargs: object) -> int:

@@ -1,7 +1,12 @@
-"""TODO: docstring."""
+"""`burnlike.record.tensor.serial`: copies and min/max over big tensors kept on the calling thread
+(torch's intra-op pool only adds hand-offs to a save or load). Results equal torch's whole-tensor
+ops, NaN and int64 extremes included, wherever they lie; inside `alone()` a cast is one torch call
+with torch's team set to one on this thread only (restored after, errors included); outside it,
+casts go in pieces of about 32K values (whole rows for strided tensors) and min/max by numpy."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import threading
 from collections.abc import Callable
@@ -10,11 +15,10 @@ import pytest
 import torch
 
 from burnlike.record.tensor import serial
-from burnlike.record.tensor.precision import (
-    HalfPrecisionSettings,
-    storage_dtype,
-)
-from tests.record.tensor.helpers import OpCounts, _copies, count_ops, needs_omp
+from burnlike.record.tensor.precision import HalfPrecisionSettings, storage_dtype
+from tests.record.tensor.helpers import OpCounts, count_ops, needs_omp
+
+N = 5 * serial.CHUNK + 7  # six 32K pieces
 
 
 def _on_a_new_thread(fn: Callable[[], object]) -> OpCounts:
@@ -36,7 +40,42 @@ def _on_a_new_thread(fn: Callable[[], object]) -> OpCounts:
     return out[0]
 
 
-N = 5 * serial.CHUNK + 7  # six 32K pieces
+# --- results equal torch's ---
+
+
+def test_serial_ops_equal_torchs_on_big_tensors():
+    """Big tensors go piece by piece (no intra-op threads): same results as torch's whole-tensor ops,
+    a NaN or an out-of-range value anywhere included."""
+    t = torch.randn(N)
+    assert [float(v) for v in serial.aminmax(t)] == [float(v) for v in t.aminmax()]
+    for where in (0, N // 2, N - 1):  # first, middle and last piece
+        wide = t.clone()
+        wide[where] = 70000.0
+        assert storage_dtype(wide, HalfPrecisionSettings()) == torch.float32
+        wide[where] = float("nan")
+        assert serial.aminmax(wide)[0].isnan() and serial.aminmax(wide)[1].isnan()
+    ints = torch.arange(N, dtype=torch.int64) - 2**40  # beyond what a float64 holds exactly once offset
+    ints[-1] = 2**62 + 1
+    assert [int(v) for v in serial.aminmax(ints)] == [-(2**40), 2**62 + 1]
+    assert storage_dtype(ints, HalfPrecisionSettings()) == torch.int64
+    for src_dtype, dst_dtype in [(torch.float32, torch.float16), (torch.float16, torch.float32), (torch.int64, torch.int16)]:
+        src = (torch.randn(N) * 1000).to(src_dtype)
+        assert torch.equal(serial.copy_(torch.empty(N, dtype=dst_dtype), src), src.to(dst_dtype))
+
+
+@pytest.mark.parametrize("alone", [False, True])
+def test_serial_aminmax_equals_torchs_inside_and_outside_alone(alone):
+    """`serial.aminmax` gives torch's whole-tensor result inside `alone()` (one torch pass) and out
+    of it (numpy, or pieces), NaN and int64 extremes included."""
+    cases = [torch.randn(N), torch.randn(N, dtype=torch.float64), torch.randn(N).half(), torch.randn(N).bfloat16(),
+             torch.arange(N, dtype=torch.int64) - 2**40]
+    cases[0][N // 3] = float("nan")
+    with serial.alone() if alone else contextlib.nullcontext():
+        for t in cases:
+            lo, hi = serial.aminmax(t)
+            want_lo, want_hi = t.aminmax()
+            assert torch.equal(lo, want_lo) or lo.isnan() and want_lo.isnan()
+            assert torch.equal(hi, want_hi) or hi.isnan() and want_hi.isnan()
 
 
 @pytest.mark.parametrize("where", [0, 3 * serial.CHUNK + 5])
@@ -46,6 +85,9 @@ def test_bf16_min_max_in_pieces_sees_every_element(where):
     t[where + 1] = 8.0
     lo, hi = serial.aminmax(t)
     assert (float(lo), float(hi)) == (-8.0, 8.0)
+
+
+# --- how the work is split ---
 
 
 def test_a_thread_that_never_went_alone_casts_in_pieces_and_takes_min_max_from_numpy():
@@ -68,6 +110,29 @@ def test_min_max_is_one_torch_pass_alone_numpy_outside_and_pieces_without_numpy(
     got: list[tuple[torch.Tensor, torch.Tensor]] = []
     assert count_ops(lambda: got.append(serial.aminmax(bf16))).aminmax == math.ceil(N / serial.CHUNK)
     assert [float(v) for v in got[0]] == [float(v) for v in bf16.aminmax()]
+
+
+@needs_omp
+def test_copy_is_one_call_alone_and_in_pieces_otherwise(monkeypatch):
+    """A big cast is one torch call inside `alone()` (one op's set-up instead of one per 32K piece),
+    else in pieces; where torch's OpenMP isn't reachable, in pieces even inside `alone()`. The bytes
+    are torch's own cast's either way."""
+    src = torch.randn(N) * 1000
+    dst = torch.empty(N, dtype=torch.float16)
+
+    def cast() -> None:
+        serial.copy_(dst, src)
+
+    def cast_alone() -> None:
+        with serial.alone():
+            serial.copy_(dst, src)
+
+    assert count_ops(cast_alone).copies == 1 and torch.equal(dst, src.half())
+    dst.zero_()
+    assert count_ops(cast).copies == 6 and torch.equal(dst, src.half())
+    monkeypatch.setattr(serial, "_OMP_SET", None)
+    dst.zero_()
+    assert count_ops(cast_alone).copies == 6 and torch.equal(dst, src.half())
 
 
 @pytest.mark.parametrize(("shape", "calls"), [
@@ -97,57 +162,13 @@ def test_a_strided_column_of_single_values_goes_in_blocks_of_32k_rows():
     assert torch.equal(dst, src)
 
 
-def test_serial_ops_equal_torchs_on_big_tensors():
-    """Big tensors go piece by piece (no intra-op threads): same results as torch's whole-tensor ops,
-    a NaN or an out-of-range value anywhere included."""
-    from burnlike.record.tensor import serial
-
-    n = 5 * serial.CHUNK + 7
-    t = torch.randn(n)
-    assert [float(v) for v in serial.aminmax(t)] == [float(v) for v in t.aminmax()]
-    for where in (0, n // 2, n - 1):  # first, middle and last piece
-        wide = t.clone()
-        wide[where] = 70000.0
-        assert storage_dtype(wide, HalfPrecisionSettings()) == torch.float32
-        wide[where] = float("nan")
-        assert serial.aminmax(wide)[0].isnan() and serial.aminmax(wide)[1].isnan()
-    ints = torch.arange(n, dtype=torch.int64) - 2**40  # beyond what a float64 holds exactly once offset
-    ints[-1] = 2**62 + 1
-    assert [int(v) for v in serial.aminmax(ints)] == [-(2**40), 2**62 + 1]
-    assert storage_dtype(ints, HalfPrecisionSettings()) == torch.int64
-    for src_dtype, dst_dtype in [(torch.float32, torch.float16), (torch.float16, torch.float32), (torch.int64, torch.int16)]:
-        src = (torch.randn(n) * 1000).to(src_dtype)
-        assert torch.equal(serial.copy_(torch.empty(n, dtype=dst_dtype), src), src.to(dst_dtype))
-
-
-@pytest.mark.parametrize("alone", [False, True])
-def test_serial_aminmax_equals_torchs_inside_and_outside_alone(alone):
-    """`serial.aminmax` gives torch's whole-tensor result inside `alone()` (one torch pass) and out
-    of it (numpy, or pieces), NaN and int64 extremes included."""
-    import contextlib
-
-    from burnlike.record.tensor import serial
-
-    n = 5 * serial.CHUNK + 7
-    cases = [torch.randn(n), torch.randn(n, dtype=torch.float64), torch.randn(n).half(), torch.randn(n).bfloat16(),
-             torch.arange(n, dtype=torch.int64) - 2**40]
-    cases[0][n // 3] = float("nan")
-    with serial.alone() if alone else contextlib.nullcontext():
-        for t in cases:
-            lo, hi = serial.aminmax(t)
-            want_lo, want_hi = t.aminmax()
-            assert torch.equal(lo, want_lo) or lo.isnan() and want_lo.isnan()
-            assert torch.equal(hi, want_hi) or hi.isnan() and want_hi.isnan()
+# --- alone() ---
 
 
 @needs_omp
 def test_alone_keeps_torch_ops_on_this_thread_and_restores_its_team_after():
     """Inside `alone()` torch sees one thread on this thread only; the team size comes back after,
     also after an error, and other threads never see the change."""
-    import threading
-
-    from burnlike.record.tensor import serial
-
     before = torch.get_num_threads()
     seen: list[int] = []
     inside, done = threading.Event(), threading.Event()
@@ -161,7 +182,7 @@ def test_alone_keeps_torch_ops_on_this_thread_and_restores_its_team_after():
     thread.start()
     with serial.alone():
         assert torch.get_num_threads() == 1
-        with serial.alone():  # nested: still one, and the outer one restores
+        with serial.alone():  # nested: one thread, and the outer one restores
             assert torch.get_num_threads() == 1
         assert torch.get_num_threads() == 1
         inside.set()
@@ -171,29 +192,3 @@ def test_alone_keeps_torch_ops_on_this_thread_and_restores_its_team_after():
     with pytest.raises(ValueError), serial.alone():
         raise ValueError
     assert torch.get_num_threads() == before
-
-
-@needs_omp
-def test_copy_is_one_call_alone_and_in_pieces_otherwise(monkeypatch):
-    """A big cast is one torch call inside `alone()` (one op's set-up instead of one per 32K piece),
-    else in pieces; where torch's OpenMP isn't reachable, in pieces even inside `alone()`. The bytes
-    are torch's own cast's either way."""
-    from burnlike.record.tensor import serial
-
-    n = 5 * serial.CHUNK + 7
-    src = torch.randn(n) * 1000
-    dst = torch.empty(n, dtype=torch.float16)
-
-    def cast() -> None:
-        serial.copy_(dst, src)
-
-    def cast_alone() -> None:
-        with serial.alone():
-            serial.copy_(dst, src)
-
-    assert _copies(cast_alone) == 1 and torch.equal(dst, src.half())
-    dst.zero_()
-    assert _copies(cast) == 6 and torch.equal(dst, src.half())
-    monkeypatch.setattr(serial, "_OMP_SET", None)
-    dst.zero_()
-    assert _copies(cast_alone) == 6 and torch.equal(dst, src.half())

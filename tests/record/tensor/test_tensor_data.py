@@ -1,4 +1,8 @@
-"""TODO: docstring."""
+"""`burnlike.record.tensor.tensor_data`: tensors to and from Burn's `TensorData{bytes, shape,
+dtype}`. Decoding checks every field (dtype name, shape, byte count, the kind of the bytes) before
+it builds a tensor, naming the key and file of what is wrong, and gives a tensor that owns its
+memory (writing into it leaves the record's bytes alone). Bool dtypes take the spelling of the
+Burn version written for."""
 
 from __future__ import annotations
 
@@ -6,42 +10,43 @@ import pytest
 import torch
 from torch import nn
 
-from burnlike.record import (
-    DefaultRecorder,
-    RecordError,
-)
+from burnlike.record import DefaultRecorder, RecordError
 from burnlike.record.format.module_record import module_to_record
-from burnlike.record.tensor.tensor_data import bytes_to_tensor, check_data, data_to_tensor
+from burnlike.record.tensor.tensor_data import (
+    bytes_to_tensor,
+    check_data,
+    data_to_tensor,
+    dtype_field,
+    tensor_to_data,
+)
 from tests.record.helpers import Tiny, randomised_params, repack, unpack
 
 
-class Masked(nn.Module):
+class BoolMask(nn.Module):
+    """One bool buffer, `mask`."""
+
     def __init__(self) -> None:
         super().__init__()
         self.register_buffer("mask", torch.tensor([True, False]))
 
 
-def test_quantized_tensors_are_refused_by_name():
-    with pytest.raises(RecordError) as error:
-        check_data({"bytes": b"", "shape": [0], "dtype": {"QFloat": "Q8S"}}, "w", "f.mpk")
-    assert str(error.value) == "f.mpk: at 'w': quantized (QFloat) tensors are not supported"
+# --- encoding ---
 
 
-@pytest.mark.parametrize("dim", [2**63, 2**64 - 1])
-def test_a_shape_beyond_i64_is_refused_as_a_shape(dim):
-    with pytest.raises(RecordError, match=r"shape must be a list of at most 64 non-negative ints, got \["):
-        check_data({"bytes": b"", "shape": [dim], "dtype": "F32"}, "w", "f.mpk")
-
-
-@pytest.mark.parametrize(("version", "spelling"), [("0.19.0", "Bool"), ("0.20.0", {"Bool": "Native"})])
+@pytest.mark.parametrize(("version", "spelling"), [("0.19.0", "Bool"), ("0.20.0", {"Bool": "Native"}),
+                                                   ("0.21.0", {"Bool": "Native"})])
 def test_bool_tensors_take_the_burn_versions_spelling(version, spelling):
-    assert module_to_record(Masked(), version=version)["mask"]["param"]["dtype"] == spelling
+    """Burn 0.19 names the bool dtype `Bool`; from 0.20 it is `{"Bool": "Native"}` (a BoolStore
+    variant). The dtype field, TensorData made at once or streamed by the writer, and a module's
+    record all agree."""
+    assert dtype_field(torch.bool, version) == spelling
+    flags = torch.tensor([True, False])
+    for lazy in (False, True):  # bytes at once, or streamed by the writer
+        assert tensor_to_data(flags, burn_version=version, lazy=lazy)["dtype"] == spelling
+    assert module_to_record(BoolMask(), version=version)["mask"]["param"]["dtype"] == spelling
 
 
-def test_tensor_bytes_of_the_wrong_kind_are_named_by_their_type():
-    with pytest.raises(RecordError) as error:
-        check_data({"bytes": "AAAA", "shape": [1], "dtype": "F32"}, "layer.weight")
-    assert "bytes must be binary, got str" in str(error.value)
+# --- decoding ---
 
 
 def test_bf16_bytes_decode_as_bf16_values():
@@ -49,6 +54,14 @@ def test_bf16_bytes_decode_as_bf16_values():
     raw = source.view(torch.int16).numpy().tobytes()
     out = bytes_to_tensor(raw, torch.bfloat16, [2, 2])
     assert out.dtype == torch.bfloat16 and torch.equal(out, source)
+
+
+def test_check_data_reads_burn_0_21_bool_and_refuses_a_shape_that_is_not_a_list():
+    raw, dtype, shape = check_data({"bytes": b"\x01\x00\x01", "shape": [3], "dtype": {"Bool": "Native"}})
+    assert dtype == torch.bool and shape == [3]
+    for bad in (3, "3", {"0": 3}):
+        with pytest.raises(RecordError, match="shape"):
+            data_to_tensor({"bytes": b"\0" * 12, "shape": bad, "dtype": "F32"})
 
 
 def test_a_copy_of_read_only_bytes_is_writable_and_owns_its_memory():
@@ -61,8 +74,6 @@ def test_a_copy_of_read_only_bytes_is_writable_and_owns_its_memory():
 def test_a_decoded_tensor_data_owns_its_memory_by_default():
     """`data_to_tensor` makes read-only record bytes into a tensor of its own unless told not to:
     writing into it leaves the record's bytes as they were."""
-    from burnlike.record.tensor.tensor_data import data_to_tensor
-
     raw = torch.arange(4, dtype=torch.float32).numpy().tobytes()  # bytes: read-only
     out = data_to_tensor({"bytes": raw, "shape": [2, 2], "dtype": "F32"})
     out.fill_(9.0)  # would write into the bytes object without the copy
@@ -70,54 +81,7 @@ def test_a_decoded_tensor_data_owns_its_memory_by_default():
     assert torch.equal(out, torch.full((2, 2), 9.0))
 
 
-def test_check_data_reads_burn_0_21_bool_and_refuses_a_shape_that_is_not_a_list():
-    from burnlike.record.error import RecordError
-    from burnlike.record.tensor.tensor_data import check_data, data_to_tensor
-
-    raw, dtype, shape = check_data({"bytes": b"\x01\x00\x01", "shape": [3], "dtype": {"Bool": "Native"}})
-    assert dtype == torch.bool and shape == [3]
-    for bad in (3, "3", {"0": 3}):
-        with pytest.raises(RecordError, match="shape"):
-            data_to_tensor({"bytes": b"\0" * 12, "shape": bad, "dtype": "F32"})
-
-
-def test_decoded_tensor_data_owns_its_memory_by_default():
-    from burnlike.record.tensor.tensor_data import data_to_tensor
-
-    raw = torch.arange(6, dtype=torch.float32).numpy().tobytes()  # bytes: read-only
-    out = data_to_tensor({"bytes": raw, "shape": [2, 3], "dtype": "F32"})
-    out[0, 0] = 7.0  # a view of the bytes would be read-only (or would write into them)
-    assert out[0, 0].item() == 7.0 and raw[:4] == b"\0\0\0\0"
-
-
-def test_burn_0_19_records_a_bool_tensor_as_the_plain_name():
-    from burnlike.record.tensor.tensor_data import tensor_to_data
-
-    flags = torch.tensor([True, False])
-    for lazy in (False, True):  # bytes now, or streamed by the writer
-        assert tensor_to_data(flags, burn_version="0.19.0", lazy=lazy)["dtype"] == "Bool"
-        assert tensor_to_data(flags, burn_version="0.21.0", lazy=lazy)["dtype"] == {"Bool": "Native"}
-
-
-@pytest.mark.parametrize("raw", [[0, 0, 300, 0], [0, 0, 0], [0, 0, -1, 0]], ids=["over-255", "short", "negative"])
-def test_json_bytes_must_be_exactly_the_tensors_u8s(raw):
-    from burnlike.record.tensor.tensor_data import check_data
-
-    with pytest.raises(RecordError, match=r"bytes must be a list of 4 u8 for shape \[1\] of F32"):
-        check_data({"bytes": raw, "shape": [1], "dtype": "F32"}, "w", "m.json")
-
-
-@pytest.mark.parametrize("width", [3, 128], ids=["small", "streamed"])  # 128x128 f32 = 64 KiB: read lazily
-@pytest.mark.parametrize("extra", [4, -4, 1])
-def test_tensor_bytes_that_do_not_match_the_shape_are_refused(tmp_path, width, extra):
-    path = randomised_params(Tiny(width)).save_file(tmp_path / "m", DefaultRecorder())
-    record = unpack(path)
-    data = record["item"]["linear"]["weight"]["param"]
-    data["bytes"] = data["bytes"] + b"\0" * extra if extra > 0 else data["bytes"][:extra]
-    repack(path, record)
-    got = width * width * 4 + extra
-    with pytest.raises(RecordError, match=rf"at 'linear\.weight'.*{got} bytes don't hold shape \[{width}, {width}\]"):
-        Tiny(width).load_file(path, DefaultRecorder())
+# --- malformed TensorData ---
 
 
 @pytest.mark.parametrize(
@@ -133,3 +97,40 @@ def test_tensor_bytes_that_do_not_match_the_shape_are_refused(tmp_path, width, e
 def test_bad_tensor_data_is_a_record_error(data, needle):
     with pytest.raises(RecordError, match=needle):
         data_to_tensor(data, "x.weight", "f.mpk")
+
+
+def test_tensor_bytes_of_the_wrong_kind_are_named_by_their_type():
+    with pytest.raises(RecordError) as error:
+        check_data({"bytes": "AAAA", "shape": [1], "dtype": "F32"}, "layer.weight")
+    assert "bytes must be binary, got str" in str(error.value)
+
+
+@pytest.mark.parametrize("raw", [[0, 0, 300, 0], [0, 0, 0], [0, 0, -1, 0]], ids=["over-255", "short", "negative"])
+def test_json_bytes_must_be_exactly_the_tensors_u8s(raw):
+    with pytest.raises(RecordError, match=r"bytes must be a list of 4 u8 for shape \[1\] of F32"):
+        check_data({"bytes": raw, "shape": [1], "dtype": "F32"}, "w", "m.json")
+
+
+@pytest.mark.parametrize("dim", [2**63, 2**64 - 1])
+def test_a_shape_beyond_i64_is_refused_as_a_shape(dim):
+    with pytest.raises(RecordError, match=r"shape must be a list of at most 64 non-negative ints, got \["):
+        check_data({"bytes": b"", "shape": [dim], "dtype": "F32"}, "w", "f.mpk")
+
+
+def test_quantized_tensors_are_refused_by_name():
+    with pytest.raises(RecordError) as error:
+        check_data({"bytes": b"", "shape": [0], "dtype": {"QFloat": "Q8S"}}, "w", "f.mpk")
+    assert str(error.value) == "f.mpk: at 'w': quantized (QFloat) tensors are not supported"
+
+
+@pytest.mark.parametrize("width", [3, 128], ids=["small", "streamed"])  # 128x128 f32 = 64 KiB: read lazily
+@pytest.mark.parametrize("extra", [4, -4, 1])
+def test_tensor_bytes_that_do_not_match_the_shape_are_refused(tmp_path, width, extra):
+    path = randomised_params(Tiny(width)).save_file(tmp_path / "m", DefaultRecorder())
+    record = unpack(path)
+    data = record["item"]["linear"]["weight"]["param"]
+    data["bytes"] = data["bytes"] + b"\0" * extra if extra > 0 else data["bytes"][:extra]
+    repack(path, record)
+    got = width * width * 4 + extra
+    with pytest.raises(RecordError, match=rf"at 'linear\.weight'.*{got} bytes don't hold shape \[{width}, {width}\]"):
+        Tiny(width).load_file(path, DefaultRecorder())

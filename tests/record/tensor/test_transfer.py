@@ -1,4 +1,7 @@
-"""TODO: docstring."""
+"""`burnlike.record.tensor.transfer`: moving a checked record's tensors into a module. Big tensors
+load on named load threads, big untransposed ones in parts shared between them; whatever the
+threads, the stored dtype, the model's dtype or a strided parameter, each parameter gets exactly
+the saved values (cast once), and a tied weight is loaded once, from its last entry."""
 
 from __future__ import annotations
 
@@ -31,40 +34,6 @@ class Tied(nn.Module):
         self.head.weight = self.emb.weight
 
 
-def test_big_loads_run_on_named_load_threads(tmp_path, monkeypatch):
-    model = nn.Sequential(nn.Linear(512, 1024), nn.Linear(1024, 512))
-    path = DefaultRecorder().save_module(model, tmp_path / "m")
-    names: list[str] = []
-    run = transfer.Copy.run
-
-    def spy(self: transfer.Copy, scratch: object) -> None:
-        names.append(threading.current_thread().name)
-        run(self, scratch)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(transfer.Copy, "run", spy)
-    monkeypatch.setattr(transfer, "THREADS", 2)
-    DefaultRecorder().load_module(nn.Sequential(nn.Linear(512, 1024), nn.Linear(1024, 512)), path)
-    assert sum(n.startswith("burnlike-load") for n in names) == 2, names  # the two 2 MiB weights
-
-
-def test_a_big_tensor_loads_into_a_strided_parameter(tmp_path, monkeypatch):
-    """A parameter that is a transposed view (not contiguous) is filled whole, not through flat parts."""
-    from torch import nn
-
-    from burnlike.record import DefaultRecorder
-    from burnlike.record.tensor import transfer
-
-    monkeypatch.setattr(transfer, "PART_BYTES", 256 * 1024)
-    torch.manual_seed(3)
-    source = nn.Embedding(1024, 512)
-    path = DefaultRecorder().save_module(source, tmp_path / "emb")  # 2 MiB of f32: read in place
-    target = nn.Embedding(1024, 512)
-    target.weight = nn.Parameter(torch.zeros(512, 1024).t())
-    assert not target.weight.is_contiguous()
-    DefaultRecorder().load_module(target, path)
-    assert torch.equal(target.weight, source.weight)
-
-
 def test_a_compact_record_loads_into_a_float64_model(tmp_path):
     src = randomised(Net())
     path = src.save_file(tmp_path / "m", CompactRecorder())
@@ -88,6 +57,22 @@ def test_threaded_load_equals_the_saved_weights(tmp_path, recorder, dtype, monke
     for (name, want), got in zip(saved.state_dict().items(), loaded.state_dict().values()):
         assert got.dtype == dtype and got.is_contiguous(), name
         assert torch.equal(got, want.to(stored).to(dtype)), name
+
+
+def test_big_loads_run_on_named_load_threads(tmp_path, monkeypatch):
+    model = nn.Sequential(nn.Linear(512, 1024), nn.Linear(1024, 512))
+    path = DefaultRecorder().save_module(model, tmp_path / "m")
+    names: list[str] = []
+    run = transfer.Copy.run
+
+    def spy(self: transfer.Copy, scratch: object) -> None:
+        names.append(threading.current_thread().name)
+        run(self, scratch)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(transfer.Copy, "run", spy)
+    monkeypatch.setattr(transfer, "THREADS", 2)
+    DefaultRecorder().load_module(nn.Sequential(nn.Linear(512, 1024), nn.Linear(1024, 512)), path)
+    assert sum(n.startswith("burnlike-load") for n in names) == 2, names  # the two 2 MiB weights
 
 
 @pytest.mark.parametrize("recorder", [CompactRecorder(), DefaultRecorder()], ids=lambda r: type(r).__name__)
@@ -116,6 +101,19 @@ def test_a_big_untransposed_tensor_loads_in_parts_on_both_threads(tmp_path, reco
     parts = [step] * (2003 * 77 // step) + [2003 * 77 % step]
     assert sorted(n for g in groups for n in g) == sorted(parts)
     assert len([g for g in groups if g]) == 2  # both load threads got parts
+
+
+def test_a_big_tensor_loads_into_a_strided_parameter(tmp_path, monkeypatch):
+    """A parameter that is a transposed view (not contiguous) is filled whole, not through flat parts."""
+    monkeypatch.setattr(transfer, "PART_BYTES", 256 * 1024)
+    torch.manual_seed(3)
+    source = nn.Embedding(1024, 512)
+    path = DefaultRecorder().save_module(source, tmp_path / "emb")  # 2 MiB of f32: read in place
+    target = nn.Embedding(1024, 512)
+    target.weight = nn.Parameter(torch.zeros(512, 1024).t())
+    assert not target.weight.is_contiguous()
+    DefaultRecorder().load_module(target, path)
+    assert torch.equal(target.weight, source.weight)
 
 
 def test_tied_weights_load_once_from_the_last_entry(tmp_path, monkeypatch):

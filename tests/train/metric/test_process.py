@@ -1,16 +1,14 @@
-"""TODO: docstring."""
+"""`burnlike.train.metric.process`: the metrics that need nothing from the output. CPU use and
+memory report psutil's figures, and without psutil they say which package and which burnlike extra
+to install; the iteration speed counts from the epoch's first update (a new epoch starts over)."""
 
 import sys
 import time
 
 import pytest
 
-from burnlike.train.metric import (
-    CpuMemory,
-    CpuUse,
-    IterationSpeedMetric,
-    MetricContext,
-)
+from burnlike.train import metric as metrics
+from burnlike.train.metric import CpuMemory, CpuUse, IterationSpeedMetric, MetricContext
 
 
 def advance_clock(seconds):
@@ -20,12 +18,10 @@ def advance_clock(seconds):
         pass
 
 
+# --- CPU use and memory ---------------------------------------------------------------------------
 @pytest.mark.parametrize("metric", ["CpuMemory", "CpuUse"])
 def test_cpu_metrics_report_psutils_figures(metric):
     psutil = pytest.importorskip("psutil")  # the `system` extra
-    from burnlike.train import metric as metrics
-    from burnlike.train.metric import MetricContext
-
     m = getattr(metrics, metric)()
     value, count = m.batch_value(None, MetricContext())
     assert count == 1
@@ -35,15 +31,14 @@ def test_cpu_metrics_report_psutils_figures(metric):
         assert 0.0 <= value <= 100.0 and m.unit == "%"
 
 
-def test_cpu_metrics_name_themselves_when_psutil_is_missing(monkeypatch):
-    from burnlike.train.metric import CpuUse
-
-    monkeypatch.setitem(__import__("sys").modules, "psutil", None)
+def test_cpu_metrics_without_psutil_name_themselves_and_their_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "psutil", None)  # as if psutil were not installed
     for metric in (CpuUse, CpuMemory):
-        with pytest.raises(ImportError, match=rf"^{metric.__name__} needs psutil: "):
+        with pytest.raises(ImportError, match=rf"^{metric.__name__} needs psutil: .*burnlike\[system\]"):
             metric()
 
 
+# --- iteration speed ------------------------------------------------------------------------------
 def test_iteration_speed_counts_iterations_since_the_epochs_first_update():
     metric = IterationSpeedMetric()
     for _ in range(2):  # a second epoch starts over
@@ -58,10 +53,3 @@ def test_iteration_speed_counts_iterations_since_the_epochs_first_update():
         assert first == 0.0 and first_count == second_count == 1
         # 2 iterations over the time between the two reads of the clock, which lies between these
         assert 2 / (after - before) <= second <= 2 / (before_second - after_first)
-
-
-def test_cpu_metrics_name_their_extra(monkeypatch):
-    monkeypatch.setitem(sys.modules, "psutil", None)  # as if psutil were not installed
-    for metric in (CpuUse, CpuMemory):
-        with pytest.raises(ImportError, match=r"burnlike\[system\]"):
-            metric()

@@ -1,4 +1,7 @@
-"""TODO: docstring."""
+"""`burnlike.train.metric.store`: the run's record of epoch values. It lists a split's metric names,
+keeps one direction per metric name (refusing a second, naming both) and finds the best epoch as
+Burn does: the first strict best in the metric's own direction, a NaN epoch never winning (nor a
+NaN first epoch being a best to beat), nothing for a split or metric without values."""
 
 import pytest
 
@@ -17,9 +20,10 @@ from burnlike.train.metric import (
     RecallMetric,
     TopKAccuracyMetric,
 )
-from tests.train.helpers import NAN, store_with_pinned_strategies
+from tests.train.helpers import NAN, store_of
 
 
+# --- names and directions --------------------------------------------------------------------------
 def test_store_names_lists_one_split_sorted():
     store = MetricStore()
     store.record(Split.TRAIN, 1, "Loss", 0.5)
@@ -31,9 +35,11 @@ def test_store_names_lists_one_split_sorted():
     assert store.names(Split.TEST) == []
 
 
-# Store, machine metrics ---------------------------------------------------------------------------
-def test_store_names_both_directions_when_refusing_a_second():
-    from burnlike.train.metric import LearningRateMetric, LossMetric
+def test_store_registers_directions_and_refuses_a_second_naming_both():
+    store = MetricStore()
+    store.register([AccuracyMetric(), LossMetric(), LearningRateMetric()])
+    assert store.direction("Accuracy") is Direction.HIGHEST and store.direction("Loss") is Direction.LOWEST
+    assert store.direction("Learning Rate") is None and store.direction("Unknown") is None
 
     class HigherLoss(LossMetric):
         higher_is_better = True
@@ -41,43 +47,11 @@ def test_store_names_both_directions_when_refusing_a_second():
     class ScoredRate(LearningRateMetric):
         higher_is_better = False
 
-    store = MetricStore()
-    store.register([LossMetric(), LearningRateMetric()])
     with pytest.raises(ValueError, match=r"'Loss' is registered with two directions \(lowest and highest\)"):
         store.register([HigherLoss()])
     with pytest.raises(ValueError, match=r"'Learning Rate' is registered with two directions "
                                          r"\(no direction and lowest\)"):
         store.register([ScoredRate()])
-
-
-def test_find_epoch_honours_the_direction():
-    store = store_with_pinned_strategies({1: 0.5, 2: 0.2, 3: 0.9, 4: 0.4})
-    assert store.find_epoch("Loss", Split.VALID, Direction.LOWEST) == 2
-    assert store.find_epoch("Loss", Split.VALID, Direction.HIGHEST) == 3
-    assert store.find_epoch("Loss", Split.TRAIN, Direction.LOWEST) is None  # other split: not logged
-    assert store.find_epoch("Accuracy", Split.VALID, Direction.HIGHEST) is None
-
-
-def test_find_epoch_keeps_the_earliest_of_tied_best_epochs():
-    """Burn compares with a strict `<` / `>`: a later epoch equal to the best is not better."""
-    assert store_with_pinned_strategies({1: 0.7, 2: 0.3, 3: 0.3, 4: 0.5}).find_epoch("Loss", Split.VALID, Direction.LOWEST) == 2
-    assert store_with_pinned_strategies({1: 0.7, 2: 0.9, 3: 0.9, 4: 0.5}).find_epoch("Loss", Split.VALID, Direction.HIGHEST) == 2
-    assert store_with_pinned_strategies({3: 0.1, 1: 0.1, 2: 0.1}).find_epoch("Loss", Split.VALID, Direction.LOWEST) == 1
-
-
-def test_a_nan_epoch_never_wins_wherever_it_falls():
-    for values, lowest, highest in (({1: 0.5, 2: NAN, 3: 0.4}, 3, 1), ({1: 0.5, 2: 0.4, 3: NAN}, 2, 1),
-                                    ({1: 0.4, 2: NAN, 3: 0.5}, 1, 3)):
-        assert store_with_pinned_strategies(values).find_epoch("Loss", Split.VALID, Direction.LOWEST) == lowest
-        assert store_with_pinned_strategies(values).find_epoch("Loss", Split.VALID, Direction.HIGHEST) == highest
-
-
-def test_a_nan_first_epoch_neither_wins_nor_crashes():
-    store = store_with_pinned_strategies({1: NAN, 2: 0.5, 3: 0.4})
-    assert store.find_epoch("Loss", Split.VALID, Direction.LOWEST) == 3
-    assert store.find_epoch("Loss", Split.VALID, Direction.HIGHEST) == 2
-    only_nan = store_with_pinned_strategies({1: NAN, 2: NAN})
-    assert only_nan.find_epoch("Loss", Split.VALID, Direction.LOWEST) is None  # nothing to compare: not logged
 
 
 @pytest.mark.parametrize(("metric", "direction"), [
@@ -90,19 +64,7 @@ def test_each_metric_declares_its_direction(metric, direction):
     assert Direction.of(metric.higher_is_better) is direction
 
 
-def test_store_registers_directions_and_refuses_two_for_one_name():
-    store = MetricStore()
-    store.register([AccuracyMetric(), LossMetric(), LearningRateMetric()])
-    assert store.direction("Accuracy") is Direction.HIGHEST and store.direction("Loss") is Direction.LOWEST
-    assert store.direction("Learning Rate") is None and store.direction("Unknown") is None
-
-    class HigherLoss(LossMetric):
-        higher_is_better = True
-
-    with pytest.raises(ValueError, match="'Loss'.*two directions"):
-        store.register([HigherLoss()])
-
-
+# --- the best epoch --------------------------------------------------------------------------------
 def test_find_epoch_is_burns_first_strict_best_in_the_metrics_own_direction():
     store = MetricStore()
     store.register([AccuracyMetric(), LossMetric(), LearningRateMetric()])
@@ -123,3 +85,33 @@ def test_find_epoch_is_burns_first_strict_best_in_the_metrics_own_direction():
         store.find_epoch("Learning Rate", Split.TRAIN)
     with pytest.raises(ValueError, match="median"):
         store.find_epoch("Loss", Split.VALID, aggregate="median")
+
+
+def test_find_epoch_honours_the_direction():
+    store = store_of({1: 0.5, 2: 0.2, 3: 0.9, 4: 0.4})
+    assert store.find_epoch("Loss", Split.VALID, Direction.LOWEST) == 2
+    assert store.find_epoch("Loss", Split.VALID, Direction.HIGHEST) == 3
+    assert store.find_epoch("Loss", Split.TRAIN, Direction.LOWEST) is None  # other split: not logged
+    assert store.find_epoch("Accuracy", Split.VALID, Direction.HIGHEST) is None
+
+
+def test_find_epoch_keeps_the_earliest_of_tied_best_epochs():
+    """Burn compares with a strict `<` / `>`: a later epoch equal to the best is not better."""
+    assert store_of({1: 0.7, 2: 0.3, 3: 0.3, 4: 0.5}).find_epoch("Loss", Split.VALID, Direction.LOWEST) == 2
+    assert store_of({1: 0.7, 2: 0.9, 3: 0.9, 4: 0.5}).find_epoch("Loss", Split.VALID, Direction.HIGHEST) == 2
+    assert store_of({3: 0.1, 1: 0.1, 2: 0.1}).find_epoch("Loss", Split.VALID, Direction.LOWEST) == 1
+
+
+def test_a_nan_epoch_never_wins_wherever_it_falls():
+    for values, lowest, highest in (({1: 0.5, 2: NAN, 3: 0.4}, 3, 1), ({1: 0.5, 2: 0.4, 3: NAN}, 2, 1),
+                                    ({1: 0.4, 2: NAN, 3: 0.5}, 1, 3)):
+        assert store_of(values).find_epoch("Loss", Split.VALID, Direction.LOWEST) == lowest
+        assert store_of(values).find_epoch("Loss", Split.VALID, Direction.HIGHEST) == highest
+
+
+def test_a_nan_first_epoch_neither_wins_nor_crashes():
+    store = store_of({1: NAN, 2: 0.5, 3: 0.4})
+    assert store.find_epoch("Loss", Split.VALID, Direction.LOWEST) == 3
+    assert store.find_epoch("Loss", Split.VALID, Direction.HIGHEST) == 2
+    only_nan = store_of({1: NAN, 2: NAN})
+    assert only_nan.find_epoch("Loss", Split.VALID, Direction.LOWEST) is None  # nothing to compare: not logged

@@ -1,4 +1,7 @@
-"""TODO: docstring."""
+"""`burnlike.train.metric.system`: the machine metrics. Without CUDA the CUDA metrics record nothing
+(their log stays empty) and say so once, naming themselves; the CPU temperature comes from sysfs, a
+coretemp hwmon first, else a CPU thermal zone, and never from a sensor of another device (a disk,
+the board): NaN where the machine exposes none, as in Burn."""
 
 import logging
 import math
@@ -7,27 +10,30 @@ from pathlib import Path
 import pytest
 import torch
 
-from burnlike.train.metric import (
-    CpuTemperature,
-    CudaMetric,
-    CudaUtilization,
-)
-from burnlike.train.metric.base import MetricContext
+from burnlike.train.metric import CpuTemperature, CudaMetric, CudaUtilization, MetricContext
 from burnlike.train.metric.system import cpu_temperature
-from tests.train.helpers import epoch
+from tests.train.helpers import feed_epoch
 
 
 def sensor(root: Path, kind: str, folder_name: str, **files: str) -> None:
+    """A sysfs sensor folder `root/class/<kind>/<folder_name>` holding `files` (name -> text)."""
     folder = root / "class" / kind / folder_name
     folder.mkdir(parents=True)
     for file, text in files.items():
         (folder / file).write_text(text + "\n")
 
 
+# --- CUDA -----------------------------------------------------------------------------------------
+def test_cuda_memory_records_nothing_without_cuda():
+    value, lines = feed_epoch(CudaMetric(), None, None)
+    if torch.cuda.is_available():
+        assert len(lines) == 2 and value > 0
+    else:
+        assert lines == [] and math.isnan(value)  # no CUDA: nothing recorded
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the answers of a machine without CUDA")
 def test_cuda_metrics_probe_what_they_read_and_record_nothing_without_it():
-    from burnlike.train.metric import CudaMetric, CudaUtilization
-
     memory, usage = CudaMetric(), CudaUtilization()
     assert memory.probe() is True  # memory needs CUDA only
     assert usage.probe() is False  # utilisation needs NVML, which can't answer here
@@ -37,25 +43,24 @@ def test_cuda_metrics_probe_what_they_read_and_record_nothing_without_it():
         assert not metric.updated
 
 
-def test_cuda_memory_records_nothing_without_cuda_and_cpu_temperature_prefers_coretemp(tmp_path):
-    cuda = CudaMetric()
-    value, lines = epoch(cuda, None, None)
-    if torch.cuda.is_available():
-        assert len(lines) == 2 and value > 0
-    else:
-        assert lines == [] and math.isnan(value)  # no CUDA: nothing recorded
-    # CPU temperature from sysfs: a coretemp hwmon wins, else a CPU thermal zone, else NaN
-    assert math.isnan(epoch(CpuTemperature(tmp_path), None)[0])
-    zone = tmp_path / "class" / "thermal" / "thermal_zone0"
-    zone.mkdir(parents=True)
-    (zone / "type").write_text("x86_pkg_temp\n")
-    (zone / "temp").write_text("47000\n")
-    assert epoch(CpuTemperature(tmp_path), None)[0] == 47.0
-    hwmon = tmp_path / "class" / "hwmon" / "hwmon3"
-    hwmon.mkdir(parents=True)
-    (hwmon / "name").write_text("coretemp\n")
-    (hwmon / "temp1_input").write_text("52500\n")
-    assert epoch(CpuTemperature(tmp_path), None)[0] == 52.5
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the answers of a machine without CUDA")
+def test_cuda_metrics_say_once_why_they_record_nothing(caplog):
+    with caplog.at_level(logging.WARNING, logger="burnlike.train"):
+        memory, usage = CudaMetric(), CudaUtilization()
+    assert memory.available is False and usage.available is False
+    assert [r.getMessage() for r in caplog.records] == [
+        "CudaMetric: no CUDA device or NVML, nothing will be recorded",
+        "CudaUtilization: no CUDA device or NVML, nothing will be recorded",
+    ]
+
+
+# --- CPU temperature ------------------------------------------------------------------------------
+def test_cpu_temperature_prefers_coretemp_then_a_cpu_thermal_zone(tmp_path):
+    assert math.isnan(feed_epoch(CpuTemperature(tmp_path), None)[0])  # no sensor at all
+    sensor(tmp_path, "thermal", "thermal_zone0", type="x86_pkg_temp", temp="47000")
+    assert feed_epoch(CpuTemperature(tmp_path), None)[0] == 47.0
+    sensor(tmp_path, "hwmon", "hwmon3", name="coretemp", temp1_input="52500")
+    assert feed_epoch(CpuTemperature(tmp_path), None)[0] == 52.5
     assert CpuTemperature().name == "CPU Temperature" and CpuTemperature().unit == "°C"
 
 
@@ -70,7 +75,7 @@ def test_cpu_temperature_reads_only_cpu_sensors(tmp_path):
     soc = tmp_path / "soc"
     sensor(soc, "thermal", "thermal_zone0", type="soc_thermal", temp="51000")
     assert cpu_temperature(soc) == 51.0
-    value, lines = epoch(CpuTemperature(soc), None)
+    value, lines = feed_epoch(CpuTemperature(soc), None)
     assert value == 51.0 and lines == [(51.0, 1.0)]
 
 
@@ -78,14 +83,3 @@ def test_cpu_temperature_reads_the_machines_sysfs_by_default():
     assert CpuTemperature().sys_root == Path("/sys")
     default, machine = cpu_temperature(), cpu_temperature("/sys")  # NaN both where /sys has no CPU sensor
     assert default == machine or (math.isnan(default) and math.isnan(machine))
-
-
-@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the answers of a machine without CUDA")
-def test_cuda_metrics_say_once_why_they_record_nothing(caplog):
-    with caplog.at_level(logging.WARNING, logger="burnlike.train"):
-        memory, usage = CudaMetric(), CudaUtilization()
-    assert memory.available is False and usage.available is False
-    assert [r.getMessage() for r in caplog.records] == [
-        "CudaMetric: no CUDA device or NVML, nothing will be recorded",
-        "CudaUtilization: no CUDA device or NVML, nothing will be recorded",
-    ]

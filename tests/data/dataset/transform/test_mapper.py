@@ -1,14 +1,14 @@
-"""TODO: docstring."""
+"""`burnlike.data.dataset.transform.mapper`: `MapperDataset` maps each item when it is fetched (not
+before), with a callable or an object with `map(item)`, keeps None past the end, and refuses
+anything else naming its type."""
 
 from __future__ import annotations
 
 import pytest
 
-from burnlike.data.dataset import (
-    InMemDataset,
-    MapperDataset,
-)
-from tests.data.dataset.helpers import items
+from burnlike.data.dataset import InMemDataset, MapperDataset
+from tests.data.dataset.helpers import iter_items
+from tests.helpers.expect import raises_exactly
 
 
 def test_mapper_maps_lazily_and_keeps_none():
@@ -17,7 +17,7 @@ def test_mapper_maps_lazily_and_keeps_none():
             return item * 2
 
     base = InMemDataset([1, 2, 3])
-    assert items(MapperDataset(base, Double())) == [2, 4, 6]
+    assert iter_items(MapperDataset(base, Double())) == [2, 4, 6]
     calls = []
     lazy = MapperDataset(base, lambda x: calls.append(x) or str(x))
     assert calls == [] and lazy.get(1) == "2" and calls == [2] and lazy.get(3) is None and lazy.len() == 3
@@ -26,9 +26,12 @@ def test_mapper_maps_lazily_and_keeps_none():
 
 
 def test_mapper_dataset_keeps_its_mapper():
-    from burnlike.data.dataset.transform import MapperDataset
-
     def upper(s: str) -> str:
         return s.upper()
 
     assert MapperDataset(InMemDataset(["a"]), upper).mapper is upper
+
+
+def test_mapper_refuses_a_non_callable_naming_its_type():
+    with raises_exactly(TypeError, "mapper must have a map(item) method or be callable, got int"):
+        MapperDataset(InMemDataset("ab"), 3)
