@@ -15,6 +15,7 @@ import lightning as L
 from lightning.pytorch.callbacks import ProgressBar, TQDMProgressBar
 
 from burnlike.train.module import StepModule
+from burnlike.train.pace import Pace
 
 
 def running_metrics(pl_module: L.LightningModule, split: str) -> dict[str, str]:
@@ -52,8 +53,9 @@ class PlainProgress(ProgressBar):
         self.interval = interval
         self.stream = stream
         self._enabled = True
-        self._start = self._last = 0.0
-        self._batches = 0
+        self.pace = Pace()
+        self._train_pace: Pace | None = None  # the train pass a validation interrupts
+        self._train_line_written = False
 
     def disable(self) -> None:
         self._enabled = False
@@ -67,54 +69,58 @@ class PlainProgress(ProgressBar):
             stream.write(text + "\n")
             stream.flush()
 
-    def _begin(self) -> None:
-        self._start = self._last = time.monotonic()
-        self._batches = 0
-
-    def _line(self, trainer: L.Trainer, pl_module: L.LightningModule, split: str, total: float | int,
-              final: bool) -> str:
-        elapsed = max(time.monotonic() - self._start, 1e-9)
-        parts = [f"epoch {trainer.current_epoch + 1}/{trainer.max_epochs} {split}"]
+    def _line(self, trainer: L.Trainer, pl_module: L.LightningModule, final: bool) -> str:
+        pace = self.pace
+        parts = [f"epoch {trainer.current_epoch + 1}/{trainer.max_epochs} {pace.split}"]
         if not final:
-            known = isinstance(total, int) or (isinstance(total, float) and total != float("inf"))
-            parts.append(f"{self._batches:,}/{int(total):,}" if known else f"{self._batches:,}")
-        parts += [f"{k}={v}" for k, v in running_metrics(pl_module, split).items()]
-        parts.append(f"{self._batches / elapsed:,.0f} it/s" if self._batches / elapsed >= 10
-                     else f"{self._batches / elapsed:.2f} it/s")
+            parts.append(f"{pace.done:,}/{int(pace.total):,}" if pace.known else f"{pace.done:,}")
+        parts += [f"{k}={v}" for k, v in running_metrics(pl_module, pace.split).items()]
+        rate = pace.rate(time.monotonic())
+        parts.append(f"{rate:,.0f} it/s" if rate >= 10 else f"{rate:.2f} it/s")
         return " ".join(parts)
 
-    def _step(self, trainer: L.Trainer, pl_module: L.LightningModule, split: str, total: float | int) -> None:
-        self._batches += 1
+    def _step(self, trainer: L.Trainer, pl_module: L.LightningModule, batch_idx: int) -> None:
+        self.pace.step(batch_idx)
         now = time.monotonic()
-        if now - self._last >= self.interval:
-            self._last = now
-            self._write(self._line(trainer, pl_module, split, total, final=False))
+        if now - self.pace.last >= self.interval:
+            self.pace.last = now
+            self._write(self._line(trainer, pl_module, final=False))
 
     def on_train_epoch_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        self._begin()
+        self.pace.begin("train", self.total_train_batches)
 
-    def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, *args: Any) -> None:
-        self._step(trainer, pl_module, "train", self.total_train_batches)
+    def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, outputs: Any, batch: Any,
+                           batch_idx: int) -> None:
+        if not self.pace.started:  # an epoch resumed mid-way: no epoch start
+            self.pace.begin("train", self.total_train_batches, done=batch_idx)
+        self._step(trainer, pl_module, batch_idx)
 
     def on_validation_epoch_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        if not trainer.sanity_checking:
-            self._train_state = (self._start, self._last, self._batches)
-            self._begin()
+        if trainer.sanity_checking:
+            return
+        if self.pace.done and trainer.fit_loop.epoch_loop.batch_progress.is_last_batch:
+            # the validation at an epoch's end runs before the epoch ends: its train line first
+            self._write(self._line(trainer, pl_module, final=True))
+            self._train_line_written = True
+        self._train_pace = self.pace.copy()
+        self.pace.begin("valid", self.total_val_batches)
 
-    def on_validation_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, *args: Any) -> None:
+    def on_validation_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, outputs: Any, batch: Any,
+                                batch_idx: int, dataloader_idx: int = 0) -> None:
         if not trainer.sanity_checking:
-            self._step(trainer, pl_module, "valid", self.total_val_batches)
+            self._step(trainer, pl_module, batch_idx)
 
     def on_validation_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        if not trainer.sanity_checking and self._batches:
-            self._write(self._line(trainer, pl_module, "valid", self.total_val_batches, final=True))
-        if hasattr(self, "_train_state"):  # validation inside a train epoch: back to the train counts
-            self._start, self._last, self._batches = self._train_state
-            del self._train_state
+        if not trainer.sanity_checking and self.pace.done:
+            self._write(self._line(trainer, pl_module, final=True))
+        if self._train_pace is not None:  # validation inside a train epoch: back to the train counts
+            self.pace, self._train_pace = self._train_pace, None
 
     def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        if self._batches:
-            self._write(self._line(trainer, pl_module, "train", self.total_train_batches, final=True))
+        if self.pace.done and not self._train_line_written:
+            self._write(self._line(trainer, pl_module, final=True))
+        self._train_line_written = False
+        self.pace.end()
 
 
 def progress_display(stream: IO[str] | None = None) -> ProgressBar:
