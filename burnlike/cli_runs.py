@@ -13,9 +13,11 @@ import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from burnlike.train.summary import LearnerSummary
+if TYPE_CHECKING:  # pragma: no cover - the commands import it when they run (torchmetrics is slow)
+    from burnlike.train.summary import LearnerSummary
+
 
 SPLITS = ("train", "valid")
 
@@ -30,6 +32,8 @@ def metric_names(run_dir: Path, split: str) -> list[str]:
 
 
 def summarize(run_dir: Path) -> LearnerSummary:
+    from burnlike.train.summary import LearnerSummary
+
     if not any((run_dir / split).is_dir() for split in SPLITS):
         raise RunDirError(f"{run_dir}: not a run dir (expected train/epoch-N/*.log or valid/epoch-N/*.log in it)")
     return LearnerSummary.from_dir(run_dir, metric_names(run_dir, "train"), metric_names(run_dir, "valid"))
