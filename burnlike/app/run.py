@@ -22,6 +22,8 @@ if TYPE_CHECKING:  # pragma: no cover  (torch and lightning load in run(), after
     from burnlike.train.metric.store import EpochEntry, MetricStore, Split
 
 
+from burnlike.app.console import CONSOLE, narrow_console
+
 log = logging.getLogger("burnlike.app")
 
 METRICS = {"Accuracy": "AccuracyMetric", "Loss": "LossMetric", "Learning Rate": "LearningRateMetric",
@@ -225,7 +227,7 @@ def run(cfg: DictConfig, artifact_dir: str | Path | None = None) -> float:
     from burnlike.train import LearnerBuilder, MetricEarlyStoppingStrategy, StoppingCondition
     from burnlike.train.metric import LossMetric
 
-    _single_console_log()
+    narrow_console()
 
     builder = LearnerBuilder(artifact)
     for name in cfg.learner.metrics:
@@ -278,21 +280,9 @@ def run(cfg: DictConfig, artifact_dir: str | Path | None = None) -> float:
     if result.trainer is not None and not result.trainer.is_global_zero:
         return tracker.best()
     path = result.model.save_file(artifact / "model", recorder, durable=True)  # type: ignore[operator]  # a burnlike Module
-    log.info("saved the trained model to %s", path)
+    log.info("saved the trained model to %s", path, extra=CONSOLE)
     tracker.write()
     return tracker.best()
-
-
-def _single_console_log() -> None:
-    """`import lightning` gives the "lightning" logger its own console handler and still propagates
-    to the root logger, where Hydra's handler prints every line again: keep Hydra's."""
-    import lightning  # noqa: F401  (the handler is added on import)
-
-    if logging.getLogger().handlers:
-        logger = logging.getLogger("lightning")
-        for handler in list(logger.handlers):
-            if type(handler) is logging.StreamHandler:
-                logger.removeHandler(handler)
 
 
 def trainer_error(cfg: DictConfig, error: Exception) -> str:

@@ -286,7 +286,7 @@ class FileCheckpointer(Checkpoint):
 
     def save(self, trainer: L.Trainer, epoch: int) -> None:
         """model/optim/scheduler-N from `on_save_checkpoint`, then trainer-N through the plugin."""
-        log.info("saving checkpoint %s", self.path(epoch))
+        log.debug("saving checkpoint %s", self.path(epoch))
         self._saving = epoch
         try:
             # the full state (optimizer, loops, callbacks): resuming needs it; saying so spares
@@ -306,7 +306,7 @@ class FileCheckpointer(Checkpoint):
         for kind in reversed(KINDS):
             path = self.path(epoch, kind)
             if path.exists():
-                log.info("removing checkpoint %s", path)
+                log.debug("removing checkpoint %s", path)
                 trainer.strategy.remove_checkpoint(str(path))
 
     def delete_preempted(self, trainer: L.Trainer, step: int) -> None:

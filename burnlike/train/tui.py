@@ -6,7 +6,9 @@ fast loop pays them a couple of times a second at most. Epochs count from 1.
 
 from __future__ import annotations
 
+import logging
 import math
+import sys
 import time
 from typing import Any
 
@@ -49,6 +51,7 @@ class LiveView(ProgressBar):
         self.pace = Pace()
         self._train_pace: Pace | None = None  # the train pass a validation interrupts
         self._running: dict[str, dict[str, str]] = {s: {} for s in SPLITS}
+        self._moved: list[tuple[logging.StreamHandler[Any], Any]] = []  # handlers writing above the panel
 
     def disable(self) -> None:
         self._enabled = False
@@ -59,16 +62,24 @@ class LiveView(ProgressBar):
     # Hooks -------------------------------------------------------------------------------------
     def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         if self._enabled and trainer.is_global_zero:
+            streams = (sys.stdout, sys.stderr)
             self._live = Live(console=self.console, auto_refresh=False, transient=False)
-            self._live.start()
+            self._live.start()  # prints go above the panel from here (rich swaps sys.stdout/stderr)
+            self._moved = _log_above(streams)
 
     def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         if self._live is not None:
             self._draw(trainer, pl_module, force=True)
-            self._live.stop()
-            self._live = None
+            self._stop()
 
     def on_exception(self, trainer: L.Trainer, pl_module: L.LightningModule, exception: BaseException) -> None:
+        if self._live is not None:
+            self._stop()
+
+    def _stop(self) -> None:
+        for handler, stream in self._moved:
+            handler.setStream(stream)
+        self._moved = []
         if self._live is not None:
             self._live.stop()
             self._live = None
@@ -148,6 +159,22 @@ class LiveView(ProgressBar):
                     cells.append(sparkline(list(epochs.values())))
                 table.add_row(*cells)
         return Panel(Group(header, table), title="burnlike", border_style="dim")
+
+
+def _log_above(streams: tuple[Any, ...]) -> list[tuple[logging.StreamHandler[Any], Any]]:
+    """Point the logging handlers that write to the terminal (`streams`: stdout and stderr as they
+    were before the live view) at rich's stand-ins, so their lines go above the panel instead of
+    into its redraws. Returns (handler, its stream) to put back."""
+    moved = []
+    loggers = [logging.getLogger(), *(lg for lg in logging.root.manager.loggerDict.values()
+                                      if isinstance(lg, logging.Logger))]
+    for logger in loggers:
+        for handler in logger.handlers:
+            if type(handler) is logging.StreamHandler and handler.stream in streams:
+                stand_in = sys.stdout if handler.stream is streams[0] else sys.stderr
+                if stand_in is not handler.stream:
+                    moved.append((handler, handler.setStream(stand_in)))
+    return moved
 
 
 def _duration(seconds: float) -> str:
