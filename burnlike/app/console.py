@@ -9,6 +9,9 @@ per-epoch and per-checkpoint notes stay in the file instead of interleaving with
 from __future__ import annotations
 
 import logging
+import shutil
+import sys
+from pathlib import Path
 
 CONSOLE = {"console": True}  # `log.info(..., extra=CONSOLE)`: shown on the console too
 
@@ -39,3 +42,34 @@ def narrow_console() -> None:
         if isinstance(handler, logging.StreamHandler) and not isinstance(handler, logging.FileHandler):
             if _FILTER not in handler.filters:
                 handler.addFilter(_FILTER)
+
+
+def fail(message: str) -> None:
+    """One `error:` line on stderr and exit status 2: a configuration or input the user can fix."""
+    print(f"error: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+# What the start of a run writes before any training: Hydra's folder and log, and config.json.
+STARTED = {".hydra", "train.log", "config.json"}
+
+
+def discard_run_dir(run_dir: Path, stop_at: Path) -> bool:
+    """Remove a run dir that holds only what a run's start writes (a run that failed its checks
+    leaves nothing behind), then its parents left empty (Hydra's `outputs/<date>/`), up to `stop_at`
+    (exclusive). A run dir with anything else in it (a resumed run's checkpoints) is kept."""
+    try:
+        entries = list(run_dir.iterdir())
+    except OSError:
+        return False
+    if not entries or {e.name for e in entries} - STARTED:
+        return False
+    shutil.rmtree(run_dir, ignore_errors=True)
+    parent, stop = run_dir.parent.resolve(), stop_at.resolve()
+    while parent != stop and stop in parent.parents:
+        try:
+            parent.rmdir()  # only if empty
+        except OSError:
+            break
+        parent = parent.parent
+    return True

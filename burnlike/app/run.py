@@ -6,7 +6,6 @@ import contextlib
 import json
 import logging
 import os
-import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -380,8 +379,3 @@ def is_rank_zero() -> bool:
 
 def _devices(value: Any) -> Any:
     return OmegaConf.to_container(value) if OmegaConf.is_config(value) else value
-
-
-def fail(message: str) -> None:
-    print(f"error: {message}", file=sys.stderr)
-    sys.exit(2)
