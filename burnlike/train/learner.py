@@ -20,6 +20,7 @@ from burnlike.train.checkpoint import checkpoint_path, newest_checkpoint
 from burnlike.train.logger import FileMetricLogger, install_experiment_log, remove_experiment_log
 from burnlike.train.metric.store import EpochEntry, Split
 from burnlike.train.module import StepModule
+from burnlike.train.plot import plot_metrics
 from burnlike.train.preemption import BATCHES_DONE, SkipFirst
 from burnlike.train.process_group import end_at_exit
 from burnlike.train.summary import LearnerSummary
@@ -121,7 +122,7 @@ class Learner(components.Learner):
             summary = LearnerSummary.from_store(self.module.store, self.numeric["train"], self.numeric["valid"])
             print(summary, flush=True)
             if isinstance(self.artifact_dir, Path):
-                _plot(summary, self.artifact_dir / "metrics.png")
+                plot_metrics(summary, self.artifact_dir / "metrics.png")
         model = self.module.model
         model.eval()
         return TrainingResult(model, summary, self.trainer)
@@ -150,28 +151,3 @@ def replay_shuffles(loader: Iterable[Any], epochs: int) -> None:
     for _ in range(epochs):  # exactly len(sampler) items, as an epoch takes (more would draw again)
         for _ in itertools.islice(iter(sampler), len(sampler)):
             pass
-
-
-def _plot(summary: LearnerSummary, path: Path) -> None:
-    """Per-epoch curves of every numeric metric, if matplotlib is installed (extra `plot`)."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return
-    names = sorted({m.name for m in summary.metrics})
-    if not names:
-        return
-    fig, axes = plt.subplots(1, len(names), figsize=(4.5 * len(names), 3.2), squeeze=False)
-    for ax, name in zip(axes[0], names):
-        for m in summary.metrics:
-            if m.name == name:
-                ax.plot(list(m.epochs), list(m.epochs.values()), marker="o", label=m.split)
-        ax.set_title(name)
-        ax.set_xlabel("epoch")
-        ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=80)
-    plt.close(fig)
