@@ -87,6 +87,8 @@ def atomic_write(path: AnyPath, write: Callable[[IO[bytes]], None] | bytes, size
     except OSError as e:
         raise write_error(e, path) from e
     try:
+        if hasattr(os, "fchmod"):  # mkstemp's 0600 would keep teammates' jobs from reading it
+            os.fchmod(fd, new_file_mode())
         reserved = _reserve(fd, size)
         with WritebackFile(io.FileIO(fd, "wb"), buffer_size=1 << 20, writeback=durable) as f:
             if isinstance(write, (bytes, bytearray)):
@@ -106,6 +108,26 @@ def atomic_write(path: AnyPath, write: Callable[[IO[bytes]], None] | bytes, size
         raise
     if durable:
         sync_folder(path.parent)
+
+
+def new_file_mode() -> int:
+    """The mode `open(path, "w")` gives a new file: 0666 less the process's umask."""
+    return 0o666 & ~_umask()
+
+
+def _umask() -> int:
+    """The umask, read without changing it where the OS tells it (Linux: /proc), else set and set
+    back (os.umask can only be read that way; a file another thread creates in between gets 022)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def sync_folder(folder: Path) -> None:
