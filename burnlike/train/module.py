@@ -201,6 +201,16 @@ class StepModule(StepHost):
             self.graph_step.reset()
 
     # Epoch ends --------------------------------------------------------------------------------
+    def on_validation_epoch_start(self) -> None:
+        """The validation at a train epoch's end runs before that epoch ends: its train values are
+        complete, so they are stored first, as Burn logs them (train, then valid)."""
+        trainer = self.trainer
+        if trainer.sanity_checking or trainer.state.fn != "fit":
+            return
+        batches = trainer.fit_loop.epoch_loop.batch_progress
+        if batches.is_last_batch or batches.current.ready >= trainer.num_training_batches:
+            self.finish_epoch("train")
+
     def on_validation_epoch_end(self) -> None:
         if not self.trainer.sanity_checking:
             self.finish_epoch("valid")

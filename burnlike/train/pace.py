@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 
 @dataclass
@@ -41,6 +41,3 @@ class Pace:
     def known(self) -> bool:
         """Whether the pass has a finite length (an iterable dataset may have none)."""
         return isinstance(self.total, int) or (isinstance(self.total, float) and math.isfinite(self.total))
-
-    def copy(self) -> Pace:
-        return replace(self)

@@ -7,13 +7,16 @@ the checkpoints do. The running means cost one host sync per refresh, so the bar
 
 from __future__ import annotations
 
+import math
 import sys
 import time
+from collections.abc import Mapping
 from typing import IO, Any
 
 import lightning as L
 from lightning.pytorch.callbacks import ProgressBar, TQDMProgressBar
 
+from burnlike.train.metric.store import EpochEntry, Split
 from burnlike.train.module import StepModule
 from burnlike.train.pace import Pace
 
@@ -44,18 +47,20 @@ class BurnProgressBar(TQDMProgressBar):
 
 
 class PlainProgress(ProgressBar):
-    """Lines, not redraws: one every `interval` seconds within an epoch and one per split at its
-    end (`epoch 3/10 train Accuracy=97.12% Loss=0.091 2,310 it/s`). No carriage returns, so a
-    redirected log reads top to bottom."""
+    """Lines, not redraws: one every `interval` seconds within an epoch and one per split when its
+    epoch is stored (`epoch 3/10 train Accuracy=97.12% Loss=0.091 2,310 it/s`): train, then valid,
+    with the epoch's values as the store holds them (synced across ranks). No carriage returns, so
+    a redirected log reads top to bottom."""
 
     def __init__(self, interval: float = 30.0, stream: IO[str] | None = None) -> None:
         super().__init__()
         self.interval = interval
         self.stream = stream
         self._enabled = True
-        self.pace = Pace()
-        self._train_pace: Pace | None = None  # the train pass a validation interrupts
-        self._train_line_written = False
+        self.paces = {"train": Pace(), "valid": Pace()}
+        self.split = "train"  # the pass under way
+        self._trainer: L.Trainer | None = None
+        self._listening: set[int] = set()
 
     def disable(self) -> None:
         self._enabled = False
@@ -69,58 +74,69 @@ class PlainProgress(ProgressBar):
             stream.write(text + "\n")
             stream.flush()
 
-    def _line(self, trainer: L.Trainer, pl_module: L.LightningModule, final: bool) -> str:
-        pace = self.pace
-        parts = [f"epoch {trainer.current_epoch + 1}/{trainer.max_epochs} {pace.split}"]
-        if not final:
+    def _line(self, trainer: L.Trainer, split: str, values: dict[str, str], position: bool) -> str:
+        pace = self.paces[split]
+        parts = [f"epoch {trainer.current_epoch + 1}/{trainer.max_epochs} {split}"]
+        if position:
             parts.append(f"{pace.done:,}/{int(pace.total):,}" if pace.known else f"{pace.done:,}")
-        parts += [f"{k}={v}" for k, v in running_metrics(pl_module, pace.split).items()]
+        parts += [f"{k}={v}" for k, v in values.items()]
         rate = pace.rate(time.monotonic())
         parts.append(f"{rate:,.0f} it/s" if rate >= 10 else f"{rate:.2f} it/s")
         return " ".join(parts)
 
-    def _step(self, trainer: L.Trainer, pl_module: L.LightningModule, batch_idx: int) -> None:
-        self.pace.step(batch_idx)
+    def _step(self, trainer: L.Trainer, pl_module: L.LightningModule, split: str, batch_idx: int) -> None:
+        pace = self.paces[split]
+        pace.step(batch_idx)
         now = time.monotonic()
-        if now - self.pace.last >= self.interval:
-            self.pace.last = now
-            self._write(self._line(trainer, pl_module, final=False))
+        if now - pace.last >= self.interval:
+            pace.last = now
+            self._write(self._line(trainer, split, running_metrics(pl_module, split), position=True))
+
+    def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
+        super().setup(trainer, pl_module, stage)
+        self._trainer = trainer
+        if isinstance(pl_module, StepModule) and id(pl_module) not in self._listening:
+            self._listening.add(id(pl_module))
+            pl_module.store.add_listener(lambda split, epoch, entries: self._stored(pl_module, split, entries))
+
+    def _stored(self, pl_module: StepModule, split: Split, entries: Mapping[str, EpochEntry]) -> None:
+        """A split's epoch is in the store: its line, with the stored values."""
+        name = Split(split).value
+        if self._trainer is None or name not in self.paces or not self.paces[name].done:
+            return
+        numeric = {m.name: m.unit for m in pl_module.metrics(name) if m.numeric}
+        values = {k: f"{e.value:.4g}{numeric[k]}" for k, e in entries.items() if k in numeric and not math.isnan(e.value)}
+        self._write(self._line(self._trainer, name, values, position=False))
 
     def on_train_epoch_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        self.pace.begin("train", self.total_train_batches)
+        self.split = "train"
+        self.paces["train"].begin("train", self.total_train_batches)
 
     def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, outputs: Any, batch: Any,
                            batch_idx: int) -> None:
-        if not self.pace.started:  # an epoch resumed mid-way: no epoch start
-            self.pace.begin("train", self.total_train_batches, done=batch_idx)
-        self._step(trainer, pl_module, batch_idx)
+        if not self.paces["train"].started:  # an epoch resumed mid-way: no epoch start
+            self.paces["train"].begin("train", self.total_train_batches, done=batch_idx)
+        self._step(trainer, pl_module, "train", batch_idx)
 
     def on_validation_epoch_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        if trainer.sanity_checking:
-            return
-        if self.pace.done and trainer.fit_loop.epoch_loop.batch_progress.is_last_batch:
-            # the validation at an epoch's end runs before the epoch ends: its train line first
-            self._write(self._line(trainer, pl_module, final=True))
-            self._train_line_written = True
-        self._train_pace = self.pace.copy()
-        self.pace.begin("valid", self.total_val_batches)
+        if not trainer.sanity_checking:
+            self.split = "valid"
+            self.paces["valid"].begin("valid", self.total_val_batches)
 
     def on_validation_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, outputs: Any, batch: Any,
                                 batch_idx: int, dataloader_idx: int = 0) -> None:
         if not trainer.sanity_checking:
-            self._step(trainer, pl_module, batch_idx)
+            self._step(trainer, pl_module, "valid", batch_idx)
 
     def on_validation_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        if not trainer.sanity_checking and self.pace.done:
-            self._write(self._line(trainer, pl_module, final=True))
-        if self._train_pace is not None:  # validation inside a train epoch: back to the train counts
-            self.pace, self._train_pace = self._train_pace, None
+        if not trainer.sanity_checking:
+            self.split = "train"  # validation inside a train epoch: back to it
 
     def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        if self.pace.done and not self._train_line_written:
-            self._write(self._line(trainer, pl_module, final=True))
-        self._train_line_written = False
-        self.pace.end()
+        self.paces["train"].end()
+
+    def teardown(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
+        self._trainer = None
 
 
 def progress_display(stream: IO[str] | None = None) -> ProgressBar:

@@ -48,8 +48,8 @@ class LiveView(ProgressBar):
         self.console = console or Console()
         self._live: Live | None = None
         self._enabled = True
-        self.pace = Pace()
-        self._train_pace: Pace | None = None  # the train pass a validation interrupts
+        self.paces = {split: Pace() for split in SPLITS}
+        self.split = "train"  # the pass under way
         self._running: dict[str, dict[str, str]] = {s: {} for s in SPLITS}
         self._moved: list[tuple[logging.StreamHandler[Any], Any]] = []  # handlers writing above the panel
 
@@ -85,38 +85,43 @@ class LiveView(ProgressBar):
             self._live = None
 
     def on_train_epoch_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        self.pace.begin("train", self.total_train_batches)
+        self.split = "train"
+        self.paces["train"].begin("train", self.total_train_batches)
 
     def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, outputs: Any, batch: Any,
                            batch_idx: int) -> None:
-        if not self.pace.started:  # an epoch resumed mid-way: no epoch start
-            self.pace.begin("train", self.total_train_batches, done=batch_idx)
-        self.pace.step(batch_idx)
+        if not self.paces["train"].started:  # an epoch resumed mid-way: no epoch start
+            self.paces["train"].begin("train", self.total_train_batches, done=batch_idx)
+        self.paces["train"].step(batch_idx)
         self._draw(trainer, pl_module, force=False)
 
     def on_validation_epoch_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         if not trainer.sanity_checking:
-            self._train_pace = self.pace.copy()
-            self.pace.begin("valid", self.total_val_batches)
+            self.split = "valid"
+            self.paces["valid"].begin("valid", self.total_val_batches)
 
     def on_validation_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, outputs: Any, batch: Any,
                                 batch_idx: int, dataloader_idx: int = 0) -> None:
         if not trainer.sanity_checking:
-            self.pace.step(batch_idx)
+            self.paces["valid"].step(batch_idx)
             self._draw(trainer, pl_module, force=False)
 
     def on_validation_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         if trainer.sanity_checking:
             return
         self._draw(trainer, pl_module, force=True)
-        if self._train_pace is not None:
-            self.pace, self._train_pace = self._train_pace, None
+        self.split = "train"  # validation inside a train epoch: back to it
 
     def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         self._draw(trainer, pl_module, force=True)
-        self.pace.end()
+        self.paces["train"].end()
 
     # Drawing -----------------------------------------------------------------------------------
+    @property
+    def pace(self) -> Pace:
+        """The pass under way."""
+        return self.paces[self.split]
+
 
     def _draw(self, trainer: L.Trainer, pl_module: L.LightningModule, force: bool) -> None:
         if self._live is None:
@@ -125,7 +130,7 @@ class LiveView(ProgressBar):
         if not force and now - self.pace.last < self.refresh:
             return
         self.pace.last = now
-        split = self.pace.split
+        split = self.split
         if isinstance(pl_module, StepModule):  # after an epoch's reset, keep showing its last values
             running = {m.name: f"{m.running():.4g}{m.unit}" for m in pl_module.metrics(split) if m.numeric and m.updated}
             self._running[split] = running or self._running[split]
