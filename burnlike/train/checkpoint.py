@@ -193,10 +193,13 @@ def checkpoint_path(artifact_dir: str | os.PathLike[str] | RemotePath, epoch: in
 PREEMPTED = "preempted"  # `checkpoint/preempted-<global step>.<ext>`: a whole checkpoint saved on a signal
 
 
-def newest_checkpoint(artifact_dir: str | os.PathLike[str] | RemotePath, extension: str) -> AnyPath | None:
+def newest_checkpoint(artifact_dir: str | os.PathLike[str] | RemotePath, extension: str,
+                      unreadable: list[tuple[AnyPath, str]] | None = None) -> AnyPath | None:
     """The complete checkpoint with the highest global step in `<artifact_dir>/checkpoint`:
     `trainer-N` (per-epoch layout), `preempted-S` (mid-epoch, on a signal) or an older single-file
-    `model-N`. A `model-N` module record without its `trainer-N` is an incomplete epoch: skipped."""
+    `model-N`. A `model-N` module record without its `trainer-N` is an incomplete epoch: skipped.
+    Files that can't be read (a save cut short) are skipped too, and listed in `unreadable` as
+    (path, why) when a list is given."""
     folder = as_path(artifact_dir) / "checkpoint"
     if not folder.is_dir():
         return None
@@ -204,19 +207,21 @@ def newest_checkpoint(artifact_dir: str | os.PathLike[str] | RemotePath, extensi
     for path in folder.iterdir():
         kind = path.name.partition("-")[0]
         if path.name.endswith("." + extension) and kind in ("trainer", "model", PREEMPTED):
-            step = _global_step(path)
+            try:
+                step = _global_step(path)
+            except (RecordError, OSError) as e:
+                if unreadable is not None:
+                    unreadable.append((path, str(e)))
+                continue
             if step is not None:
                 found.append((step, kind != PREEMPTED, path.name, path))
     return max(found, key=lambda f: f[:3])[3] if found else None
 
 
 def _global_step(path: AnyPath) -> int | None:
-    """A training checkpoint's `global_step`, None for anything else (a module record, a bad file)."""
-    try:
-        with registry.sniff(path).scan(path) as (_, item):
-            step = item.get("global_step") if is_checkpoint(item) else None
-    except (RecordError, OSError):
-        return None
+    """A training checkpoint's `global_step`, None for a record that is not one (a module record)."""
+    with registry.sniff(path).scan(path) as (_, item):
+        step = item.get("global_step") if is_checkpoint(item) else None
     return step if isinstance(step, int) else None
 
 

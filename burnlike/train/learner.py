@@ -80,10 +80,16 @@ class Learner(components.Learner):
             return None
         if self.checkpoint_extension is None:
             raise ValueError("checkpoint(epoch) needs with_file_checkpointer(recorder): there is nothing to resume from")
-        if self.checkpoint == "last":
-            newest = newest_checkpoint(self.artifact_dir, self.checkpoint_extension)
+        if self.checkpoint == "last":  # a scheduler's requeue runs the same command: resume if there is anything
+            unreadable: list[tuple[AnyPath, str]] = []
+            newest = newest_checkpoint(self.artifact_dir, self.checkpoint_extension, unreadable)
+            for path, why in unreadable:
+                log.warning("checkpoint('last'): %s can't be read (%s); skipped, resuming from %s", path, why,
+                            newest if newest is not None else "the start")
             if newest is None:
-                raise FileNotFoundError(f"checkpoint('last'): no complete checkpoint in {self.artifact_dir / 'checkpoint'}")
+                log.warning("checkpoint('last'): no checkpoint in %s yet; training from the start",
+                            self.artifact_dir / "checkpoint")
+                return None
             return newest
         epoch = int(self.checkpoint)
         for kind in ("trainer", "model"):
@@ -105,6 +111,9 @@ class Learner(components.Learner):
             if ckpt is not None and self.trainer.world_size == 1:
                 epochs, skip = resume_point(ckpt)
                 replay_shuffles(train_loader, epochs)
+                if valid_loader is not None:  # a shuffled valid loader drew once per validation
+                    every = self.trainer.check_val_every_n_epoch or 1
+                    replay_shuffles(valid_loader, epochs // every)
                 if skip:  # a mid-epoch (preemption) checkpoint: continue after the batches it trained
                     log.info("skipping the %d batches of the epoch the checkpoint already trained", skip)
                     train_loader = SkipFirst(train_loader, skip)

@@ -76,16 +76,32 @@ class Preemption(L.Callback):
 
     def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, outputs: Any, batch: Any,
                            batch_idx: int) -> None:
-        self._decide(trainer, batch_idx + 1)
+        if not _train_part_done(trainer, batch_idx + 1):
+            self._decide(trainer, batch_idx + 1)
+        # at an epoch's last batch the epoch's end (validation, the epoch's checkpoint) comes first:
+        # a checkpoint saved there would make Lightning skip that validation on resume
 
     def on_validation_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, outputs: Any, batch: Any,
                                 batch_idx: int, dataloader_idx: int = 0) -> None:
         """A signal during validation stops it at the next batch (a long validation would outlast a
-        cluster's grace period): the checkpoint holds the train batches done; the resumed run
-        validates again from the start."""
+        cluster's grace period). During an epoch's closing validation nothing is saved: Lightning
+        can't resume a run between an epoch's last step and its validation, so the resumed run
+        trains that epoch again from the checkpoint before it (exactly: same data order, same
+        random state). A validation within the epoch (`val_check_interval`) saves the train steps."""
         if trainer.sanity_checking or trainer.state.fn != "fit":
             return
-        self._decide(trainer, trainer.fit_loop.epoch_loop.batch_progress.current.completed)
+        done = trainer.fit_loop.epoch_loop.batch_progress.current.completed
+        if _train_part_done(trainer, done):
+            self._decide(trainer, done, save=False, when=f"during epoch {trainer.current_epoch + 1}'s validation",
+                         redo=f"epoch {trainer.current_epoch + 1} is trained again")
+        else:
+            self._decide(trainer, done)
+
+    def on_train_epoch_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        """A signal as the last epoch ended: its checkpoint is saved, resume from there."""
+        if trainer.current_epoch > 0:
+            self._decide(trainer, 0, save=False, when=f"at the end of epoch {trainer.current_epoch}",
+                         redo="nothing is trained again")
 
     def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         if self.received is not None and trainer.is_global_zero:
@@ -94,19 +110,24 @@ class Preemption(L.Callback):
             print(f"burnlike: {name} arrived as the run ended; it finished (nothing to resume)", file=sys.stderr,
                   flush=True)
 
-    def _decide(self, trainer: L.Trainer, batches_done: int) -> None:
+    def _decide(self, trainer: L.Trainer, batches_done: int, save: bool = True, when: str = "",
+                redo: str = "") -> None:
         """Every rank calls this at the same points, so the decision is one collective each time."""
         if not trainer.strategy.reduce_boolean_decision(self.received is not None, all=False):
             return
-        path = self.path(trainer.global_step)
-        self._batches_done = batches_done
-        try:
-            trainer.save_checkpoint(str(path))
-        finally:
-            self._batches_done = None
         name = signal.Signals(self.received).name if self.received is not None else "a signal on another rank"
-        line = (f"burnlike: preempted by {name} at epoch {trainer.current_epoch + 1}, step {trainer.global_step}; "
-                f"checkpoint saved to {path}; resume with checkpoint('last') (app: learner.checkpoint=last)")
+        if save:
+            path = self.path(trainer.global_step)
+            self._batches_done = batches_done
+            try:
+                trainer.save_checkpoint(str(path))
+            finally:
+                self._batches_done = None
+            line = (f"burnlike: preempted by {name} at epoch {trainer.current_epoch + 1}, step {trainer.global_step}; "
+                    f"checkpoint saved to {path}; resume with checkpoint('last') (app: learner.checkpoint=last)")
+        else:
+            line = (f"burnlike: preempted by {name} {when}; resume with checkpoint('last') (app: "
+                    f"learner.checkpoint=last) from the newest checkpoint: {redo}")
         log.info(line)  # experiment.log / train.log; the console gets it once, below
         if trainer.is_global_zero:
             print(line, file=sys.stderr, flush=True)
@@ -125,6 +146,12 @@ class Preemption(L.Callback):
             if previous is not None and signal.getsignal(signum) == self._notice:
                 signal.signal(signum, previous)
         self._previous.clear()
+
+
+def _train_part_done(trainer: L.Trainer, batches_done: int) -> bool:
+    """Whether the epoch's train batches are all done (its closing validation comes next)."""
+    progress = trainer.fit_loop.epoch_loop.batch_progress
+    return bool(progress.is_last_batch) or batches_done >= trainer.num_training_batches
 
 
 def _handlers(handler: Handler) -> list[Handler]:
