@@ -32,13 +32,13 @@ def main(cfg: DictConfig) -> float:
     from burnlike.app.tree import print_config
     from burnlike.data import MnistFormatError, MnistNotFoundError
     from burnlike.data.dataset import DatasetError
-    from burnlike.record import RecordError
+    from burnlike.record import RecordError, SaveError
 
     if is_rank_zero():  # DDP children compose the same config: print it once
         print_config(cfg)
     try:
         return run(cfg)
-    except (AppConfigError, MnistNotFoundError, MnistFormatError, DatasetError, RecordError) as e:
+    except (AppConfigError, MnistNotFoundError, MnistFormatError, DatasetError, RecordError, SaveError) as e:
         if os.environ.get("HYDRA_FULL_ERROR") == "1":
             raise
         if is_rank_zero():  # nothing trained: leave no run dir behind

@@ -224,6 +224,7 @@ def run(cfg: DictConfig, artifact_dir: str | Path | None = None) -> float:
         raise AppConfigError(str(e)) from e
 
     from burnlike.train import LearnerBuilder, MetricEarlyStoppingStrategy, StoppingCondition
+    from burnlike.train.checkpoint import FileCheckpointer
     from burnlike.train.metric import LossMetric
 
     narrow_console()
@@ -273,7 +274,11 @@ def run(cfg: DictConfig, artifact_dir: str | Path | None = None) -> float:
     except (FileNotFoundError, ValueError) as e:
         raise AppConfigError(resume_error(cfg, artifact, e)) from e
     tracker = MetricTracker(str(cfg.optimized_metric), artifact / "result.json", learner.module.store, learner.trainer)
-    learner.module.store.add_listener(tracker)
+    checkpointer = next((c for c in learner.trainer.callbacks if isinstance(c, FileCheckpointer)), None)  # type: ignore[attr-defined]
+    if checkpointer is not None:  # an epoch is listed once its checkpoint is saved (a failed save: never)
+        checkpointer.epoch_saved.append(lambda epoch: tracker.write())
+    else:
+        learner.module.store.add_listener(tracker)
     with _distributed_job():
         result = learner.fit(train_loader, valid_loader)
     if result.trainer is not None and not result.trainer.is_global_zero:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -264,6 +265,8 @@ class FileCheckpointer(Checkpoint):
         self.extension = recorder.file_extension()
         self.strategy = strategy
         self._saving: int | None = None  # the epoch whose files the current save splits out
+        # called with the epoch once its checkpoint is on disk (what a run's result may then list)
+        self.epoch_saved: list[Callable[[int], None]] = []
 
     def path(self, epoch: int, kind: str = "model") -> AnyPath:
         return checkpoint_path(self.artifact_dir, epoch, self.extension, kind)
@@ -288,6 +291,8 @@ class FileCheckpointer(Checkpoint):
                 self.delete(trainer, action.epoch)
         if saved and trainer.is_global_zero:
             self.delete_preempted(trainer, trainer.global_step)
+        for listener in self.epoch_saved:
+            listener(epoch)
 
     def save(self, trainer: L.Trainer, epoch: int) -> None:
         """model/optim/scheduler-N from `on_save_checkpoint`, then trainer-N through the plugin."""

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO
 
-from burnlike.record.error import RecordError
+from burnlike.record.error import RecordError, SaveError
 from burnlike.record.format.location import AnyPath, RemotePath
 from burnlike.record.tensor import clib
 
@@ -273,11 +273,11 @@ _ADVICE = {
 }
 
 
-def write_error(e: OSError, path: Path) -> OSError:
+def write_error(e: OSError, path: Path) -> SaveError:
     """`e` restated for the destination `path` (not the temp file) with what to do about it; the
     previous file at `path`, if any, is unchanged."""
     advice = _ADVICE.get(e.errno or 0, "check the destination")
-    return OSError(e.errno, f"{e.strerror or e}; could not save (the previous file, if any, is unchanged): {advice}",
+    return SaveError(e.errno, f"{e.strerror or e}; could not save (the previous file, if any, is unchanged): {advice}",
                    str(path))
 
 
