@@ -71,6 +71,8 @@ def validate(cfg: DictConfig) -> None:
     if cfg.learner.get("strategy") is not None and str(cfg.trainer.strategy) != "auto":
         raise AppConfigError(f"learner.strategy={cfg.learner.strategy} and trainer.strategy={cfg.trainer.strategy} "
                              "both choose the Lightning strategy: set one (trainer.strategy=auto with learner.strategy)")
+    if cfg.learner.get("async_save") and not cfg.learner.checkpointing:
+        raise AppConfigError("learner.async_save=true needs learner.checkpointing=true (nothing else is saved)")
     if cfg.learner.checkpoint is not None and not _resume_point(cfg.learner.checkpoint):
         raise AppConfigError(f"learner.checkpoint={cfg.learner.checkpoint} is invalid: expected an epoch >= 1 or 'last'")
     split, _, name = str(cfg.optimized_metric).partition("/")
@@ -237,7 +239,7 @@ def run(cfg: DictConfig, artifact_dir: str | Path | None = None) -> float:
             builder.metric_valid_numeric(metric_cls())
     recorder = recorder_from(cfg.learner.recorder)
     if cfg.learner.checkpointing:
-        builder.with_file_checkpointer(recorder)
+        builder.with_file_checkpointer(recorder).async_checkpoints(cfg.learner.async_save)
     if cfg.learner.early_stopping_patience:
         builder.early_stopping(MetricEarlyStoppingStrategy(
             LossMetric(), condition=StoppingCondition.no_improvement_since(cfg.learner.early_stopping_patience)))
