@@ -278,7 +278,7 @@ def run(cfg: DictConfig, artifact_dir: str | Path | None = None) -> float:
     tracker = MetricTracker(str(cfg.optimized_metric), artifact / "result.json", learner.module.store, learner.trainer)
     checkpointer = next((c for c in learner.trainer.callbacks if isinstance(c, FileCheckpointer)), None)  # type: ignore[attr-defined]
     if checkpointer is not None:  # an epoch is listed once its checkpoint is saved (a failed save: never)
-        checkpointer.epoch_saved.append(lambda epoch: tracker.write())
+        checkpointer.epoch_saved.append(tracker.saved)
     else:
         learner.module.store.add_listener(tracker)
     with _distributed_job():
@@ -338,6 +338,10 @@ class MetricTracker:
     def __call__(self, split: Split, epoch: int, entries: Mapping[str, EpochEntry]) -> None:
         if split is self.split and self.name in entries:
             self.write()
+
+    def saved(self, epoch: int) -> None:
+        """The checkpoint of `epoch` is saved: the result may list it."""
+        self.write()
 
     def best_epoch(self) -> int | None:
         return self.store.find_epoch(self.name, self.split, self.direction)

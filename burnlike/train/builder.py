@@ -9,6 +9,7 @@ pass anything else straight to Lightning, so the adapter never blocks a Lightnin
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -247,7 +248,9 @@ class LearnerBuilder:
             strategy = self._strategy or default_checkpointing_strategy()
             callbacks.append(FileCheckpointer(self.artifact_dir, self._recorder, strategy))
             extension = self._recorder.file_extension()
-            callbacks.append(Preemption(lambda step: checkpoint_path(self.artifact_dir, step, extension, PREEMPTED)))
+            # a partial, not a lambda: ddp_spawn pickles the callbacks into its processes
+            callbacks.append(Preemption(functools.partial(checkpoint_path, self.artifact_dir, extension=extension,
+                                                          kind=PREEMPTED)))
             callbacks.append(RandomState())
         callbacks += [s.to_callback() for s in self._early_stopping]
         if self._interrupter is not None:

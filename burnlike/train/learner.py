@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from burnlike.train import components
 from burnlike.train.checkpoint import checkpoint_path, newest_checkpoint
 from burnlike.train.logger import FileMetricLogger, install_experiment_log, remove_experiment_log
 from burnlike.train.metric.store import EpochEntry, Split
-from burnlike.train.module import StepModule
+from burnlike.train.module import STORE_RESULT, StepModule
 from burnlike.train.plot import plot_metrics
 from burnlike.train.preemption import BATCHES_DONE, SkipFirst
 from burnlike.train.process_group import end_at_exit
@@ -121,7 +122,11 @@ class Learner(components.Learner):
                 continue_logger_runs(self.trainer, ckpt)
             if self.trainer.world_size > 1:
                 end_at_exit()
-            self.trainer.fit(self.module, train_loader, valid_loader, ckpt_path=str(ckpt) if ckpt else None)
+            with _spawn_safe_sharing(self.trainer):
+                self.trainer.fit(self.module, train_loader, valid_loader, ckpt_path=str(ckpt) if ckpt else None)
+            stored = self.trainer.callback_metrics.pop(STORE_RESULT, None)
+            if isinstance(stored, dict) and not self.module.store.epochs_stored():  # spawned: the processes had it
+                self.module.store.load_state_dict(stored)
             log.info("training finished at epoch %d", self.trainer.current_epoch)
         finally:
             if handler is not None:
@@ -160,3 +165,22 @@ def replay_shuffles(loader: Iterable[Any], epochs: int) -> None:
     for _ in range(epochs):  # exactly len(sampler) items, as an epoch takes (more would draw again)
         for _ in itertools.islice(iter(sampler), len(sampler)):
             pass
+
+
+@contextlib.contextmanager
+def _spawn_safe_sharing(trainer: L.Trainer) -> Iterator[None]:
+    """Tensors go to spawned processes (ddp_spawn) through torch's "file_system" sharing for the
+    fit: its default "file_descriptor" strategy passes one descriptor twice when two tensors share
+    a storage, which spawn refuses ("bad value(s) in fds_to_keep")."""
+    launcher = getattr(trainer.strategy, "launcher", None)
+    if getattr(launcher, "_start_method", None) not in ("spawn", "forkserver"):
+        yield
+        return
+    import torch.multiprocessing as mp
+
+    before = mp.get_sharing_strategy()  # type: ignore[no-untyped-call]
+    mp.set_sharing_strategy("file_system")  # type: ignore[no-untyped-call]
+    try:
+        yield
+    finally:
+        mp.set_sharing_strategy(before)  # type: ignore[no-untyped-call]

@@ -27,6 +27,7 @@ from burnlike.train.metric.base import Metric, MetricContext
 from burnlike.train.metric.store import EpochEntry, MetricStore, Split
 from burnlike.train.output import NONE
 from burnlike.train.preemption import BATCHES_DONE
+from burnlike.train.quiet import quiet_lightning
 from burnlike.train.step import InferenceStep, TrainOutput, TrainStep, ValidStep, inference_fn
 
 log = logging.getLogger("burnlike.train")
@@ -35,6 +36,7 @@ LrOrScheduler = float | LrScheduler | LrSchedulerConfig
 
 _PLAIN_ATTRS = frozenset({"_current_fx_name", "_metered"})
 _HISTORY_KEY = "burn_epoch_history"  # the train epoch under way, per rank (mid-epoch checkpoints)
+STORE_RESULT = "burnlike/store"  # trainer.callback_metrics key: the store, back from spawned processes
 _STORE_KEY = "burnlike_metric_store"  # the store's state inside Lightning checkpoints
 
 
@@ -198,9 +200,17 @@ class StepModule(StepHost):
         check_metrics(item_type, self.metrics(split), split)
         self._checked.add(split)
 
+    def setup(self, stage: str) -> None:
+        quiet_lightning()  # in every process: ddp_spawn's don't inherit the warning filters
+
     def on_train_start(self) -> None:
         if self.graph_step is not None:
             self.graph_step.reset()
+
+    def on_train_end(self) -> None:
+        # ddp_spawn sends the process that called fit the weights and `callback_metrics` only: the
+        # store rides along (plain floats), so its summary and results hold the epochs
+        self.trainer.callback_metrics[STORE_RESULT] = self.store.state_dict()  # type: ignore[assignment]
 
     # Epoch ends --------------------------------------------------------------------------------
     def on_validation_epoch_start(self) -> None:

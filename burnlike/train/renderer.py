@@ -97,12 +97,16 @@ class PlainProgress(ProgressBar):
         self._trainer = trainer
         if isinstance(pl_module, StepModule) and id(pl_module) not in self._listening:
             self._listening.add(id(pl_module))
-            pl_module.store.add_listener(lambda split, epoch, entries: self._stored(pl_module, split, entries))
+            self._module = pl_module
+            pl_module.store.add_listener(self._stored)  # a bound method: ddp_spawn pickles the store
 
-    def _stored(self, pl_module: StepModule, split: Split, entries: Mapping[str, EpochEntry]) -> None:
+    _module: StepModule | None = None
+
+    def _stored(self, split: Split, epoch: int, entries: Mapping[str, EpochEntry]) -> None:
         """A split's epoch is in the store: its line, with the stored values."""
         name = Split(split).value
-        if self._trainer is None or name not in self.paces or not self.paces[name].done:
+        pl_module = self._module
+        if self._trainer is None or pl_module is None or name not in self.paces or not self.paces[name].done:
             return
         numeric = {m.name: m.unit for m in pl_module.metrics(name) if m.numeric}
         values = {k: f"{e.value:.4g}{numeric[k]}" for k, e in entries.items() if k in numeric and not math.isnan(e.value)}

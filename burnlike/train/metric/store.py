@@ -107,6 +107,10 @@ class MetricStore:
         """Every stored epoch of `name` in `split`, in epoch order."""
         return dict(sorted(self._values.get((Split(split), name), {}).items()))
 
+    def epochs_stored(self) -> bool:
+        """Whether any epoch of any split is stored."""
+        return any(self._values.values())
+
     def has_epoch(self, split: Split, epoch: int) -> bool:
         """Whether `epoch` of `split` is stored (for any metric)."""
         split = Split(split)
