@@ -6,14 +6,15 @@
     python train.py hydra.run.dir=<run dir> learner.checkpoint=3   # resume a run
     python train.py --cfg job                            # print the composed config
 
-Groups: model (mnist, mlp, cnn, tabular), data (mnist, image_folder, csv), optimizer (adam, adamw, sgd), trainer (default, cpu, gpu,
-ddp, ddp_spawn), learner (default), hparams_search (mnist_optuna), debug (fast, limit).
+The groups, their options and every key: `python train.py --help` (and docs/hydra.md).
 MNIST is read from data.root (default $BURNLIKE_DATA, else ./data): the folder holding MNIST/raw/.
 """
 
 from __future__ import annotations
 
 import os
+import sys
+from pathlib import Path
 
 import hydra
 from omegaconf import DictConfig
@@ -26,22 +27,32 @@ register_configs()
 @hydra.main(version_base="1.3", config_path="conf", config_name="config")
 def main(cfg: DictConfig) -> float:
     # heavy imports (torch, lightning) happen here, so --help and --cfg job stay fast
-    from burnlike.app.run import AppConfigError, fail, is_rank_zero, run
+    from burnlike.app.console import discard_run_dir, fail
+    from burnlike.app.run import AppConfigError, is_rank_zero, output_dir, run
     from burnlike.app.tree import print_config
     from burnlike.data import MnistFormatError, MnistNotFoundError
     from burnlike.data.dataset import DatasetError
-    from burnlike.record import RecordError
+    from burnlike.record import RecordError, SaveError
 
     if is_rank_zero():  # DDP children compose the same config: print it once
         print_config(cfg)
     try:
         return run(cfg)
-    except (AppConfigError, MnistNotFoundError, MnistFormatError, DatasetError, RecordError) as e:
+    except (AppConfigError, MnistNotFoundError, MnistFormatError, DatasetError, RecordError, SaveError) as e:
         if os.environ.get("HYDRA_FULL_ERROR") == "1":
             raise
+        if is_rank_zero():  # nothing trained: leave no run dir behind
+            from hydra.utils import get_original_cwd
+
+            discard_run_dir(output_dir(), Path(get_original_cwd()))
         fail(str(e))
         raise  # unreachable: fail() exits
 
 
 if __name__ == "__main__":
+    from burnlike.app.console import fail
+    from burnlike.app.overrides import unknown_key
+
+    if (problem := unknown_key(sys.argv[1:])) is not None:  # before Hydra: one line naming the right key
+        fail(problem)
     main()

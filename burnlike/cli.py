@@ -41,6 +41,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from burnlike import __version__
 from burnlike.cli_runs import register as register_run_commands
 from burnlike.record.checkpoint.lightning_dict import encode_checkpoint, is_checkpoint
 from burnlike.record.checkpoint.value import TAG, decode_value
@@ -309,6 +310,7 @@ def _reprecise(item: Any, settings: PrecisionSettings, burn_version: str) -> Any
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="burnlike", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"burnlike {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="{inspect,convert,summary,compare}")
     p = sub.add_parser("inspect", help="print a record's metadata and tensor tree (path, dtype, shape, bytes)",
                        description="Print a record's metadata and its tensors (path, dtype, shape, bytes). "

@@ -13,9 +13,11 @@ import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from burnlike.train.summary import LearnerSummary
+if TYPE_CHECKING:  # pragma: no cover - the commands import it when they run (torchmetrics is slow)
+    from burnlike.train.summary import LearnerSummary
+
 
 SPLITS = ("train", "valid")
 
@@ -30,6 +32,8 @@ def metric_names(run_dir: Path, split: str) -> list[str]:
 
 
 def summarize(run_dir: Path) -> LearnerSummary:
+    from burnlike.train.summary import LearnerSummary
+
     if not any((run_dir / split).is_dir() for split in SPLITS):
         raise RunDirError(f"{run_dir}: not a run dir (expected train/epoch-N/*.log or valid/epoch-N/*.log in it)")
     return LearnerSummary.from_dir(run_dir, metric_names(run_dir, "train"), metric_names(run_dir, "valid"))
@@ -120,29 +124,24 @@ def table(results: list[RunResult]) -> str:
 
 def plot(results: list[RunResult], path: Path) -> bool:
     """One figure: each run's optimized metric per epoch (False without matplotlib)."""
-    try:
-        import matplotlib
+    from burnlike.train.plot import epoch_axis, pyplot, save
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = pyplot()
+    if plt is None:
         return False
     fig, ax = plt.subplots(figsize=(6.5, 4))
     for r in results:
         label = " ".join(r.overrides) or r.run_dir.name
         ax.plot(list(r.epochs), list(r.epochs.values()), marker="o", label=label)
-    ax.set_xlabel("epoch")
+    epoch_axis(ax)
     ax.set_ylabel(results[0].metric)
     ax.legend(fontsize="small")
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=80)
-    plt.close(fig)
+    save(fig, path)
     return True
 
 
 def cmd_summary(args: argparse.Namespace) -> int:
-    from burnlike.train.learner import _plot
+    from burnlike.train.plot import plot_metrics
 
     run_dir = Path(args.run_dir)
     try:
@@ -151,8 +150,17 @@ def cmd_summary(args: argparse.Namespace) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     print(summary)
-    _plot(summary, run_dir / "metrics.png")
+    plot_metrics(summary, run_dir / "metrics.png")
     return 0
+
+
+def default_plot_path(dirs: list[Path]) -> Path:
+    """compare.png in the one dir given (a sweep dir), else in the folder the dirs share."""
+    import os
+
+    if len(dirs) == 1:
+        return dirs[0] / "compare.png"
+    return Path(os.path.commonpath([d.resolve() for d in dirs])) / "compare.png"
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -168,7 +176,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         return 2
     results = ranked(results)
     print(table(results))
-    out = Path(args.plot)
+    out = Path(args.out) if args.out else default_plot_path([Path(p) for p in args.dirs])
     if plot(results, out):
         print(f"plot: {out}")
     return 0
@@ -185,5 +193,7 @@ def register(sub: Any) -> None:
                        description="Rank runs by their optimized metric (result.json), best first in the "
                                    "metric's own direction, and plot it per epoch for every run.")
     p.add_argument("dirs", nargs="+", metavar="DIR", help="run dirs, or multirun dirs holding them")
-    p.add_argument("--plot", default="compare.png", help="where the plot goes (default: ./compare.png)")
+    p.add_argument("--out", "--plot", dest="out", metavar="PNG",
+                   help="where the plot goes (default: compare.png in the sweep dir, or in the folder the "
+                        "run dirs share)")
     p.set_defaults(func=cmd_compare)

@@ -62,5 +62,5 @@ def patch_for_multirun() -> str | None:
         return HYDRA_UNSEEN
     if getattr(subprocess_script, "_hydra_subprocess_cmd") is not job_subprocess_cmd:  # noqa: B009 - private
         setattr(subprocess_script, "_hydra_subprocess_cmd", job_subprocess_cmd)  # noqa: B010
-        log.info("multirun: DDP ranks are launched for this job only (not the whole sweep)")
+        log.debug("multirun: DDP ranks are launched for this job only (not the whole sweep)")
     return None

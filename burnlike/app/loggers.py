@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -99,15 +100,28 @@ GIT_TIMEOUT_S = 10.0  # a git that hangs (a network filesystem, a lock) must not
 
 
 def git_commit(cwd: Path | None = None) -> str | None:
-    """HEAD of the git checkout the run starts in (a `-dirty` suffix when it has local changes); None
-    outside a checkout, without git, or when git takes longer than `GIT_TIMEOUT_S`."""
+    """HEAD of the git checkout that holds `cwd`, by default the code that trains: the running
+    script's folder (`train.py`, or another repo's own script), else the current directory. A
+    `-dirty` suffix when it has local changes (whatever bytes their names hold); None outside a
+    checkout, without git, or when git takes longer than `GIT_TIMEOUT_S`."""
+    where = cwd if cwd is not None else script_dir()
+
+    def git(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["git", *args], cwd=where, capture_output=True, text=True, encoding="utf-8",
+                              errors="replace", timeout=GIT_TIMEOUT_S)  # file names need not be UTF-8
+
     try:
-        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True,
-                             timeout=GIT_TIMEOUT_S)
+        sha = git("rev-parse", "HEAD")
         if sha.returncode != 0:
             return None
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=cwd,
-                               capture_output=True, text=True, timeout=GIT_TIMEOUT_S)
+        dirty = git("status", "--porcelain", "--untracked-files=no")
     except (OSError, subprocess.SubprocessError):
         return None
     return sha.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
+
+
+def script_dir() -> Path | None:
+    """The folder of the script Python runs (`__main__`), None in an interactive session."""
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    return Path(path).resolve().parent if path else None

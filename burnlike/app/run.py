@@ -6,7 +6,6 @@ import contextlib
 import json
 import logging
 import os
-import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,6 +20,8 @@ if TYPE_CHECKING:  # pragma: no cover  (torch and lightning load in run(), after
     from burnlike.train.metric.base import Metric
     from burnlike.train.metric.store import EpochEntry, MetricStore, Split
 
+
+from burnlike.app.console import CONSOLE, narrow_console
 
 log = logging.getLogger("burnlike.app")
 
@@ -70,6 +71,8 @@ def validate(cfg: DictConfig) -> None:
     if cfg.learner.get("strategy") is not None and str(cfg.trainer.strategy) != "auto":
         raise AppConfigError(f"learner.strategy={cfg.learner.strategy} and trainer.strategy={cfg.trainer.strategy} "
                              "both choose the Lightning strategy: set one (trainer.strategy=auto with learner.strategy)")
+    if cfg.learner.get("async_save") and not cfg.learner.checkpointing:
+        raise AppConfigError("learner.async_save=true needs learner.checkpointing=true (nothing else is saved)")
     if cfg.learner.checkpoint is not None and not _resume_point(cfg.learner.checkpoint):
         raise AppConfigError(f"learner.checkpoint={cfg.learner.checkpoint} is invalid: expected an epoch >= 1 or 'last'")
     split, _, name = str(cfg.optimized_metric).partition("/")
@@ -223,9 +226,10 @@ def run(cfg: DictConfig, artifact_dir: str | Path | None = None) -> float:
         raise AppConfigError(str(e)) from e
 
     from burnlike.train import LearnerBuilder, MetricEarlyStoppingStrategy, StoppingCondition
+    from burnlike.train.checkpoint import FileCheckpointer
     from burnlike.train.metric import LossMetric
 
-    _single_console_log()
+    narrow_console()
 
     builder = LearnerBuilder(artifact)
     for name in cfg.learner.metrics:
@@ -235,7 +239,7 @@ def run(cfg: DictConfig, artifact_dir: str | Path | None = None) -> float:
             builder.metric_valid_numeric(metric_cls())
     recorder = recorder_from(cfg.learner.recorder)
     if cfg.learner.checkpointing:
-        builder.with_file_checkpointer(recorder)
+        builder.with_file_checkpointer(recorder).async_checkpoints(cfg.learner.async_save)
     if cfg.learner.early_stopping_patience:
         builder.early_stopping(MetricEarlyStoppingStrategy(
             LossMetric(), condition=StoppingCondition.no_improvement_since(cfg.learner.early_stopping_patience)))
@@ -272,27 +276,19 @@ def run(cfg: DictConfig, artifact_dir: str | Path | None = None) -> float:
     except (FileNotFoundError, ValueError) as e:
         raise AppConfigError(resume_error(cfg, artifact, e)) from e
     tracker = MetricTracker(str(cfg.optimized_metric), artifact / "result.json", learner.module.store, learner.trainer)
-    learner.module.store.add_listener(tracker)
+    checkpointer = next((c for c in learner.trainer.callbacks if isinstance(c, FileCheckpointer)), None)  # type: ignore[attr-defined]
+    if checkpointer is not None:  # an epoch is listed once its checkpoint is saved (a failed save: never)
+        checkpointer.epoch_saved.append(tracker.saved)
+    else:
+        learner.module.store.add_listener(tracker)
     with _distributed_job():
         result = learner.fit(train_loader, valid_loader)
     if result.trainer is not None and not result.trainer.is_global_zero:
         return tracker.best()
     path = result.model.save_file(artifact / "model", recorder, durable=True)  # type: ignore[operator]  # a burnlike Module
-    log.info("saved the trained model to %s", path)
+    log.info("saved the trained model to %s", path, extra=CONSOLE)
     tracker.write()
     return tracker.best()
-
-
-def _single_console_log() -> None:
-    """`import lightning` gives the "lightning" logger its own console handler and still propagates
-    to the root logger, where Hydra's handler prints every line again: keep Hydra's."""
-    import lightning  # noqa: F401  (the handler is added on import)
-
-    if logging.getLogger().handlers:
-        logger = logging.getLogger("lightning")
-        for handler in list(logger.handlers):
-            if type(handler) is logging.StreamHandler:
-                logger.removeHandler(handler)
 
 
 def trainer_error(cfg: DictConfig, error: Exception) -> str:
@@ -343,6 +339,10 @@ class MetricTracker:
         if split is self.split and self.name in entries:
             self.write()
 
+    def saved(self, epoch: int) -> None:
+        """The checkpoint of `epoch` is saved: the result may list it."""
+        self.write()
+
     def best_epoch(self) -> int | None:
         return self.store.find_epoch(self.name, self.split, self.direction)
 
@@ -390,8 +390,3 @@ def is_rank_zero() -> bool:
 
 def _devices(value: Any) -> Any:
     return OmegaConf.to_container(value) if OmegaConf.is_config(value) else value
-
-
-def fail(message: str) -> None:
-    print(f"error: {message}", file=sys.stderr)
-    sys.exit(2)

@@ -92,6 +92,7 @@ class LearnerConfig:
     recorder: str = "compact"  # compact | default | mpk_gz | json | json_gz | bin | bin_gz
     metrics: list[str] = ["Accuracy", "Loss"]
     checkpointing: bool = True  # checkpoint/model-N.<ext>, Burn's strategy: last 2 + best valid loss
+    async_save: bool = False  # write checkpoints on a writer thread (training waits only for the tensors' copy)
     early_stopping_patience: int | None = None
     checkpoint: str | None = None  # resume from epoch N's checkpoint, or "last" (newest complete, mid-epoch too), in the run dir (hydra.run.dir=<it>)
     grads_accumulation: int = 1

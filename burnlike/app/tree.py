@@ -16,7 +16,7 @@ def print_config(cfg: DictConfig, order: tuple[str, ...] = ORDER) -> None:
     keys = [k for k in order if k in cfg] + [k for k in cfg if k not in order]
     if not sys.stdout.isatty():
         for key in keys:
-            print("config " + str(key) + ": " + _flat(cfg[key]))
+            print("config " + str(key) + ": " + _flat(cfg[key]) + _resolved(key, cfg[key]))
         sys.stdout.flush()
         return
     import rich
@@ -30,6 +30,15 @@ def print_config(cfg: DictConfig, order: tuple[str, ...] = ORDER) -> None:
         text = OmegaConf.to_yaml(value, resolve=True) if OmegaConf.is_config(value) else str(value)
         branch.add(rich.syntax.Syntax(text, "yaml", theme="ansi_dark"))  # 16 colours: the terminal's own palette
     rich.print(tree)
+
+
+def _resolved(key: Any, value: Any) -> str:
+    """What a null data root stands for: MnistDataset's rule ($BURNLIKE_DATA, else ./data)."""
+    if key != "data" or not OmegaConf.is_config(value) or "root" not in value or value.root is not None:
+        return ""
+    from burnlike.data.mnist import data_root
+
+    return f" (root: {data_root()})"
 
 
 def _flat(value: Any) -> str:

@@ -54,7 +54,7 @@ class GradientClippingConfig:
             if self.kind == "value":
                 p.grad.clamp_(-self.threshold, self.threshold)
             else:
-                torch.nn.utils.clip_grad_norm_([p], self.threshold, foreach=True)
+                torch.nn.utils.clip_grad_norm_([p], self.threshold)  # foreach where the device has it (not MPS)
 
 
 class OptimizerConfig:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from burnlike.record.checkpoint.lightning_dict import load_checkpoint
 from burnlike.record.checkpoint.value import Unstorable
 from burnlike.record.checkpoint.weights import load_weights
-from burnlike.record.error import RecordError
+from burnlike.record.error import RecordError, SaveError
 from burnlike.record.format.bincode import BinFileRecorder, BinGzFileRecorder
 from burnlike.record.format.module_record import load_module_record, module_to_record
 from burnlike.record.format.named_mpk import (
@@ -58,6 +58,7 @@ __all__ = [
     "PrecisionSettings",
     "PrettyJsonFileRecorder",
     "RecordError",
+    "SaveError",
     "Recorder",
     "RecorderCheckpointIO",
     "Unstorable",

@@ -1,4 +1,5 @@
-"""`RecordError`: the one exception every malformed or unreadable record raises.
+"""`RecordError`: the one exception every malformed or unreadable record raises; `SaveError`: a
+file that could not be written (the previous one at its path is unchanged).
 
 Messages quote file content through `quote`, so a hostile file can't turn an error into megabytes
 of text: at most `QUOTE_CHARS` characters of it, then how long it was.
@@ -39,3 +40,9 @@ class RecordError(ValueError):
         if self.key:
             where += f"at '{self.key}': "
         super().__init__(_cut(where + message, MAX_MESSAGE))
+
+
+class SaveError(OSError):
+    """A save that could not write its file (a full or read-only disk, a missing permission): an
+    OSError with the errno, naming the destination and what to do; the previous file there, if
+    any, is unchanged (saves write a temp file and rename it)."""

@@ -9,6 +9,7 @@ pass anything else straight to Lightning, so the adapter never blocks a Lightnin
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,6 +18,7 @@ import lightning as L
 import torch
 from lightning.pytorch.callbacks import ProgressBar
 from lightning.pytorch.loggers import Logger
+from lightning.pytorch.plugins.io import CheckpointIO
 from torch import nn
 
 from burnlike.optim.optimizer import Optimizer, OptimizerConfig, TorchOptimizerFactory
@@ -60,6 +62,7 @@ class LearnerBuilder:
         self._early_stopping: list[MetricEarlyStoppingStrategy] = []
         self._strategy: CheckpointingStrategy | None = None
         self._recorder: Recorder | None = None
+        self._async_checkpoints = False
         self._checkpoint: int | str | None = None
         self._trainer_kwargs: dict[str, Any] = {}
         self._callbacks: list[L.Callback] = []
@@ -148,6 +151,14 @@ class LearnerBuilder:
         self._recorder = recorder
         return self
 
+    def async_checkpoints(self, enabled: bool = True) -> LearnerBuilder:
+        """Write the file checkpointer's checkpoints on a writer thread: training waits only for
+        the tensors' copy (`RecorderCheckpointIO(recorder, async_save=True)`); a write's error is
+        raised at the next save or at the end of the fit, and a kill mid-write leaves the previous
+        checkpoint whole. Needs `with_file_checkpointer(...)`."""
+        self._async_checkpoints = bool(enabled)
+        return self
+
     def checkpoint(self, epoch: int | str) -> LearnerBuilder:
         """Resume from the checkpoint of `epoch` (training continues at epoch + 1), or `"last"`:
         the newest complete checkpoint in the run dir, a preemption's mid-epoch one included."""
@@ -223,14 +234,23 @@ class LearnerBuilder:
         own = [*self._callbacks, *self._trainer_kwargs.get("callbacks", ())]
         if self._progress_bar and not any(isinstance(c, ProgressBar) for c in own):
             callbacks.append(progress_display())  # a progress bar passed as a callback replaces it
+        if self._async_checkpoints and self._recorder is None:
+            raise ValueError("async_checkpoints() needs with_file_checkpointer(recorder): there is nothing to write")
         if self._recorder is not None:
             from burnlike.record import RecorderCheckpointIO
 
-            plugins.append(RecorderCheckpointIO(self._recorder))
+            if not any(isinstance(p, CheckpointIO) for p in self._trainer_kwargs.get("plugins", ())):
+                plugins.append(RecorderCheckpointIO(self._recorder, async_save=self._async_checkpoints))
+            elif self._async_checkpoints:
+                raise ValueError("async_checkpoints(): trainer_kwargs(plugins=...) already has a CheckpointIO; "
+                                 "give it async_save=True itself, or drop it and let with_file_checkpointer's "
+                                 "recorder write")
             strategy = self._strategy or default_checkpointing_strategy()
             callbacks.append(FileCheckpointer(self.artifact_dir, self._recorder, strategy))
             extension = self._recorder.file_extension()
-            callbacks.append(Preemption(lambda step: checkpoint_path(self.artifact_dir, step, extension, PREEMPTED)))
+            # a partial, not a lambda: ddp_spawn pickles the callbacks into its processes
+            callbacks.append(Preemption(functools.partial(checkpoint_path, self.artifact_dir, extension=extension,
+                                                          kind=PREEMPTED)))
             callbacks.append(RandomState())
         callbacks += [s.to_callback() for s in self._early_stopping]
         if self._interrupter is not None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -193,10 +194,13 @@ def checkpoint_path(artifact_dir: str | os.PathLike[str] | RemotePath, epoch: in
 PREEMPTED = "preempted"  # `checkpoint/preempted-<global step>.<ext>`: a whole checkpoint saved on a signal
 
 
-def newest_checkpoint(artifact_dir: str | os.PathLike[str] | RemotePath, extension: str) -> AnyPath | None:
+def newest_checkpoint(artifact_dir: str | os.PathLike[str] | RemotePath, extension: str,
+                      unreadable: list[tuple[AnyPath, str]] | None = None) -> AnyPath | None:
     """The complete checkpoint with the highest global step in `<artifact_dir>/checkpoint`:
     `trainer-N` (per-epoch layout), `preempted-S` (mid-epoch, on a signal) or an older single-file
-    `model-N`. A `model-N` module record without its `trainer-N` is an incomplete epoch: skipped."""
+    `model-N`. A `model-N` module record without its `trainer-N` is an incomplete epoch: skipped.
+    Files that can't be read (a save cut short) are skipped too, and listed in `unreadable` as
+    (path, why) when a list is given."""
     folder = as_path(artifact_dir) / "checkpoint"
     if not folder.is_dir():
         return None
@@ -204,19 +208,21 @@ def newest_checkpoint(artifact_dir: str | os.PathLike[str] | RemotePath, extensi
     for path in folder.iterdir():
         kind = path.name.partition("-")[0]
         if path.name.endswith("." + extension) and kind in ("trainer", "model", PREEMPTED):
-            step = _global_step(path)
+            try:
+                step = _global_step(path)
+            except (RecordError, OSError) as e:
+                if unreadable is not None:
+                    unreadable.append((path, str(e)))
+                continue
             if step is not None:
                 found.append((step, kind != PREEMPTED, path.name, path))
     return max(found, key=lambda f: f[:3])[3] if found else None
 
 
 def _global_step(path: AnyPath) -> int | None:
-    """A training checkpoint's `global_step`, None for anything else (a module record, a bad file)."""
-    try:
-        with registry.sniff(path).scan(path) as (_, item):
-            step = item.get("global_step") if is_checkpoint(item) else None
-    except (RecordError, OSError):
-        return None
+    """A training checkpoint's `global_step`, None for a record that is not one (a module record)."""
+    with registry.sniff(path).scan(path) as (_, item):
+        step = item.get("global_step") if is_checkpoint(item) else None
     return step if isinstance(step, int) else None
 
 
@@ -259,6 +265,8 @@ class FileCheckpointer(Checkpoint):
         self.extension = recorder.file_extension()
         self.strategy = strategy
         self._saving: int | None = None  # the epoch whose files the current save splits out
+        # called with the epoch once its checkpoint is on disk (what a run's result may then list)
+        self.epoch_saved: list[Callable[[int], None]] = []
 
     def path(self, epoch: int, kind: str = "model") -> AnyPath:
         return checkpoint_path(self.artifact_dir, epoch, self.extension, kind)
@@ -283,10 +291,12 @@ class FileCheckpointer(Checkpoint):
                 self.delete(trainer, action.epoch)
         if saved and trainer.is_global_zero:
             self.delete_preempted(trainer, trainer.global_step)
+        for listener in self.epoch_saved:
+            listener(epoch)
 
     def save(self, trainer: L.Trainer, epoch: int) -> None:
         """model/optim/scheduler-N from `on_save_checkpoint`, then trainer-N through the plugin."""
-        log.info("saving checkpoint %s", self.path(epoch))
+        log.debug("saving checkpoint %s", self.path(epoch))
         self._saving = epoch
         try:
             # the full state (optimizer, loops, callbacks): resuming needs it; saying so spares
@@ -306,7 +316,7 @@ class FileCheckpointer(Checkpoint):
         for kind in reversed(KINDS):
             path = self.path(epoch, kind)
             if path.exists():
-                log.info("removing checkpoint %s", path)
+                log.debug("removing checkpoint %s", path)
                 trainer.strategy.remove_checkpoint(str(path))
 
     def delete_preempted(self, trainer: L.Trainer, step: int) -> None:

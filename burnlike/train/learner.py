@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,8 @@ from burnlike.train import components
 from burnlike.train.checkpoint import checkpoint_path, newest_checkpoint
 from burnlike.train.logger import FileMetricLogger, install_experiment_log, remove_experiment_log
 from burnlike.train.metric.store import EpochEntry, Split
-from burnlike.train.module import StepModule
+from burnlike.train.module import STORE_RESULT, StepModule
+from burnlike.train.plot import plot_metrics
 from burnlike.train.preemption import BATCHES_DONE, SkipFirst
 from burnlike.train.process_group import end_at_exit
 from burnlike.train.summary import LearnerSummary
@@ -79,10 +81,16 @@ class Learner(components.Learner):
             return None
         if self.checkpoint_extension is None:
             raise ValueError("checkpoint(epoch) needs with_file_checkpointer(recorder): there is nothing to resume from")
-        if self.checkpoint == "last":
-            newest = newest_checkpoint(self.artifact_dir, self.checkpoint_extension)
+        if self.checkpoint == "last":  # a scheduler's requeue runs the same command: resume if there is anything
+            unreadable: list[tuple[AnyPath, str]] = []
+            newest = newest_checkpoint(self.artifact_dir, self.checkpoint_extension, unreadable)
+            for path, why in unreadable:
+                log.warning("checkpoint('last'): %s can't be read (%s); skipped, resuming from %s", path, why,
+                            newest if newest is not None else "the start")
             if newest is None:
-                raise FileNotFoundError(f"checkpoint('last'): no complete checkpoint in {self.artifact_dir / 'checkpoint'}")
+                log.warning("checkpoint('last'): no checkpoint in %s yet; training from the start",
+                            self.artifact_dir / "checkpoint")
+                return None
             return newest
         epoch = int(self.checkpoint)
         for kind in ("trainer", "model"):
@@ -104,6 +112,9 @@ class Learner(components.Learner):
             if ckpt is not None and self.trainer.world_size == 1:
                 epochs, skip = resume_point(ckpt)
                 replay_shuffles(train_loader, epochs)
+                if valid_loader is not None:  # a shuffled valid loader drew once per validation
+                    every = self.trainer.check_val_every_n_epoch or 1
+                    replay_shuffles(valid_loader, epochs // every)
                 if skip:  # a mid-epoch (preemption) checkpoint: continue after the batches it trained
                     log.info("skipping the %d batches of the epoch the checkpoint already trained", skip)
                     train_loader = SkipFirst(train_loader, skip)
@@ -111,7 +122,11 @@ class Learner(components.Learner):
                 continue_logger_runs(self.trainer, ckpt)
             if self.trainer.world_size > 1:
                 end_at_exit()
-            self.trainer.fit(self.module, train_loader, valid_loader, ckpt_path=str(ckpt) if ckpt else None)
+            with _spawn_safe_sharing(self.trainer):
+                self.trainer.fit(self.module, train_loader, valid_loader, ckpt_path=str(ckpt) if ckpt else None)
+            stored = self.trainer.callback_metrics.pop(STORE_RESULT, None)
+            if isinstance(stored, dict) and not self.module.store.epochs_stored():  # spawned: the processes had it
+                self.module.store.load_state_dict(stored)
             log.info("training finished at epoch %d", self.trainer.current_epoch)
         finally:
             if handler is not None:
@@ -121,7 +136,7 @@ class Learner(components.Learner):
             summary = LearnerSummary.from_store(self.module.store, self.numeric["train"], self.numeric["valid"])
             print(summary, flush=True)
             if isinstance(self.artifact_dir, Path):
-                _plot(summary, self.artifact_dir / "metrics.png")
+                plot_metrics(summary, self.artifact_dir / "metrics.png")
         model = self.module.model
         model.eval()
         return TrainingResult(model, summary, self.trainer)
@@ -152,26 +167,20 @@ def replay_shuffles(loader: Iterable[Any], epochs: int) -> None:
             pass
 
 
-def _plot(summary: LearnerSummary, path: Path) -> None:
-    """Per-epoch curves of every numeric metric, if matplotlib is installed (extra `plot`)."""
-    try:
-        import matplotlib
+@contextlib.contextmanager
+def _spawn_safe_sharing(trainer: L.Trainer) -> Iterator[None]:
+    """Tensors go to spawned processes (ddp_spawn) through torch's "file_system" sharing for the
+    fit: its default "file_descriptor" strategy passes one descriptor twice when two tensors share
+    a storage, which spawn refuses ("bad value(s) in fds_to_keep")."""
+    launcher = getattr(trainer.strategy, "launcher", None)
+    if getattr(launcher, "_start_method", None) not in ("spawn", "forkserver"):
+        yield
+        return
+    import torch.multiprocessing as mp
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return
-    names = sorted({m.name for m in summary.metrics})
-    if not names:
-        return
-    fig, axes = plt.subplots(1, len(names), figsize=(4.5 * len(names), 3.2), squeeze=False)
-    for ax, name in zip(axes[0], names):
-        for m in summary.metrics:
-            if m.name == name:
-                ax.plot(list(m.epochs), list(m.epochs.values()), marker="o", label=m.split)
-        ax.set_title(name)
-        ax.set_xlabel("epoch")
-        ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=80)
-    plt.close(fig)
+    before = mp.get_sharing_strategy()  # type: ignore[no-untyped-call]
+    mp.set_sharing_strategy("file_system")  # type: ignore[no-untyped-call]
+    try:
+        yield
+    finally:
+        mp.set_sharing_strategy(before)  # type: ignore[no-untyped-call]

@@ -96,13 +96,24 @@ def read_epochs(artifact_dir: str | Path | RemotePath, split: str, name: str) ->
     return dict(sorted(out.items()))
 
 
+class RankZeroOnly(logging.Filter):
+    """Records of the global rank 0 only (Lightning's notion, from the launcher's environment and
+    then the strategy): every DDP rank runs the same fit, one experiment.log tells it once."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from lightning.fabric.utilities.rank_zero import rank_zero_only
+
+        return getattr(rank_zero_only, "rank", 0) == 0
+
+
 def install_experiment_log(artifact_dir: str | Path, file_name: str = "experiment.log") -> logging.Handler:
     """Route burnlike's and Lightning's log records to `experiment.log` (Burn's app logger; the
     evaluator's is `evaluation.log`)."""
     path = Path(artifact_dir) / file_name
     path.parent.mkdir(parents=True, exist_ok=True)
-    handler = logging.FileHandler(path)
+    handler = logging.FileHandler(path, delay=True)  # opened at the first record rank 0 writes
     handler.setLevel(logging.INFO)
+    handler.addFilter(RankZeroOnly())
     formatter = logging.Formatter(LOG_FORMAT, datefmt="%Y-%m-%dT%H:%M:%S")
     handler.setFormatter(formatter)
     for name in ("burnlike", "lightning.pytorch", "lightning.fabric"):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import typing
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import torch
@@ -26,6 +26,8 @@ from burnlike.train.graph_step import CudaGraphConfig, GraphStep, StepHost, host
 from burnlike.train.metric.base import Metric, MetricContext
 from burnlike.train.metric.store import EpochEntry, MetricStore, Split
 from burnlike.train.output import NONE
+from burnlike.train.preemption import BATCHES_DONE
+from burnlike.train.quiet import quiet_lightning
 from burnlike.train.step import InferenceStep, TrainOutput, TrainStep, ValidStep, inference_fn
 
 log = logging.getLogger("burnlike.train")
@@ -33,6 +35,8 @@ log = logging.getLogger("burnlike.train")
 LrOrScheduler = float | LrScheduler | LrSchedulerConfig
 
 _PLAIN_ATTRS = frozenset({"_current_fx_name", "_metered"})
+_HISTORY_KEY = "burn_epoch_history"  # the train epoch under way, per rank (mid-epoch checkpoints)
+STORE_RESULT = "burnlike/store"  # trainer.callback_metrics key: the store, back from spawned processes
 _STORE_KEY = "burnlike_metric_store"  # the store's state inside Lightning checkpoints
 
 
@@ -196,11 +200,29 @@ class StepModule(StepHost):
         check_metrics(item_type, self.metrics(split), split)
         self._checked.add(split)
 
+    def setup(self, stage: str) -> None:
+        quiet_lightning()  # in every process: ddp_spawn's don't inherit the warning filters
+
     def on_train_start(self) -> None:
         if self.graph_step is not None:
             self.graph_step.reset()
 
+    def on_train_end(self) -> None:
+        # ddp_spawn sends the process that called fit the weights and `callback_metrics` only: the
+        # store rides along (plain floats), so its summary and results hold the epochs
+        self.trainer.callback_metrics[STORE_RESULT] = self.store.state_dict()  # type: ignore[assignment]
+
     # Epoch ends --------------------------------------------------------------------------------
+    def on_validation_epoch_start(self) -> None:
+        """The validation at a train epoch's end runs before that epoch ends: its train values are
+        complete, so they are stored first, as Burn logs them (train, then valid)."""
+        trainer = self.trainer
+        if trainer.sanity_checking or trainer.state.fn != "fit":
+            return
+        batches = trainer.fit_loop.epoch_loop.batch_progress
+        if batches.is_last_batch or batches.current.ready >= trainer.num_training_batches:
+            self.finish_epoch("train")
+
     def on_validation_epoch_end(self) -> None:
         if not self.trainer.sanity_checking:
             self.finish_epoch("valid")
@@ -213,8 +235,8 @@ class StepModule(StepHost):
         for Lightning's callbacks (the loggers get the store's values from `MetricLoggerBridge`, at
         step = the epoch)."""
         epoch = self.current_epoch + 1
-        if (split, epoch) in self._finished:
-            return
+        if (split, epoch) in self._finished or self.store.has_epoch(Split(split), epoch):
+            return  # (stored before a resume: a checkpoint taken during the epoch's validation)
         self._finished.add((split, epoch))
         entries = {m.name: EpochEntry(*m.finish_epoch()) for m in self.metrics(split)}
         for name, entry in entries.items():
@@ -225,15 +247,42 @@ class StepModule(StepHost):
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         checkpoint[_STORE_KEY] = self.store.state_dict()
+        checkpoint[_HISTORY_KEY] = self._train_history()
         if self.graph_step is not None:
             host_lr(checkpoint)
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         self.store.load_state_dict(checkpoint.get(_STORE_KEY, {}))
+        if checkpoint.get(BATCHES_DONE):  # a mid-epoch checkpoint: the epoch's steps so far count too
+            self._restore_train_history(checkpoint.get(_HISTORY_KEY) or {})
         model_file = checkpoint.pop(MODEL_FILE, None)
         if model_file is not None:  # Burn's per-epoch layout: the weights are a module record
             load_weights(self.model, model_file)
             checkpoint["state_dict"] = self.state_dict()
+
+    def _train_history(self) -> dict[str, Any]:
+        """Every rank's `(value, count)` steps of the train epoch under way, by metric name: a
+        checkpoint saved mid-epoch carries them, so the resumed epoch's value and log lines are the
+        uninterrupted run's. Every rank saves a checkpoint together (Lightning's rule), so gathering
+        them here is one collective per save, of a few floats per step."""
+        mine = {m.name: [list(pair) for pair in m.host_history()] for m in self.metrics("train")}
+        ranks = [mine]
+        if self.trainer.world_size > 1 and torch.distributed.is_available() and torch.distributed.is_initialized():
+            ranks = [{} for _ in range(self.trainer.world_size)]
+            torch.distributed.all_gather_object(ranks, mine)
+        return {"ranks": ranks}
+
+    def _restore_train_history(self, saved: Mapping[str, Any]) -> None:
+        """This rank's saved steps; resumed at another world size, rank 0 takes them all (the epoch's
+        value is the same; its log lines then hold every old rank's steps)."""
+        ranks = list(saved.get("ranks", []))
+        world, rank = self.trainer.world_size, self.trainer.global_rank
+        if len(ranks) == world:
+            mine = [ranks[rank]]
+        else:
+            mine = ranks if rank == 0 else []
+        for m in self.metrics("train"):
+            m.restore_history([(float(v), float(c)) for part in mine for v, c in part.get(m.name, [])])
 
     # Optimization ------------------------------------------------------------------------------
     def configure_optimizers(self) -> OptimizerLRScheduler:

@@ -56,31 +56,79 @@ class Preemption(L.Callback):
             self._previous[signum] = signal.signal(signum, self._notice)
 
     def _notice(self, signum: int, frame: FrameType | None) -> None:
-        """Note the signal, run the handler that was there (Lightning's forwards SIGTERM to DDP
-        workers), then take the SIGTERM back from Lightning: its own check, e.g. during validation,
-        would end the run with exit status 0 and no checkpoint; the next train step saves instead."""
+        """Note the signal and run the handlers that were there, but for Lightning's SIGTERM
+        notifier: it broadcasts from rank 0 inside the handler, a collective at whatever point the
+        signal interrupted, which pairs with another rank's next collective (DDP's gradient
+        all-reduce) and hangs both. What it does besides, forwarding the signal to the ranks it
+        launched, is done here. Lightning's SIGTERM flag stays down: its own check would end the run
+        with exit status 0 and no checkpoint; the next step's decision below saves instead."""
         self.received = signum
-        previous = self._previous.get(signum)
-        if callable(previous):
-            previous(signum, frame)
+        for handler in _handlers(self._previous.get(signum)):
+            if _is_lightning_sigterm_notifier(handler):
+                launcher = getattr(getattr(self._trainer, "strategy", None), "launcher", None)
+                if launcher is not None:
+                    launcher.kill(signum)
+            elif callable(handler):
+                handler(signum, frame)
         connector = getattr(self._trainer, "_signal_connector", None)
         if signum == signal.SIGTERM and getattr(connector, "received_sigterm", False):
             connector.received_sigterm = False  # type: ignore[union-attr]
 
     def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, outputs: Any, batch: Any,
                            batch_idx: int) -> None:
+        if not _train_part_done(trainer, batch_idx + 1):
+            self._decide(trainer, batch_idx + 1)
+        # at an epoch's last batch the epoch's end (validation, the epoch's checkpoint) comes first:
+        # a checkpoint saved there would make Lightning skip that validation on resume
+
+    def on_validation_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, outputs: Any, batch: Any,
+                                batch_idx: int, dataloader_idx: int = 0) -> None:
+        """A signal during validation stops it at the next batch (a long validation would outlast a
+        cluster's grace period). During an epoch's closing validation nothing is saved: Lightning
+        can't resume a run between an epoch's last step and its validation, so the resumed run
+        trains that epoch again from the checkpoint before it (exactly: same data order, same
+        random state). A validation within the epoch (`val_check_interval`) saves the train steps."""
+        if trainer.sanity_checking or trainer.state.fn != "fit":
+            return
+        done = trainer.fit_loop.epoch_loop.batch_progress.current.completed
+        if _train_part_done(trainer, done):
+            self._decide(trainer, done, save=False, when=f"during epoch {trainer.current_epoch + 1}'s validation",
+                         redo=f"epoch {trainer.current_epoch + 1} is trained again")
+        else:
+            self._decide(trainer, done)
+
+    def on_train_epoch_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        """A signal as the last epoch ended: its checkpoint is saved, resume from there."""
+        if trainer.current_epoch > 0:
+            self._decide(trainer, 0, save=False, when=f"at the end of epoch {trainer.current_epoch}",
+                         redo="nothing is trained again")
+
+    def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if self.received is not None and trainer.is_global_zero:
+            name = signal.Signals(self.received).name
+            log.info("%s arrived as the run ended; it finished, nothing to resume", name)
+            print(f"burnlike: {name} arrived as the run ended; it finished (nothing to resume)", file=sys.stderr,
+                  flush=True)
+
+    def _decide(self, trainer: L.Trainer, batches_done: int, save: bool = True, when: str = "",
+                redo: str = "") -> None:
+        """Every rank calls this at the same points, so the decision is one collective each time."""
         if not trainer.strategy.reduce_boolean_decision(self.received is not None, all=False):
             return
-        path = self.path(trainer.global_step)
-        self._batches_done = batch_idx + 1
-        try:
-            trainer.save_checkpoint(str(path))
-        finally:
-            self._batches_done = None
         name = signal.Signals(self.received).name if self.received is not None else "a signal on another rank"
-        line = (f"burnlike: preempted by {name} at epoch {trainer.current_epoch + 1}, step {trainer.global_step}; "
-                f"checkpoint saved to {path}; resume with checkpoint('last') (app: learner.checkpoint=last)")
-        log.warning(line)
+        if save:
+            path = self.path(trainer.global_step)
+            self._batches_done = batches_done
+            try:
+                trainer.save_checkpoint(str(path))
+            finally:
+                self._batches_done = None
+            line = (f"burnlike: preempted by {name} at epoch {trainer.current_epoch + 1}, step {trainer.global_step}; "
+                    f"checkpoint saved to {path}; resume with checkpoint('last') (app: learner.checkpoint=last)")
+        else:
+            line = (f"burnlike: preempted by {name} {when}; resume with checkpoint('last') (app: "
+                    f"learner.checkpoint=last) from the newest checkpoint: {redo}")
+        log.info(line)  # experiment.log / train.log; the console gets it once, below
         if trainer.is_global_zero:
             print(line, file=sys.stderr, flush=True)
         raise Preempted(128 + (self.received or signal.SIGTERM))
@@ -100,12 +148,29 @@ class Preemption(L.Callback):
         self._previous.clear()
 
 
+def _train_part_done(trainer: L.Trainer, batches_done: int) -> bool:
+    """Whether the epoch's train batches are all done (its closing validation comes next)."""
+    progress = trainer.fit_loop.epoch_loop.batch_progress
+    return bool(progress.is_last_batch) or batches_done >= trainer.num_training_batches
+
+
+def _handlers(handler: Handler) -> list[Handler]:
+    """The handlers one installed handler stands for (Lightning composes several into one)."""
+    composed = getattr(handler, "signal_handlers", None)
+    return list(composed) if isinstance(composed, list) else [handler]
+
+
+def _is_lightning_sigterm_notifier(handler: Handler) -> bool:
+    return getattr(getattr(handler, "__func__", None), "__qualname__", "") == "_SignalConnector._sigterm_notifier_fn"
+
+
 class RandomState(L.Callback):
     """Keeps the random generators' states (torch, CUDA, Python, NumPy) in every checkpoint and
     restores them on resume: dropout after a resume draws what it would have drawn (Lightning
     saves none of them). After an epoch's end they are restored at once (the next epoch's loader
     draws from them, as in the uninterrupted run); after a mid-epoch save, just before the next
-    step, past the draws Lightning's restart makes (a fresh loader iterator)."""
+    step, past the draws Lightning's restart makes (a fresh loader iterator), or after the
+    validation a save during validation makes the resumed run repeat."""
 
     KEY = "burn_rng_state"
 
@@ -137,6 +202,16 @@ class RandomState(L.Callback):
 
     def on_train_batch_start(self, trainer: L.Trainer, pl_module: L.LightningModule, batch: Any,
                              batch_idx: int) -> None:
+        self._restore_pending()
+
+    def on_validation_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        """Saved during a validation, the resumed run validates again first: the state goes back
+        after that (a shuffled validation loader draws when it starts), before the next epoch's
+        loader draws its order, as in the uninterrupted run."""
+        if not trainer.sanity_checking:
+            self._restore_pending()
+
+    def _restore_pending(self) -> None:
         if self._pending is not None:
             restore_random_state(self._pending)
             self._pending = None

@@ -9,6 +9,8 @@ Each filter matches one known message exactly; anything else from Lightning or t
 - "The number of training batches is smaller than the logging interval": about Lightning's own step
   logging, which burnlike doesn't use (the loggers get burnlike's values, every_n_steps apart).
 - MLflowLogger's warning "Experiment with name ... not found. Creating it.": a first run's normal start.
+- "It is recommended to use `self.log('valid/Loss', ..., sync_dist=True)`" under DDP: the epoch values
+  burnlike hands to `self.log` are the metric store's, already synced across ranks by the metrics.
 (Lightning's "`weights_only` was not set" at each checkpoint is answered at the call instead:
 `FileCheckpointer` asks for the full state, which resuming needs.)
 """
@@ -23,6 +25,7 @@ WARNINGS = (
     r"`isinstance\(treespec, LeafSpec\)` is deprecated",
     r"Your `val_dataloader`'s sampler has shuffling enabled",
     r"The number of training batches \(\d+\) is smaller than the logging interval",
+    r"It is recommended to use `self.log\('(train|valid|test)/[^']*', \.\.\., sync_dist=True\)`",
 )
 _LOGGERS = ("lightning.pytorch.utilities.rank_zero", "lightning.fabric.utilities.rank_zero")
 

@@ -7,14 +7,18 @@ the checkpoints do. The running means cost one host sync per refresh, so the bar
 
 from __future__ import annotations
 
+import math
 import sys
 import time
+from collections.abc import Mapping
 from typing import IO, Any
 
 import lightning as L
 from lightning.pytorch.callbacks import ProgressBar, TQDMProgressBar
 
+from burnlike.train.metric.store import EpochEntry, Split
 from burnlike.train.module import StepModule
+from burnlike.train.pace import Pace
 
 
 def running_metrics(pl_module: L.LightningModule, split: str) -> dict[str, str]:
@@ -43,17 +47,20 @@ class BurnProgressBar(TQDMProgressBar):
 
 
 class PlainProgress(ProgressBar):
-    """Lines, not redraws: one every `interval` seconds within an epoch and one per split at its
-    end (`epoch 3/10 train Accuracy=97.12% Loss=0.091 2,310 it/s`). No carriage returns, so a
-    redirected log reads top to bottom."""
+    """Lines, not redraws: one every `interval` seconds within an epoch and one per split when its
+    epoch is stored (`epoch 3/10 train Accuracy=97.12% Loss=0.091 2,310 it/s`): train, then valid,
+    with the epoch's values as the store holds them (synced across ranks). No carriage returns, so
+    a redirected log reads top to bottom."""
 
     def __init__(self, interval: float = 30.0, stream: IO[str] | None = None) -> None:
         super().__init__()
         self.interval = interval
         self.stream = stream
         self._enabled = True
-        self._start = self._last = 0.0
-        self._batches = 0
+        self.paces = {"train": Pace(), "valid": Pace()}
+        self.split = "train"  # the pass under way
+        self._trainer: L.Trainer | None = None
+        self._listening: set[int] = set()
 
     def disable(self) -> None:
         self._enabled = False
@@ -67,54 +74,73 @@ class PlainProgress(ProgressBar):
             stream.write(text + "\n")
             stream.flush()
 
-    def _begin(self) -> None:
-        self._start = self._last = time.monotonic()
-        self._batches = 0
-
-    def _line(self, trainer: L.Trainer, pl_module: L.LightningModule, split: str, total: float | int,
-              final: bool) -> str:
-        elapsed = max(time.monotonic() - self._start, 1e-9)
+    def _line(self, trainer: L.Trainer, split: str, values: dict[str, str], position: bool) -> str:
+        pace = self.paces[split]
         parts = [f"epoch {trainer.current_epoch + 1}/{trainer.max_epochs} {split}"]
-        if not final:
-            known = isinstance(total, int) or (isinstance(total, float) and total != float("inf"))
-            parts.append(f"{self._batches:,}/{int(total):,}" if known else f"{self._batches:,}")
-        parts += [f"{k}={v}" for k, v in running_metrics(pl_module, split).items()]
-        parts.append(f"{self._batches / elapsed:,.0f} it/s" if self._batches / elapsed >= 10
-                     else f"{self._batches / elapsed:.2f} it/s")
+        if position:
+            parts.append(f"{pace.done:,}/{int(pace.total):,}" if pace.known else f"{pace.done:,}")
+        parts += [f"{k}={v}" for k, v in values.items()]
+        rate = pace.rate(time.monotonic())
+        parts.append(f"{rate:,.0f} it/s" if rate >= 10 else f"{rate:.2f} it/s")
         return " ".join(parts)
 
-    def _step(self, trainer: L.Trainer, pl_module: L.LightningModule, split: str, total: float | int) -> None:
-        self._batches += 1
+    def _step(self, trainer: L.Trainer, pl_module: L.LightningModule, split: str, batch_idx: int) -> None:
+        pace = self.paces[split]
+        pace.step(batch_idx)
         now = time.monotonic()
-        if now - self._last >= self.interval:
-            self._last = now
-            self._write(self._line(trainer, pl_module, split, total, final=False))
+        if now - pace.last >= self.interval:
+            pace.last = now
+            self._write(self._line(trainer, split, running_metrics(pl_module, split), position=True))
+
+    def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
+        super().setup(trainer, pl_module, stage)
+        self._trainer = trainer
+        if isinstance(pl_module, StepModule) and id(pl_module) not in self._listening:
+            self._listening.add(id(pl_module))
+            self._module = pl_module
+            pl_module.store.add_listener(self._stored)  # a bound method: ddp_spawn pickles the store
+
+    _module: StepModule | None = None
+
+    def _stored(self, split: Split, epoch: int, entries: Mapping[str, EpochEntry]) -> None:
+        """A split's epoch is in the store: its line, with the stored values."""
+        name = Split(split).value
+        pl_module = self._module
+        if self._trainer is None or pl_module is None or name not in self.paces or not self.paces[name].done:
+            return
+        numeric = {m.name: m.unit for m in pl_module.metrics(name) if m.numeric}
+        values = {k: f"{e.value:.4g}{numeric[k]}" for k, e in entries.items() if k in numeric and not math.isnan(e.value)}
+        self._write(self._line(self._trainer, name, values, position=False))
 
     def on_train_epoch_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        self._begin()
+        self.split = "train"
+        self.paces["train"].begin("train", self.total_train_batches)
 
-    def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, *args: Any) -> None:
-        self._step(trainer, pl_module, "train", self.total_train_batches)
+    def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, outputs: Any, batch: Any,
+                           batch_idx: int) -> None:
+        if not self.paces["train"].started:  # an epoch resumed mid-way: no epoch start
+            self.paces["train"].begin("train", self.total_train_batches, done=batch_idx)
+        self._step(trainer, pl_module, "train", batch_idx)
 
     def on_validation_epoch_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         if not trainer.sanity_checking:
-            self._train_state = (self._start, self._last, self._batches)
-            self._begin()
+            self.split = "valid"
+            self.paces["valid"].begin("valid", self.total_val_batches)
 
-    def on_validation_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, *args: Any) -> None:
+    def on_validation_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, outputs: Any, batch: Any,
+                                batch_idx: int, dataloader_idx: int = 0) -> None:
         if not trainer.sanity_checking:
-            self._step(trainer, pl_module, "valid", self.total_val_batches)
+            self._step(trainer, pl_module, "valid", batch_idx)
 
     def on_validation_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        if not trainer.sanity_checking and self._batches:
-            self._write(self._line(trainer, pl_module, "valid", self.total_val_batches, final=True))
-        if hasattr(self, "_train_state"):  # validation inside a train epoch: back to the train counts
-            self._start, self._last, self._batches = self._train_state
-            del self._train_state
+        if not trainer.sanity_checking:
+            self.split = "train"  # validation inside a train epoch: back to it
 
     def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        if self._batches:
-            self._write(self._line(trainer, pl_module, "train", self.total_train_batches, final=True))
+        self.paces["train"].end()
+
+    def teardown(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
+        self._trainer = None
 
 
 def progress_display(stream: IO[str] | None = None) -> ProgressBar:

@@ -56,7 +56,7 @@ class MetricLoggerBridge(L.Callback):
 
         for logger in trainer.loggers:  # their runs started just before this hook
             rows = _PREVIOUS_ROWS.pop(logger, None)
-            if rows:
+            if rows and trainer.is_global_zero:  # other ranks' loggers have no experiment to write to
                 cast(Any, logger).experiment.metrics.extend(rows)
 
     def on_fit_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:

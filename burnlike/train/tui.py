@@ -6,7 +6,9 @@ fast loop pays them a couple of times a second at most. Epochs count from 1.
 
 from __future__ import annotations
 
+import logging
 import math
+import sys
 import time
 from typing import Any
 
@@ -20,6 +22,7 @@ from rich.text import Text
 
 from burnlike.train.metric.store import Split
 from burnlike.train.module import StepModule
+from burnlike.train.pace import Pace
 
 BARS = "▁▂▃▄▅▆▇█"
 SPLITS = ("train", "valid")
@@ -45,11 +48,10 @@ class LiveView(ProgressBar):
         self.console = console or Console()
         self._live: Live | None = None
         self._enabled = True
-        self._split = "train"
-        self._start = self._last = 0.0
-        self._batches = 0
-        self._total: float = 0
+        self.paces = {split: Pace() for split in SPLITS}
+        self.split = "train"  # the pass under way
         self._running: dict[str, dict[str, str]] = {s: {} for s in SPLITS}
+        self._moved: list[tuple[logging.StreamHandler[Any], Any]] = []  # handlers writing above the panel
 
     def disable(self) -> None:
         self._enabled = False
@@ -60,81 +62,92 @@ class LiveView(ProgressBar):
     # Hooks -------------------------------------------------------------------------------------
     def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         if self._enabled and trainer.is_global_zero:
+            streams = (sys.stdout, sys.stderr)
             self._live = Live(console=self.console, auto_refresh=False, transient=False)
-            self._live.start()
+            self._live.start()  # prints go above the panel from here (rich swaps sys.stdout/stderr)
+            self._moved = _log_above(streams)
 
     def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         if self._live is not None:
             self._draw(trainer, pl_module, force=True)
-            self._live.stop()
-            self._live = None
+            self._stop()
 
     def on_exception(self, trainer: L.Trainer, pl_module: L.LightningModule, exception: BaseException) -> None:
+        if self._live is not None:
+            self._stop()
+
+    def _stop(self) -> None:
+        for handler, stream in self._moved:
+            handler.setStream(stream)
+        self._moved = []
         if self._live is not None:
             self._live.stop()
             self._live = None
 
     def on_train_epoch_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        self._begin("train", self.total_train_batches)
+        self.split = "train"
+        self.paces["train"].begin("train", self.total_train_batches)
 
-    def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, *args: Any) -> None:
-        self._step(trainer, pl_module)
+    def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, outputs: Any, batch: Any,
+                           batch_idx: int) -> None:
+        if not self.paces["train"].started:  # an epoch resumed mid-way: no epoch start
+            self.paces["train"].begin("train", self.total_train_batches, done=batch_idx)
+        self.paces["train"].step(batch_idx)
+        self._draw(trainer, pl_module, force=False)
 
     def on_validation_epoch_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         if not trainer.sanity_checking:
-            self._saved = (self._split, self._start, self._last, self._batches, self._total)
-            self._begin("valid", self.total_val_batches)
+            self.split = "valid"
+            self.paces["valid"].begin("valid", self.total_val_batches)
 
-    def on_validation_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, *args: Any) -> None:
+    def on_validation_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, outputs: Any, batch: Any,
+                                batch_idx: int, dataloader_idx: int = 0) -> None:
         if not trainer.sanity_checking:
-            self._step(trainer, pl_module)
+            self.paces["valid"].step(batch_idx)
+            self._draw(trainer, pl_module, force=False)
 
     def on_validation_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         if trainer.sanity_checking:
             return
         self._draw(trainer, pl_module, force=True)
-        if hasattr(self, "_saved"):
-            self._split, self._start, self._last, self._batches, self._total = self._saved
-            del self._saved
+        self.split = "train"  # validation inside a train epoch: back to it
 
     def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         self._draw(trainer, pl_module, force=True)
+        self.paces["train"].end()
 
     # Drawing -----------------------------------------------------------------------------------
-    def _begin(self, split: str, total: float) -> None:
-        self._split, self._total, self._batches = split, total, 0
-        self._start = self._last = time.monotonic()
+    @property
+    def pace(self) -> Pace:
+        """The pass under way."""
+        return self.paces[self.split]
 
-    def _step(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        self._batches += 1
-        self._draw(trainer, pl_module, force=False)
 
     def _draw(self, trainer: L.Trainer, pl_module: L.LightningModule, force: bool) -> None:
         if self._live is None:
             return
         now = time.monotonic()
-        if not force and now - self._last < self.refresh:
+        if not force and now - self.pace.last < self.refresh:
             return
-        self._last = now
+        self.pace.last = now
+        split = self.split
         if isinstance(pl_module, StepModule):  # after an epoch's reset, keep showing its last values
-            running = {m.name: f"{m.running():.4g}{m.unit}"
-                       for m in pl_module.metrics(self._split) if m.numeric and m.updated}
-            self._running[self._split] = running or self._running[self._split]
+            running = {m.name: f"{m.running():.4g}{m.unit}" for m in pl_module.metrics(split) if m.numeric and m.updated}
+            self._running[split] = running or self._running[split]
         self._live.update(self.render(trainer, pl_module, now), refresh=True)
 
     def render(self, trainer: L.Trainer, pl_module: L.LightningModule, now: float) -> Panel:
-        elapsed = max(now - self._start, 1e-9)
-        speed = self._batches / elapsed
-        known = isinstance(self._total, int) or (isinstance(self._total, float) and math.isfinite(self._total))
+        pace = self.pace
+        speed = pace.rate(now)
         limit = trainer.max_epochs  # None or -1: no epoch limit (a max_steps run)
         if limit is not None and limit < 0:
             limit = None
         epoch = trainer.current_epoch + 1 if limit is None else min(trainer.current_epoch + 1, limit)  # done: the last
         parts = [f"Epoch {epoch}" if limit is None else f"Epoch {epoch}/{limit}",
-                 f"{self._split} {self._batches:,}/{int(self._total):,}" if known else f"{self._split} {self._batches:,}",
+                 f"{pace.split} {pace.done:,}/{int(pace.total):,}" if pace.known else f"{pace.split} {pace.done:,}",
                  f"{speed:,.1f} it/s"]
-        if known and speed > 0:
-            parts.append(f"ETA {_duration(max(0.0, (self._total - self._batches) / speed))}")
+        if pace.known and speed > 0:
+            parts.append(f"ETA {_duration(max(0.0, (pace.total - pace.done) / speed))}")
         header = Text(" · ".join(parts), style="bold")
         table = Table(expand=True, show_edge=False, pad_edge=False)
         table.add_column("Metric")
@@ -151,6 +164,22 @@ class LiveView(ProgressBar):
                     cells.append(sparkline(list(epochs.values())))
                 table.add_row(*cells)
         return Panel(Group(header, table), title="burnlike", border_style="dim")
+
+
+def _log_above(streams: tuple[Any, ...]) -> list[tuple[logging.StreamHandler[Any], Any]]:
+    """Point the logging handlers that write to the terminal (`streams`: stdout and stderr as they
+    were before the live view) at rich's stand-ins, so their lines go above the panel instead of
+    into its redraws. Returns (handler, its stream) to put back."""
+    moved = []
+    loggers = [logging.getLogger(), *(lg for lg in logging.root.manager.loggerDict.values()
+                                      if isinstance(lg, logging.Logger))]
+    for logger in loggers:
+        for handler in logger.handlers:
+            if type(handler) is logging.StreamHandler and handler.stream in streams:
+                stand_in = sys.stdout if handler.stream is streams[0] else sys.stderr
+                if stand_in is not handler.stream:
+                    moved.append((handler, handler.setStream(stand_in)))
+    return moved
 
 
 def _duration(seconds: float) -> str:

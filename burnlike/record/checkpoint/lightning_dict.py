@@ -105,7 +105,9 @@ def load_checkpoint(path: str | os.PathLike[str] | RemotePath, recorder: Recorde
         value = decode_value(item, str(target))
     except RecursionError:
         raise RecordError("checkpoint nests too deeply", str(target)) from None
-    if not isinstance(value, dict) or "state_dict" not in value:
+    spawn_weights = target.name.endswith(SPAWN_TRANSPORT) and isinstance(value, dict) and all(
+        isinstance(v, torch.Tensor) for v in value.values())  # ddp_spawn hands back a flat state_dict
+    if not isinstance(value, dict) or ("state_dict" not in value and not spawn_weights):
         raise RecordError("not a training checkpoint (no 'state_dict')", str(target))
     checkpoint: dict[str, Any] = value if map_location is None else _map_location(value, map_location)
     return checkpoint

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO
 
-from burnlike.record.error import RecordError
+from burnlike.record.error import RecordError, SaveError
 from burnlike.record.format.location import AnyPath, RemotePath
 from burnlike.record.tensor import clib
 
@@ -87,6 +87,8 @@ def atomic_write(path: AnyPath, write: Callable[[IO[bytes]], None] | bytes, size
     except OSError as e:
         raise write_error(e, path) from e
     try:
+        if hasattr(os, "fchmod"):  # mkstemp's 0600 would keep teammates' jobs from reading it
+            os.fchmod(fd, new_file_mode())
         reserved = _reserve(fd, size)
         with WritebackFile(io.FileIO(fd, "wb"), buffer_size=1 << 20, writeback=durable) as f:
             if isinstance(write, (bytes, bytearray)):
@@ -106,6 +108,26 @@ def atomic_write(path: AnyPath, write: Callable[[IO[bytes]], None] | bytes, size
         raise
     if durable:
         sync_folder(path.parent)
+
+
+def new_file_mode() -> int:
+    """The mode `open(path, "w")` gives a new file: 0666 less the process's umask."""
+    return 0o666 & ~_umask()
+
+
+def _umask() -> int:
+    """The umask, read without changing it where the OS tells it (Linux: /proc), else set and set
+    back (os.umask can only be read that way; a file another thread creates in between gets 022)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def sync_folder(folder: Path) -> None:
@@ -251,11 +273,11 @@ _ADVICE = {
 }
 
 
-def write_error(e: OSError, path: Path) -> OSError:
+def write_error(e: OSError, path: Path) -> SaveError:
     """`e` restated for the destination `path` (not the temp file) with what to do about it; the
     previous file at `path`, if any, is unchanged."""
     advice = _ADVICE.get(e.errno or 0, "check the destination")
-    return OSError(e.errno, f"{e.strerror or e}; could not save (the previous file, if any, is unchanged): {advice}",
+    return SaveError(e.errno, f"{e.strerror or e}; could not save (the previous file, if any, is unchanged): {advice}",
                    str(path))
 
 

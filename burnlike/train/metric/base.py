@@ -93,6 +93,15 @@ class Metric(nn.Module):
         self.reset()
         return value, history
 
+    def host_history(self) -> list[tuple[float, float]]:
+        """This epoch's `(value, count)` steps so far, as Python floats (one transfer)."""
+        return _to_host(self._history)
+
+    def restore_history(self, steps: list[tuple[float, float]]) -> None:
+        """Continue an epoch from a checkpoint: its steps so far, then the resumed ones."""
+        self.reset()
+        self._history = list(steps)
+
     def reset(self) -> None:
         self.mean.reset()
         self._history = []

@@ -107,6 +107,15 @@ class MetricStore:
         """Every stored epoch of `name` in `split`, in epoch order."""
         return dict(sorted(self._values.get((Split(split), name), {}).items()))
 
+    def epochs_stored(self) -> bool:
+        """Whether any epoch of any split is stored."""
+        return any(self._values.values())
+
+    def has_epoch(self, split: Split, epoch: int) -> bool:
+        """Whether `epoch` of `split` is stored (for any metric)."""
+        split = Split(split)
+        return any(s is split and epoch in values for (s, _), values in self._values.items())
+
     def names(self, split: Split) -> list[str]:
         return sorted(name for s, name in self._values if s is Split(split))
 

@@ -1,0 +1,84 @@
+"""Command-line overrides checked before Hydra composes them: a key the app's schema lacks gets one
+line naming the key that does what was asked (`trainer.max_epochs` -> `learner.num_epochs`), instead
+of Hydra's "Key 'max_epochs' not in 'TrainerConfig'" block, which says what is wrong but not where
+to go. Only the groups with one schema whatever the options (trainer, learner, logger) and the
+top-level keys are checked; model, data and optimizer keys depend on the option and are left to
+Hydra, which names them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+
+# Lightning's Trainer arguments (and other names users bring) that the app spells its own way.
+ELSEWHERE = {
+    "trainer.max_epochs": "learner.num_epochs",
+    "trainer.epochs": "learner.num_epochs",
+    "trainer.accumulate_grad_batches": "learner.grads_accumulation",
+    "trainer.gradient_clip_val": "optimizer.grad_clipping",
+    "trainer.ckpt_path": "learner.checkpoint",
+    "trainer.resume_from_checkpoint": "learner.checkpoint",
+    "trainer.enable_progress_bar": "learner.progress_bar",
+    "trainer.enable_checkpointing": "learner.checkpointing",
+    "trainer.logger": "logger.kinds",
+    "trainer.seed": "seed",
+    "learner.max_epochs": "learner.num_epochs",
+    "learner.epochs": "learner.num_epochs",
+    "learner.lr": "optimizer.lr",
+    "learner.learning_rate": "optimizer.lr",
+    "learner.devices": "trainer.devices",
+    "learner.batch_size": "data.batch_size",
+    "lr": "optimizer.lr",
+    "epochs": "learner.num_epochs",
+    "num_epochs": "learner.num_epochs",
+    "batch_size": "data.batch_size",
+    "devices": "trainer.devices",
+}
+
+
+def _fields(cls: type) -> list[str]:
+    return [f.name for f in dataclasses.fields(cls)]
+
+
+def known_keys() -> dict[str, list[str]]:
+    """Group -> its keys, for the groups whose schema is fixed; "" -> the top-level keys."""
+    from burnlike.app.schema import AppConfig, LearnerConfig, LoggerConfig, TrainerConfig
+
+    return {"": _fields(AppConfig), "trainer": _fields(TrainerConfig), "learner": _fields(LearnerConfig),
+            "logger": _fields(LoggerConfig)}
+
+
+def unknown_key(args: list[str]) -> str | None:
+    """The message for the first override whose key the app doesn't have, None if all are known."""
+    keys = known_keys()
+    for arg in args:
+        if arg.startswith("-") or "=" not in arg or arg[0] in "+~":
+            continue  # flags (-m, --cfg), appends and deletions: Hydra's own
+        key = arg.split("=", 1)[0].strip()
+        if "@" in key or "/" in key:
+            continue  # a group option at another package, or a group path
+        head, _, rest = key.partition(".")
+        if not rest:
+            known = head in keys[""] or head in ("hparams_search", "debug")
+        else:
+            known = head not in keys or head == "" or rest.split(".", 1)[0] in keys[head]
+        if not known:
+            return _message(key, keys)
+    return None
+
+
+def _message(key: str, keys: dict[str, list[str]]) -> str:
+    if key in ELSEWHERE:
+        return f"{key}: no such key; the app's key for it is {ELSEWHERE[key]}"
+    head, _, rest = key.partition(".")
+    group = head if rest else ""
+    leaf = rest.split(".", 1)[0] if rest else head
+    near = [f"{group}.{k}" if group else k for k in difflib.get_close_matches(leaf, keys[group], n=1, cutoff=0.75)]
+    if not near:  # a known name under another group: learner.precision -> trainer.precision
+        near = [f"{g}.{leaf}" if g else leaf for g, ks in keys.items() if leaf in ks][:1]
+    hint = f"; did you mean {near[0]}?" if near else ""
+    if group == "trainer" and not near:
+        hint = f"; other lightning.Trainer arguments pass through as trainer.extra.{leaf}"
+    listing = f"{group} has " if group else "top-level keys: "
+    return f"{key}: no such key{hint} ({listing}{', '.join(keys[group])})"
