@@ -38,10 +38,10 @@ def narrow_console() -> None:
     for handler in list(lightning_logger.handlers):
         if type(handler) is logging.StreamHandler:
             lightning_logger.removeHandler(handler)
-    for handler in root.handlers:
-        if isinstance(handler, logging.StreamHandler) and not isinstance(handler, logging.FileHandler):
-            if _FILTER not in handler.filters:
-                handler.addFilter(_FILTER)
+    terminal = (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__)
+    for handler in root.handlers:  # Hydra's console handler: a StreamHandler on stdout or stderr
+        if type(handler) is logging.StreamHandler and handler.stream in terminal and _FILTER not in handler.filters:
+            handler.addFilter(_FILTER)
 
 
 def fail(message: str) -> None:

@@ -328,7 +328,7 @@ class FileCheckpointer(Checkpoint):
         for path in folder.iterdir():
             number = epoch_of(path.name, PREEMPTED, self.extension)
             if number is not None and number <= step:
-                log.info("removing %s: the checkpoint of step %d supersedes it", path, step)
+                log.debug("removing %s: the checkpoint of step %d supersedes it", path, step)
                 trainer.strategy.remove_checkpoint(str(path))
 
     def state_dict(self) -> dict[str, Any]:

@@ -12,6 +12,7 @@ import threading
 from typing import Any
 
 import lightning as L
+import torch
 from lightning.pytorch.callbacks import Callback
 
 log = logging.getLogger("burnlike.train")
@@ -56,5 +57,12 @@ class InterrupterCallback(Callback):
             stop = trainer.strategy.reduce_boolean_decision(stop, all=False)
         if stop and not trainer.should_stop:
             trainer.should_stop = True
-            reason = self.interrupter.get_message() or "Reason unknown"
+            reason = self.interrupter.get_message()
+            if trainer.world_size > 1 and torch.distributed.is_available() and torch.distributed.is_initialized():
+                # every rank is here (the decision was common): rank 0, which writes the logs, names
+                # the reason the asking rank gave
+                reasons: list[str | None] = [None] * trainer.world_size
+                torch.distributed.all_gather_object(reasons, reason)
+                reason = next((r for r in reasons if r), None)
+            reason = reason or "Reason unknown"
             log.info("Training interrupted: %s (after step %d)", reason, trainer.global_step)

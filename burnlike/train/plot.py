@@ -27,7 +27,7 @@ def epoch_axis(ax: Any) -> None:
     from matplotlib.ticker import MaxNLocator
 
     ax.set_xlabel("epoch")
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
 
 
 def save(fig: Any, path: Path) -> None:

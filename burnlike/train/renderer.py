@@ -18,14 +18,7 @@ from lightning.pytorch.callbacks import ProgressBar, TQDMProgressBar
 
 from burnlike.train.metric.store import EpochEntry, Split
 from burnlike.train.module import StepModule
-from burnlike.train.pace import Pace
-
-
-def running_metrics(pl_module: L.LightningModule, split: str) -> dict[str, str]:
-    """`{name: "97.12%"}` of the split's numeric metrics updated this epoch (one host sync each)."""
-    if not isinstance(pl_module, StepModule):
-        return {}
-    return {m.name: f"{m.running():.4g}{m.unit}" for m in pl_module.metrics(split) if m.numeric and m.updated}
+from burnlike.train.progress import Pace, running_metrics
 
 
 class BurnProgressBar(TQDMProgressBar):

@@ -22,7 +22,7 @@ from rich.text import Text
 
 from burnlike.train.metric.store import Split
 from burnlike.train.module import StepModule
-from burnlike.train.pace import Pace
+from burnlike.train.progress import Pace, running_metrics
 
 BARS = "▁▂▃▄▅▆▇█"
 SPLITS = ("train", "valid")
@@ -131,9 +131,8 @@ class LiveView(ProgressBar):
             return
         self.pace.last = now
         split = self.split
-        if isinstance(pl_module, StepModule):  # after an epoch's reset, keep showing its last values
-            running = {m.name: f"{m.running():.4g}{m.unit}" for m in pl_module.metrics(split) if m.numeric and m.updated}
-            self._running[split] = running or self._running[split]
+        # after an epoch's reset, keep showing its last values
+        self._running[split] = running_metrics(pl_module, split) or self._running[split]
         self._live.update(self.render(trainer, pl_module, now), refresh=True)
 
     def render(self, trainer: L.Trainer, pl_module: L.LightningModule, now: float) -> Panel:

@@ -75,9 +75,10 @@ def test_ddp_child_command_runs_this_job_not_the_sweep(conf, tmp_path, monkeypat
 # --- patching Lightning's launcher ----------------------------------------------------------------
 def test_multirun_patches_lightnings_launcher_once(multirun, monkeypatch, caplog):
     monkeypatch.setattr(subprocess_script, "_hydra_subprocess_cmd", subprocess_script._hydra_subprocess_cmd)
-    with caplog.at_level(logging.INFO, logger="burnlike.app"):
+    with caplog.at_level(logging.DEBUG, logger="burnlike.app"):
         assert ddp.patch_for_multirun() is None and ddp.patch_for_multirun() is None
     assert caplog.messages == ["multirun: DDP ranks are launched for this job only (not the whole sweep)"]
+    assert caplog.records[0].levelno == logging.DEBUG  # a sweep without DDP jobs never shows it
     assert subprocess_script._hydra_subprocess_cmd is ddp.job_subprocess_cmd
 
 

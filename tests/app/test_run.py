@@ -33,11 +33,9 @@ from burnlike.app.run import (
     MetricTracker,
     _is_multirun,
     _resume_point,
-    _single_console_log,
     build_model,
     check_devices,
     execution,
-    fail,
     is_rank_zero,
     output_dir,
     recorder_names,
@@ -367,14 +365,6 @@ def test_resuming_a_missing_epoch_lists_the_run_dirs_checkpoints(mlp_conf, tmp_p
                               "Resume inside the run's own dir: hydra.run.dir=<that run dir>")
 
 
-def test_fail_is_one_error_line_and_status_2(capsys):
-    with pytest.raises(SystemExit) as stopped:
-        fail("data.root: /nowhere has no MNIST/raw")
-    assert stopped.value.code == 2
-    captured = capsys.readouterr()
-    assert captured.err == "error: data.root: /nowhere has no MNIST/raw\n" and captured.out == ""
-
-
 # --- multirun jobs, ranks and process groups ------------------------------------------------------
 def test_is_multirun_only_in_a_multirun_job(conf):
     assert not _is_multirun()  # outside Hydra
@@ -452,15 +442,6 @@ def test_build_model_takes_a_plain_module_target_as_it_is():
 def test_build_model_hands_init_the_cpu():
     model = build_model(OmegaConf.create({"model": {"_target_": f"{__name__}.NeedsDevice"}}))
     assert isinstance(model, nn.Linear) and model.weight.device.type == "cpu"
-
-
-def test_lightning_console_handler_leaves_for_hydras(monkeypatch):
-    root, light = logging.getLogger(), logging.getLogger("lightning")
-    ours, theirs = logging.StreamHandler(), logging.StreamHandler()
-    monkeypatch.setattr(root, "handlers", [ours])
-    monkeypatch.setattr(light, "handlers", [theirs])
-    _single_console_log()
-    assert light.handlers == [] and root.handlers == [ours]
 
 
 # --- what run() hands Lightning -------------------------------------------------------------------

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
+import lightning as L
 import pytest
 import torch
 
@@ -87,3 +89,14 @@ def train(tmp_path, *, fast, devices=("cpu",), model=None, epochs=2, n=100, accu
         data = data.on_device(on_device)
     result = learner.fit(data.build(blobs(n)), DataLoaderBuilder(StackingBatcher()).batch_size(50).build(blobs(50, seed=2)))
     return result.model.state_dict(), learner
+
+
+class SignalAfter(L.Callback):
+    """Sends this process `signum` after global step `step`, as a cluster's scheduler would."""
+
+    def __init__(self, step: int, signum: int) -> None:
+        self.step, self.signum = step, signum
+
+    def on_train_batch_end(self, trainer, *args) -> None:
+        if trainer.global_step == self.step:
+            os.kill(os.getpid(), self.signum)

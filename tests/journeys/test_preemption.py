@@ -12,7 +12,6 @@ import sys
 import time
 from pathlib import Path
 
-import lightning as L
 import msgpack
 import pytest
 import torch
@@ -20,7 +19,7 @@ import torch
 from burnlike.record import DefaultRecorder, load_checkpoint
 from burnlike.train.checkpoint import newest_checkpoint
 from burnlike.train.preemption import Preempted
-from tests.helpers.fit import cpu_builder, fit, same_weights
+from tests.helpers.fit import SignalAfter, cpu_builder, fit, same_weights
 from tests.helpers.idx import write_mnist_idx
 from tests.helpers.paths import HELPERS
 from tests.helpers.toy import Classifier
@@ -63,17 +62,6 @@ def param_bytes(path: Path) -> dict[str, bytes]:
 
     walk(msgpack.unpackb(path.read_bytes(), raw=False)["item"], "")
     return out
-
-
-class SignalAfter(L.Callback):
-    """Sends this process `signum` after global step `step`, as a cluster's scheduler would."""
-
-    def __init__(self, step: int, signum: int) -> None:
-        self.step, self.signum = step, signum
-
-    def on_train_batch_end(self, trainer, *args) -> None:
-        if trainer.global_step == self.step:
-            os.kill(os.getpid(), self.signum)
 
 
 def test_a_signal_mid_epoch_saves_preempted_and_last_resumes_exactly(tmp_path, own_sigusr1_handler, capsys):

@@ -41,7 +41,7 @@ def test_ddp_inside_a_multirun_launches_ranks_for_each_job_only(tmp_path, tiny_a
     assert jobs == ["0", "1"]  # no re-launched sweep: no extra jobs, no second sweep dir
     assert not (tmp_path / "run").exists()
     log = proc.stdout + proc.stderr
-    assert "for this job only" in log and log.count("Launching 2 jobs locally") == 1
+    assert "using ddp_spawn" not in log and log.count("Launching 2 jobs locally") == 1  # Lightning's launcher, patched
     assert proc.stdout.count("Learner Summary") == 2  # rank 0 of each job, nobody else
     for job in jobs:  # each job its own 2-rank DDP run (rank 0 validated 64 of 128: one line)
         result = json.loads((sweep / job / "result.json").read_text())

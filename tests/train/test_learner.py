@@ -7,20 +7,18 @@ checkpoint of an older layout."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
 import torch
-from PIL import Image
 
 from burnlike.optim import AdamConfig, SgdConfig
 from burnlike.record import DefaultRecorder, load_checkpoint
 from burnlike.train import LearnerSummary, Split
-from burnlike.train.learner import _plot
 from burnlike.train.logger import read_epochs, read_metric_log
 from burnlike.train.metric import LearningRateMetric
 from burnlike.train.metric.store import EpochEntry
-from burnlike.train.summary import MetricSummary
 from tests.helpers.fit import checkpointing_builder, fit, metrics_builder, same_weights
 from tests.helpers.toy import Classifier, loader
 from tests.train.helpers import valid_loss_builder
@@ -87,23 +85,34 @@ def test_summary_and_checkpoints_come_from_the_store_not_the_log_files(tmp_path,
     assert kept == sorted({2, 3, best})  # Burn's default: the last two plus the best valid loss
 
 
-def test_the_plot_is_one_panel_of_4_5_by_3_2_inches_per_metric(tmp_path):
-    pytest.importorskip("matplotlib")
-    summary = LearnerSummary(2, [MetricSummary("train", "Loss", 0.5, 2, 0.9, 1, {1: 0.9, 2: 0.5}),
-                                 MetricSummary("valid", "Accuracy", 50.0, 1, 60.0, 2, {1: 50.0, 2: 60.0})])
-    path = tmp_path / "metrics.png"
-    _plot(summary, path)
-    with Image.open(path) as image:
-        assert image.size == (round(2 * 4.5 * 80), round(3.2 * 80))  # figsize × dpi 80
-
-
 # --- resuming --------------------------------------------------------------------------------------
-def test_resuming_last_without_checkpoints_names_the_checkpoint_folder(tmp_path):
-    learner = (valid_loss_builder(tmp_path).with_file_checkpointer(DefaultRecorder()).checkpoint("last")
-               .build(Classifier(), SgdConfig(), 0.01))
-    with pytest.raises(FileNotFoundError) as error:
-        learner.fit(loader(32, 16))
-    assert str(error.value) == f"checkpoint('last'): no complete checkpoint in {tmp_path / 'checkpoint'}"
+def warnings_of(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "burnlike.train" and r.levelno >= logging.WARNING]
+
+
+def test_last_without_checkpoints_trains_from_the_start_and_says_so(tmp_path, caplog):
+    """A scheduler's requeue runs the first command again: `last` on a run with nothing saved yet
+    is a first start, not an error."""
+    straight = fit(checkpointing_builder(tmp_path / "straight", 2))
+    with caplog.at_level(logging.WARNING, logger="burnlike.train"):
+        first = fit(checkpointing_builder(tmp_path / "run", 2).checkpoint("last"))
+    assert same_weights(straight, first)
+    assert warnings_of(caplog) == [f"checkpoint('last'): no checkpoint in {tmp_path / 'run' / 'checkpoint'} yet; "
+                               "training from the start"]
+
+
+def test_last_skips_a_truncated_newest_checkpoint_naming_it_and_the_one_it_resumes_from(tmp_path, caplog):
+    straight = fit(checkpointing_builder(tmp_path / "straight", 3))
+    fit(checkpointing_builder(tmp_path / "run", 2))
+    folder = tmp_path / "run" / "checkpoint"
+    newest = folder / "trainer-2.mpk"
+    newest.write_bytes(newest.read_bytes()[: newest.stat().st_size // 2])  # a save cut short
+    with caplog.at_level(logging.WARNING, logger="burnlike.train"):
+        resumed = fit(checkpointing_builder(tmp_path / "run", 3).checkpoint("last"))
+    [warning] = warnings_of(caplog)
+    assert warning.startswith(f"checkpoint('last'): {newest} can't be read (")
+    assert warning.endswith(f"); skipped, resuming from {folder / 'trainer-1.mpk'}")
+    assert same_weights(straight, resumed)  # epochs 2 and 3 trained again from epoch 1's checkpoint
 
 
 def test_a_single_file_model_n_checkpoint_resumes_to_the_uninterrupted_weights(tmp_path):

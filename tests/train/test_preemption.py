@@ -16,15 +16,18 @@ import numpy as np
 import pytest
 
 from burnlike.train.preemption import Preempted, Preemption, RandomState, SkipFirst, restore_random_state
-from tests.helpers.fit import cpu_builder, fit
+from tests.helpers.fit import SignalAfter, cpu_builder, fit, same_weights
 from tests.helpers.toy import Classifier
 
 
 class SigtermDuringValidation(L.Callback):
-    """SIGTERM to this process in the middle of epoch 1's validation."""
+    """SIGTERM to this process at the first batch of epoch `epoch`'s validation (from 1)."""
 
-    def on_validation_batch_start(self, trainer, *args) -> None:
-        if not trainer.sanity_checking and trainer.current_epoch == 0:
+    def __init__(self, epoch: int = 1) -> None:
+        self.epoch = epoch
+
+    def on_validation_batch_start(self, trainer, pl_module, batch, batch_idx, *args) -> None:
+        if not trainer.sanity_checking and trainer.current_epoch + 1 == self.epoch and batch_idx == 0:
             os.kill(os.getpid(), signal.SIGTERM)
 
 
@@ -85,14 +88,43 @@ def test_preemption_handler_chains_keeps_sigterm_from_lightning_and_survives_its
             signal.signal(signum, handler)
 
 
-def test_a_sigterm_during_validation_saves_and_exits_128_plus_15(tmp_path, capsys):
-    """Lightning's own SIGTERM check in the validation loop would end such a run with exit status 0
-    and no checkpoint (a cluster would take the job as done); the next train step saves instead."""
+@pytest.mark.parametrize("epoch", [1, 2])
+def test_a_sigterm_during_validation_stops_at_once_and_the_resumed_run_trains_that_epoch_again(
+        tmp_path, capsys, epoch):
+    """A long validation would outlast a cluster's grace period: the run stops at the next
+    validation batch, exit status 128 + 15. Lightning can't resume between an epoch's last step and
+    its validation (it would skip that validation), so nothing is saved there: the resumed run
+    trains the epoch again from the checkpoint before it (or from the start) and ends exactly as the
+    uninterrupted run. (Lightning's own SIGTERM check would have ended the run with status 0.)"""
+    straight = fit(cpu_builder(tmp_path / "straight", epochs=3))
     before = signal.getsignal(signal.SIGTERM)
+    run = tmp_path / "run"
     with pytest.raises(Preempted) as stopped:
-        fit(cpu_builder(tmp_path).callback(SigtermDuringValidation()))
+        fit(cpu_builder(run, epochs=3).callback(SigtermDuringValidation(epoch)))
     assert stopped.value.code == 128 + signal.SIGTERM
-    assert "preempted by SIGTERM at epoch 2, step 5" in capsys.readouterr().err
-    names = sorted(p.name for p in (tmp_path / "checkpoint").iterdir())
-    assert "trainer-1.mpk" in names and "preempted-5.mpk" in names
+    assert capsys.readouterr().err == (
+        f"burnlike: preempted by SIGTERM during epoch {epoch}'s validation; resume with checkpoint('last') "
+        f"(app: learner.checkpoint=last) from the newest checkpoint: epoch {epoch} is trained again\n")
+    names = sorted(p.name for p in (run / "checkpoint").iterdir()) if (run / "checkpoint").exists() else []
+    assert names == [f"{kind}-{e}.mpk" for e in range(1, epoch) for kind in ("model", "optim", "scheduler", "trainer")]
     assert signal.getsignal(signal.SIGTERM) == before  # Lightning's and ours both restored
+    resumed = fit(cpu_builder(run, epochs=3).checkpoint("last"))
+    assert same_weights(straight, resumed)
+    for log in (tmp_path / "straight").glob("*/epoch-*/*.log"):
+        assert (run / log.relative_to(tmp_path / "straight")).read_text() == log.read_text(), log
+
+
+def test_a_signal_at_an_epochs_last_step_waits_for_its_checkpoint(tmp_path, capsys):
+    """Noticed at the epoch's last step (no validation here), the run stops as the next epoch
+    starts, once the epoch's checkpoint is saved: resuming trains nothing again."""
+    run = tmp_path / "run"
+    with pytest.raises(Preempted):
+        fit(cpu_builder(run, epochs=2).callback(SignalAfter(3, signal.SIGUSR1)).trainer_kwargs(limit_val_batches=0))
+    assert "preempted by SIGUSR1 at the end of epoch 1; resume with checkpoint('last')" in capsys.readouterr().err
+    assert sorted(p.name for p in (run / "checkpoint").iterdir()) == [
+        "model-1.mpk", "optim-1.mpk", "scheduler-1.mpk", "trainer-1.mpk"]
+
+
+def test_a_signal_as_the_run_ends_says_it_finished(tmp_path, capsys):
+    fit(cpu_builder(tmp_path, epochs=1).callback(SignalAfter(4, signal.SIGUSR1)).trainer_kwargs(limit_val_batches=0))
+    assert capsys.readouterr().err == "burnlike: SIGUSR1 arrived as the run ended; it finished (nothing to resume)\n"

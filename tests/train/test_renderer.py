@@ -6,8 +6,10 @@ Burn's words, counts epochs from 1 and shows the metrics' running means under Bu
 
 import io
 import re
+import signal
 import time
 
+import pytest
 import torch
 from lightning.pytorch.callbacks import Callback
 from lightning.pytorch.loggers import CSVLogger
@@ -16,8 +18,10 @@ from burnlike.optim import AdamConfig
 from burnlike.train import ClassificationOutput
 from burnlike.train.metric import MetricContext
 from burnlike.train.metric.store import Split
+from burnlike.train.preemption import Preempted
 from burnlike.train.renderer import BurnProgressBar, PlainProgress, progress_display
 from burnlike.train.tui import LiveView
+from tests.helpers.fit import SignalAfter, cpu_builder, fit
 from tests.helpers.toy import Classifier, loader
 from tests.train.helpers import fit_with_display, silent_builder
 
@@ -72,16 +76,17 @@ def test_plain_progress_writes_a_line_per_batch_and_one_per_split_at_its_end(tmp
     assert PlainProgress().interval == 30.0
     learner, lines = plain_run(tmp_path, interval=0.0)
     assert all(lines)
+    # the epoch's train line comes before its valid lines: its closing validation starts after the
+    # last train step, and Burn logs train before valid
     assert [m.group(1) for m in lines] == ["epoch 1/1 train 1/4", "epoch 1/1 train 2/4", "epoch 1/1 train 3/4",
-                                           "epoch 1/1 train 4/4", "epoch 1/1 valid 1/2", "epoch 1/1 valid 2/2",
-                                           "epoch 1/1 valid", "epoch 1/1 train"]
+                                           "epoch 1/1 train 4/4", "epoch 1/1 train", "epoch 1/1 valid 1/2",
+                                           "epoch 1/1 valid 2/2", "epoch 1/1 valid"]
     store = learner.module.store
     (train_loss,) = store.epochs(Split.TRAIN, "Loss").values()
     (valid_loss,) = store.epochs(Split.VALID, "Loss").values()
-    # the last step's running value, and the split's end line, are the epoch value
-    assert [m.group(3) for m in lines if m.group(1).startswith("epoch 1/1 train 4")] == [f"{train_loss:.4g}"]
-    assert lines[-1].group(3) == f"{train_loss:.4g}"
-    assert lines[5].group(3) == lines[6].group(3) == f"{valid_loss:.4g}"
+    # the last step's running value, and the split's end line (the stored value), are the epoch value
+    assert lines[3].group(3) == lines[4].group(3) == f"{train_loss:.4g}"
+    assert lines[6].group(3) == lines[7].group(3) == f"{valid_loss:.4g}"
 
 
 def test_plain_progress_returns_to_the_train_counts_after_a_mid_epoch_validation(tmp_path):
@@ -93,28 +98,44 @@ def test_plain_progress_returns_to_the_train_counts_after_a_mid_epoch_validation
 
 def test_plain_progress_interval_is_the_time_since_the_last_line(tmp_path):
     _, lines = plain_run(tmp_path, interval=time.monotonic())  # longer than the run, shorter than 2× the clock
-    assert [m.group(1) for m in lines] == ["epoch 1/1 valid", "epoch 1/1 train"]  # the split ends only
+    assert [m.group(1) for m in lines] == ["epoch 1/1 train", "epoch 1/1 valid"]  # the split ends only
 
 
 def test_plain_progress_line_groups_thousands_and_rounds_speeds_from_ten_up(tmp_path):
     learner = silent_builder(tmp_path).build(Classifier(), AdamConfig(), 1e-2)
     learner.fit(loader(32, 16))
     display = PlainProgress()
-    display._begin()
-    display._start = time.monotonic() - 100.0  # 100 s ago
-    for batches, total, want in ((5, 10.0, "train 5/10 "), (5, float("inf"), "train 5 "), (5000, 10, "train 5,000/10 ")):
-        display._batches = batches
-        line = display._line(learner.trainer, learner.module, "train", total, final=False)
-        assert want in line
-    display._batches = 5
-    assert display._line(learner.trainer, learner.module, "train", 10, final=False).endswith(" 0.05 it/s")
-    display._batches = 150_000
-    assert display._line(learner.trainer, learner.module, "train", 10, final=True).endswith(" 1,500 it/s")
-    display._batches = 1_050  # 10.5 it/s: from 10 on, whole numbers
-    assert display._line(learner.trainer, learner.module, "train", 10, final=True).endswith(" 10 it/s")
-    display._start = time.monotonic() - 0.5  # half a second: 50 batches are 100 it/s
-    display._batches = 50
-    assert display._line(learner.trainer, learner.module, "train", 10, final=True).endswith(" 100 it/s")
+    pace = display.paces["train"]
+
+    def line(done: int, total: float, position: bool = True, seconds_ago: float = 100.0) -> str:
+        pace.begin("train", total)
+        pace.start = time.monotonic() - seconds_ago
+        pace.done = done
+        return display._line(learner.trainer, "train", {"Loss": "0.5"}, position=position)
+
+    for done, total, want in ((5, 10.0, "train 5/10 "), (5, float("inf"), "train 5 "), (5000, 10, "train 5,000/10 ")):
+        assert want in line(done, total)
+    assert line(5, 10).endswith(" train 5/10 Loss=0.5 0.05 it/s")
+    assert line(150_000, 10, position=False).endswith(" train Loss=0.5 1,500 it/s")
+    assert line(1_050, 10, position=False).endswith(" 10 it/s")  # 10.5 it/s: from 10 on, whole numbers
+    assert line(50, 10, position=False, seconds_ago=0.5).endswith(" 100 it/s")  # half a second: 100 it/s
+
+
+def test_a_resumed_epochs_line_continues_at_its_batch_and_rates_only_the_resumed_steps(tmp_path):
+    """An epoch resumed mid-way gets no epoch start (Lightning calls it for epochs it starts): the
+    position continues from the batch the run stopped at, and the speed counts the steps since the
+    resume (a clock that never started made it 1 step per uptime: 0.00 it/s)."""
+    run = tmp_path / "run"
+    with pytest.raises(Preempted):
+        # noticed at the next step's end: step 6, epoch 2 with 2 of its 4 batches done
+        fit(cpu_builder(run).callback(SignalAfter(5, signal.SIGUSR1)))
+    stream = io.StringIO()
+    fit(cpu_builder(run).checkpoint("last").progress_bar(True).callback(PlainProgress(interval=0.0, stream=stream)))
+    lines = stream.getvalue().splitlines()
+    assert [line.rsplit(" ", 2)[0] for line in lines[:3]] == [
+        "epoch 2/2 train 3/4", "epoch 2/2 train 4/4", "epoch 2/2 train"]  # (this run has no train metrics)
+    rate = float(lines[0].rsplit(" ", 2)[1].replace(",", ""))
+    assert rate > 1.0, lines[0]
 
 
 def test_disabled_plain_progress_writes_nothing_until_enabled(tmp_path):
@@ -126,7 +147,7 @@ def test_disabled_plain_progress_writes_nothing_until_enabled(tmp_path):
     display.enable()
     fit_with_display(tmp_path / "b", display, epochs=1)
     lines = stream.getvalue().splitlines()
-    assert [line.split(" Accuracy=")[0] for line in lines] == ["epoch 1/1 valid", "epoch 1/1 train"]
+    assert [line.split(" Accuracy=")[0] for line in lines] == ["epoch 1/1 train", "epoch 1/1 valid"]
 
 
 # --- Burn's progress bar (tqdm) --------------------------------------------------------------------

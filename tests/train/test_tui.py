@@ -92,6 +92,12 @@ def rendered(view, trainer, module, now, **console):
 
 
 # --- sparklines and durations ----------------------------------------------------------------------
+def begin(view: LiveView, split: str, total: float) -> None:
+    """The view at the start of a `split` pass of `total` batches."""
+    view.split = split
+    view.pace.begin(split, total)
+
+
 def test_sparkline_scales_between_min_and_max():
     assert sparkline([0, 1, 2, 3, 4, 5, 6, 7]) == BARS == "▁▂▃▄▅▆▇█"
     assert sparkline([7, 0]) == "█▁"
@@ -125,9 +131,9 @@ def test_live_view_table_fills_the_panel_and_leaves_missing_running_values_empty
     learner = silent_builder(tmp_path).build(Classifier(), AdamConfig(), 1e-2)
     learner.fit(loader(32, 16), loader(32, 16))
     view = LiveView(console=terminal())
-    view._begin("train", 2)  # nothing drawn yet: no running value in either split
+    begin(view, "train", 2)  # nothing drawn yet: no running value in either split
     console = plain(100)
-    console.print(view.render(learner.trainer, learner.module, now=view._start + 1.0))
+    console.print(view.render(learner.trainer, learner.module, now=view.pace.start + 1.0))
     lines = console.file.getvalue().splitlines()
     header = next(line for line in lines if "Metric" in line)
     assert [cell.strip() for cell in header.strip("│ ").split("┃")] == [
@@ -141,51 +147,51 @@ def test_live_view_header_shows_speed_and_eta(tmp_path):
     view = LiveView(console=plain())
     learner = fit_with_display(tmp_path, epochs=1, progress_bar=False)
     trainer, module = Trainer(max_epochs=3, logger=False), learner.module
-    view._begin("train", 10)
-    view._batches = 5
+    begin(view, "train", 10)
+    view.pace.done = 5
     console = plain()
-    console.print(view.render(trainer, module, now=view._start + 2.0))
+    console.print(view.render(trainer, module, now=view.pace.start + 2.0))
     text = console.file.getvalue()
     assert "Epoch 1/3 · train 5/10 · 2.5 it/s · ETA 0:00:02" in text
     # the table lists the module's metrics with their epoch plots, no running value yet
     assert row(text, "Accuracy").count("▁") == 2 and row(text, "Loss").count("▁") == 2
-    view._begin("train", 10.0)  # Lightning counts batches in floats: a finite one is a total
-    view._batches = 4
+    begin(view, "train", 10.0)  # Lightning counts batches in floats: a finite one is a total
+    view.pace.done = 4
     console = plain()
-    console.print(view.render(trainer, module, now=view._start + 8.0))
+    console.print(view.render(trainer, module, now=view.pace.start + 8.0))
     assert "Epoch 1/3 · train 4/10 · 0.5 it/s · ETA 0:00:12" in console.file.getvalue()
-    view._begin("train", 10)
+    begin(view, "train", 10)
     console = plain()
-    console.print(view.render(trainer, module, now=view._start))  # nothing done yet: no ETA
+    console.print(view.render(trainer, module, now=view.pace.start))  # nothing done yet: no ETA
     assert "Epoch 1/3 · train 0/10 · 0.0 it/s" in console.file.getvalue() and "ETA" not in console.file.getvalue()
-    view._begin("valid", float("inf"))  # a loader without a length: no total, no ETA
-    view._batches = 1500
+    begin(view, "valid", float("inf"))  # a loader without a length: no total, no ETA
+    view.pace.done = 1500
     console = plain()
-    console.print(view.render(trainer, module, now=view._start + 1.0))
+    console.print(view.render(trainer, module, now=view.pace.start + 1.0))
     text = console.file.getvalue()
     assert "Epoch 1/3 · valid 1,500 · 1,500.0 it/s" in text and "ETA" not in text
     # after the last epoch the epoch shown is the last one, not one past it
     console = plain()
-    console.print(view.render(learner.trainer, module, now=view._start + 1.0))
+    console.print(view.render(learner.trainer, module, now=view.pace.start + 1.0))
     assert "Epoch 1/1 · " in console.file.getvalue()
 
 
 def test_live_view_speed_below_one_second():
     view = LiveView()
-    view._begin("train", 10)
-    view._batches = 5
+    begin(view, "train", 10)
+    view.pace.done = 5
     assert "Epoch 1/2 · train 5/10 · 10.0 it/s · ETA 0:00:00" in rendered(
-        view, L.Trainer(max_epochs=2, logger=False), step_module(), now=view._start + 0.5)
+        view, L.Trainer(max_epochs=2, logger=False), step_module(), now=view.pace.start + 0.5)
 
 
 def test_live_view_of_a_run_without_an_epoch_limit_counts_epochs_only():
     """A max_steps run has no epoch limit (Lightning: max_epochs None or -1): no "1/None" or "-1/-1"."""
     view = LiveView()
-    view._begin("train", 10)
-    view._batches = 5
+    begin(view, "train", 10)
+    view.pace.done = 5
     module = step_module()
     for trainer in (L.Trainer(max_steps=100, logger=False), L.Trainer(max_epochs=-1, logger=False)):
-        assert rendered(view, trainer, module, now=view._start + 1.0).splitlines()[1].startswith("│ Epoch 1 · train 5/10")
+        assert rendered(view, trainer, module, now=view.pace.start + 1.0).splitlines()[1].startswith("│ Epoch 1 · train 5/10")
 
 
 def test_live_view_header_is_bold_and_the_border_dim():

@@ -1,4 +1,5 @@
-"""Where a split's pass stands, for the progress displays: the batch shown and the rate.
+"""What both progress displays (the plain lines and the live view) show: where a split's pass
+stands (`Pace`: the batch shown and the rate) and the metrics' values so far (`running_metrics`).
 
 A pass usually starts at `on_*_epoch_start`; an epoch resumed from a mid-epoch checkpoint never
 gets that hook (Lightning only calls it for an epoch it starts), so a display begins the pace at
@@ -11,6 +12,11 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
+
+import lightning as L
+
+from burnlike.train.metric.store import Split
+from burnlike.train.module import StepModule
 
 
 @dataclass
@@ -41,3 +47,21 @@ class Pace:
     def known(self) -> bool:
         """Whether the pass has a finite length (an iterable dataset may have none)."""
         return isinstance(self.total, int) or (isinstance(self.total, float) and math.isfinite(self.total))
+
+
+def running_metrics(pl_module: L.LightningModule, split: str) -> dict[str, str]:
+    """`{name: "97.12%"}` of the split's numeric metrics this epoch: the running mean (one host
+    sync each), or the stored epoch value once the split's epoch is stored (an epoch's train values
+    are, as its closing validation starts)."""
+    if not isinstance(pl_module, StepModule):
+        return {}
+    epoch = pl_module.current_epoch + 1
+    out = {}
+    for m in pl_module.metrics(split):
+        if not m.numeric:
+            continue
+        if m.updated:
+            out[m.name] = f"{m.running():.4g}{m.unit}"
+        elif (stored := pl_module.store.epochs(Split(split), m.name).get(epoch)) is not None:
+            out[m.name] = f"{stored:.4g}{m.unit}"
+    return out
