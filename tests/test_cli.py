@@ -35,6 +35,18 @@ LISTED_BY_INSPECT = {"checkpoint-10MB-torch-dtype.mpk", "10MB-param-id.mpk"}
 
 
 # --- inspect -------------------------------------------------------------------------------------------
+def test_version_is_the_packages(capsys):
+    import burnlike
+
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0
+    assert capsys.readouterr().out == f"burnlike {burnlike.__version__}\n"
+    from importlib.metadata import version
+
+    assert version("burnlike") == burnlike.__version__  # pyproject reads it: one place
+
+
 def test_inspect_prints_metadata_and_tensors(tmp_path, capsys):
     path = randomised(Net()).save_file(tmp_path / "m", CompactRecorder())
     assert main(["inspect", str(path)]) == 0

@@ -42,6 +42,17 @@ def test_compare_ranks_a_sweeps_jobs_by_their_best_metric_and_writes_one_plot(sw
     assert list(tmp_path.iterdir()) == [tmp_path / "cmp.png"]
 
 
+def test_compare_writes_its_plot_into_the_sweep_dir_not_the_current_directory(sweep, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (sweep / "compare.png").unlink(missing_ok=True)
+    assert main(["compare", str(sweep)]) == 0
+    assert f"plot: {sweep / 'compare.png'}" in capsys.readouterr().out
+    assert (sweep / "compare.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert list(tmp_path.iterdir()) == []
+    assert main(["compare", str(sweep / "0"), str(sweep / "1")]) == 0  # run dirs: the folder they share
+    assert f"plot: {sweep / 'compare.png'}" in capsys.readouterr().out
+
+
 def test_summary_prints_the_table_and_writes_metrics_png(sweep, capsys):
     run = sweep / "0"
     (run / "metrics.png").unlink(missing_ok=True)

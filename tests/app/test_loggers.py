@@ -11,6 +11,7 @@ import os
 import re
 import struct
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from burnlike.app import loggers
 from burnlike.app.loggers import LoggerConfigError, _wandb, build_loggers, check, git_commit, hyperparams
 from burnlike.app.run import run
 from tests.app.helpers import SMALL
+from tests.helpers.paths import REPO
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -141,6 +143,42 @@ def test_git_commit_reads_the_checkout_and_marks_local_changes_dirty(tmp_path, m
     (repo / "f.txt").write_text("two\n")
     assert git_commit(repo) == f"{sha}-dirty"
     assert git_commit(elsewhere) is None
+
+
+def test_git_commit_reads_a_checkout_whose_changed_file_names_are_not_utf8(tmp_path, monkeypatch):
+    """`git status` prints names as they are with core.quotePath=false: a Latin-1 name made the
+    text decode raise, where git_commit promises a commit or None."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    git(repo, "config", "core.quotePath", "false")
+    name = os.fsdecode(b"caf\xe9.txt")  # not UTF-8
+    (repo / name).write_text("one\n")
+    git(repo, "add", "-A")
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one")
+    sha = git(repo, "rev-parse", "HEAD")
+    (repo / name).write_text("two\n")
+    assert git_commit(repo) == f"{sha}-dirty"
+
+
+def test_git_commit_is_the_running_scripts_checkout_not_the_current_directorys(tmp_path, monkeypatch):
+    """The code that trains is the script's (train.py, or another repo's own): a run started from
+    another folder, or from inside another repo, still records the script's commit."""
+    repo, elsewhere = tmp_path / "repo", tmp_path / "other"
+    repo.mkdir(), elsewhere.mkdir()
+    for folder in (repo, elsewhere):
+        git(folder, "init", "-q")
+        (folder / "f.txt").write_text(folder.name)
+        git(folder, "add", "f.txt")
+        git(folder, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x")
+    script = repo / "train_here.py"
+    script.write_text("from burnlike.app.loggers import git_commit\nprint(git_commit())\n")
+    git(repo, "add", "train_here.py")
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "script")
+    env = {**os.environ, "PYTHONPATH": str(REPO), "GIT_CEILING_DIRECTORIES": str(tmp_path)}
+    out = subprocess.run([sys.executable, str(script)], cwd=elsewhere, env=env, capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert out == git(repo, "rev-parse", "HEAD") != git(elsewhere, "rev-parse", "HEAD")
 
 
 @pytest.mark.parametrize("hangs", ["rev-parse", "status"])

@@ -35,6 +35,19 @@ def test_print_config_is_one_line_per_group_when_redirected(mlp_conf, data, caps
     assert [line.split(":")[0] for line in capsys.readouterr().out.splitlines()][:2] == ["config learner", "config model"]
 
 
+def test_a_null_data_root_prints_the_folder_it_stands_for(mlp_conf, monkeypatch, capsys):
+    """data.root=null means $BURNLIKE_DATA, else ./data: the line says which folder that is."""
+    cfg = mlp_conf("data.root=null")
+    monkeypatch.setenv("BURNLIKE_DATA", "/somewhere/data")
+    print_config(cfg)
+    line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("config data: "))
+    assert "root=None" in line and line.endswith(" (root: /somewhere/data)")
+    monkeypatch.delenv("BURNLIKE_DATA")
+    print_config(cfg)
+    line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("config data: "))
+    assert line.endswith(" (root: data)")
+
+
 # --- a tree on a terminal -------------------------------------------------------------------------
 def test_print_config_is_a_tree_on_a_terminal(mlp_conf, terminal):
     screen = terminal()

@@ -8,6 +8,7 @@ import pty
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from omegaconf import OmegaConf
@@ -28,6 +29,7 @@ BAD = {  # override -> what the message must name
     "trainer.precision=banana": "trainer.precision",
     "learner.checkpoint=7": "learner.checkpoint",
     "optimized_metric=valid/Speed": "optimized_metric",
+    "trainer.max_epochs=3": "learner.num_epochs",  # Lightning's name: the app's key is named
 }
 
 # Runs that end before training: started together, one process each, by the `quick_runs` fixture.
@@ -74,6 +76,15 @@ def test_bad_overrides_exit_nonzero_naming_the_key(quick_runs, override):
     message = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
     assert message or "Set the environment variable HYDRA_FULL_ERROR" in proc.stderr
     assert len(message) <= 1  # one paragraph: the app's own errors are a single `error:` line
+
+
+def test_a_run_that_fails_its_checks_leaves_no_run_dir(quick_runs):
+    """Hydra makes the run dir before the job starts; a run that never trained removes it again."""
+    for name, proc in quick_runs.items():
+        if name in ("help", "cfg"):
+            continue
+        run_dir = Path(next(a for a in proc.args if a.startswith("hydra.run.dir=")).split("=", 1)[1])
+        assert proc.returncode != 0 and not run_dir.exists(), (name, sorted(run_dir.rglob("*")))
 
 
 def test_missing_data_names_the_key_and_the_files(quick_runs):

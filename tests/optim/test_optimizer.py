@@ -174,6 +174,15 @@ def test_gradient_clipping_applies_per_parameter_tensor_not_globally():
     assert p.grad.tolist() == [1.0, -1.0, 0.5, 0.0]
 
 
+def test_norm_clipping_works_on_devices_without_foreach_kernels():
+    """torch refuses foreach=True on devices without its foreach kernels (MPS, meta): Burn's norm
+    clipping lets torch choose. The meta device stands in for MPS on a CPU-only machine."""
+    p = nn.Parameter(torch.ones(3, device="meta"))
+    p.grad = torch.ones(3, device="meta")
+    GradientClippingConfig.Norm(0.1).clip([p])  # raised "foreach=True was passed, but can't use the foreach API"
+    assert p.grad.device.type == "meta"
+
+
 def test_clipping_skips_parameters_without_gradient_and_defaults_to_norm_one():
     p, q = param(0.0, 0.0), param(0.0)
     p.grad = torch.tensor([3.0, 4.0], dtype=torch.float64)

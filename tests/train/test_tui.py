@@ -9,6 +9,7 @@ serves another run after one ended or failed."""
 from __future__ import annotations
 
 import io
+import logging
 import sys
 import threading
 import time
@@ -316,6 +317,32 @@ def test_disabled_live_view_draws_nothing_until_enabled(tmp_path):
     view.enable()
     fit_with_display(tmp_path / "b", view, epochs=1)
     assert "Epoch 1/1 · train 4/4" in last_frame(console)
+
+
+class LogsAWarning(L.Callback):
+    """Logs a warning at the second train step and notes where the terminal handler writes then."""
+
+    def __init__(self, handler: logging.StreamHandler) -> None:
+        self.handler, self.stream_during = handler, None
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        if batch_idx == 1:
+            self.stream_during = self.handler.stream
+            logging.getLogger("burnlike.test").warning("a warning during training")
+
+
+def test_log_lines_go_above_the_live_view_and_the_handler_gets_its_stream_back(tmp_path, monkeypatch):
+    """A handler writing to the terminal (Hydra's console handler) would put its lines inside the
+    panel's redraws: while the view is live it writes through rich's stand-in, which prints above."""
+    console = terminal()
+    handler = logging.StreamHandler(sys.stdout)
+    monkeypatch.setattr(logging.getLogger(), "handlers", [handler])
+    probe = LogsAWarning(handler)
+    fit_with_display(tmp_path, LiveView(refresh=0.0, console=console), probe, epochs=1)
+    assert isinstance(probe.stream_during, FileProxy)  # rich's stdout: lines above the panel
+    assert handler.stream is sys.stdout and not isinstance(handler.stream, FileProxy)  # given back
+    out = console.file.getvalue()
+    assert "a warning during training" in out  # written through the console, above a redraw
 
 
 # --- failed runs and the next run ------------------------------------------------------------------

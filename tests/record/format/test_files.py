@@ -561,3 +561,29 @@ def test_gzip_members_cost_linear_work(monkeypatch: pytest.MonkeyPatch) -> None:
     data = gzip.compress(b"", mtime=0) * 2000 + gzip.compress(b"x" * 100_000, mtime=0)
     assert files.gunzip(data, Path("m.mpk.gz")) == b"x" * 100_000
     assert fed[0] < 16 * len(data)
+
+
+# --- file modes -------------------------------------------------------------------------------------
+WRITERS = {
+    "atomic_write": lambda path: atomic_write(path, b"x"),
+    "durable atomic_write": lambda path: atomic_write(path, b"x", durable=True),
+    "Module.save_file": lambda path: Tiny().save_file(path, DefaultRecorder()),
+    "RecorderCheckpointIO": lambda path: RecorderCheckpointIO(DefaultRecorder()).save_checkpoint(
+        {"state_dict": {"w": torch.ones(2)}}, path),
+}
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
+@pytest.mark.parametrize("writer", list(WRITERS))
+def test_a_saved_file_has_the_mode_open_gives_under_the_umask(tmp_path, umask, writer):
+    """A temp file from mkstemp is 0600: renamed as it was, a teammate's evaluation job (another
+    user, same group) could not read the checkpoint. Saves get what `open(path, "w")` would."""
+    before = os.umask(umask)
+    try:
+        reference = tmp_path / "by-open"
+        reference.write_bytes(b"x")
+        path = tmp_path / f"saved.{DefaultRecorder.extension}"
+        WRITERS[writer](path)
+    finally:
+        os.umask(before)
+    assert oct(path.stat().st_mode & 0o777) == oct(reference.stat().st_mode & 0o777) == oct(0o666 & ~umask)

@@ -1,0 +1,51 @@
+"""`burnlike.app.overrides`: a command-line key the app's schema lacks is named with the key that
+does what was asked, before Hydra composes (Hydra's own message says what is wrong, not where to
+go). Only groups whose schema is fixed are checked; the rest is left to Hydra."""
+
+from __future__ import annotations
+
+import pytest
+
+from burnlike.app.overrides import unknown_key
+
+
+@pytest.mark.parametrize(("arg", "names"), [
+    ("trainer.max_epochs=3", "the app's key for it is learner.num_epochs"),  # Lightning's own name
+    ("trainer.accumulate_grad_batches=4", "the app's key for it is learner.grads_accumulation"),
+    ("learner.devices=2", "the app's key for it is trainer.devices"),
+    ("epochs=3", "the app's key for it is learner.num_epochs"),
+    ("learner.num_epoch=3", "did you mean learner.num_epochs?"),  # a typo: the nearest key
+    ("logger.kind=[csv]", "did you mean logger.kinds?"),
+    ("sed=3", "did you mean seed?"),
+    ("learner.precision=16", "did you mean trainer.precision?"),  # a key of another group
+    ("trainer.max_steps=10", "other lightning.Trainer arguments pass through as trainer.extra.max_steps"),
+])
+def test_an_unknown_key_is_named_with_the_right_one(arg, names):
+    message = unknown_key([arg])
+    key = arg.split("=")[0]
+    assert message is not None and message.startswith(f"{key}: no such key; {names}"), message
+
+
+def test_the_message_lists_the_groups_keys():
+    message = unknown_key(["trainer.max_steps=1"])
+    assert message is not None and message.endswith(
+        "(trainer has accelerator, devices, strategy, precision, num_nodes, fast_dev_run, limit_train_batches, "
+        "limit_val_batches, matmul_precision, extra)")
+    top = unknown_key(["sed=1"])
+    assert top is not None and "(top-level keys: model, data, optimizer, trainer, learner, logger, seed" in top
+
+
+@pytest.mark.parametrize("args", [
+    ["trainer.devices=2", "learner.num_epochs=2", "logger.kinds=[csv]", "seed=3", "optimized_metric=valid/Loss"],
+    ["model=mlp", "model.hidden_sizes=[8]", "optimizer.lr=1", "data.root=/x"],  # option-dependent: Hydra's
+    ["-m", "--cfg", "job", "trainer.extra.max_steps=3", "+trainer.extra.foo=1", "~logger"],  # flags, extra, +/~
+    ["hydra.run.dir=x", "hydra/launcher=slurm", "trainer=cpu", "debug=limit", "hparams_search=mnist_optuna"],
+    ["model@other=mlp"],  # a group option at another package
+])
+def test_known_keys_flags_and_other_groups_pass(args):
+    assert unknown_key(args) is None
+
+
+def test_the_first_unknown_key_is_named():
+    message = unknown_key(["learner.num_epochs=2", "trainer.max_epochs=3", "sed=1"])
+    assert message is not None and message.startswith("trainer.max_epochs:")
