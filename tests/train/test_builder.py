@@ -14,7 +14,7 @@ import torch
 from lightning.pytorch.callbacks import Callback, Checkpoint, EarlyStopping, ProgressBar
 
 from burnlike.optim import AdamConfig, SgdConfig
-from burnlike.record import DefaultRecorder
+from burnlike.record import DefaultRecorder, RecorderCheckpointIO, load_checkpoint
 from burnlike.train import LearnerBuilder, MetricEarlyStoppingStrategy
 from burnlike.train.logger import read_metric_log
 from burnlike.train.metric import AccuracyMetric, LossMetric, TopKAccuracyMetric
@@ -134,6 +134,35 @@ def test_text_metrics_are_logged_for_both_splits_but_left_out_of_the_summary(tmp
 
 
 # --- errors ----------------------------------------------------------------------------------------
+# --- async checkpoints ------------------------------------------------------------------------------
+def test_async_checkpoints_are_the_file_checkpointers_one_plugin(tmp_path):
+    """One CheckpointIO: beside with_file_checkpointer, Lightning refused a second one ("Received
+    multiple values for CheckpointIO flags in plugins")."""
+    learner = (metrics_builder(tmp_path, epochs=2).with_file_checkpointer(DefaultRecorder()).async_checkpoints()
+               .build(Classifier(), AdamConfig(), 1e-2))
+    io_plugin = learner.trainer.strategy.checkpoint_io
+    assert isinstance(io_plugin, RecorderCheckpointIO) and io_plugin.async_save
+    learner.fit(loader(64, 16), loader(32, 16))
+    sync = (metrics_builder(tmp_path / "sync", epochs=2).with_file_checkpointer(DefaultRecorder())
+            .build(Classifier(), AdamConfig(), 1e-2))
+    assert not sync.trainer.strategy.checkpoint_io.async_save
+    for name in ("trainer-2.mpk", "model-2.mpk"):  # every write done at the fit's end, and whole
+        assert load_checkpoint(tmp_path / "checkpoint" / name) if name.startswith("trainer") else \
+            Classifier().load_file(tmp_path / "checkpoint" / name, DefaultRecorder())
+
+
+def test_async_checkpoints_need_the_file_checkpointer_and_refuse_a_second_checkpoint_io(tmp_path):
+    with pytest.raises(ValueError, match=r"^async_checkpoints\(\) needs with_file_checkpointer\(recorder\)"):
+        metrics_builder(tmp_path).async_checkpoints().build(Classifier(), AdamConfig(), 1e-2)
+    own = RecorderCheckpointIO(DefaultRecorder())
+    with pytest.raises(ValueError, match=r"already has a CheckpointIO; give it async_save=True itself"):
+        (metrics_builder(tmp_path).with_file_checkpointer(DefaultRecorder()).async_checkpoints()
+         .trainer_kwargs(plugins=[own]).build(Classifier(), AdamConfig(), 1e-2))
+    mine = (metrics_builder(tmp_path).with_file_checkpointer(DefaultRecorder()).trainer_kwargs(plugins=[own])
+            .build(Classifier(), AdamConfig(), 1e-2))
+    assert mine.trainer.strategy.checkpoint_io is own  # the user's own plugin, not a second one
+
+
 def test_non_positive_builder_values_name_the_setting(tmp_path):
     with pytest.raises(ValueError, match="num_epochs"):
         LearnerBuilder(tmp_path).num_epochs(0)

@@ -8,6 +8,8 @@ other than `backward(loss)`, saying what they must be."""
 
 from __future__ import annotations
 
+import signal
+
 import lightning as L
 import pytest
 import torch
@@ -43,8 +45,9 @@ from burnlike.train.metric import (
     PsnrMetricConfig,
 )
 from burnlike.train.module import output_type
-from tests.helpers.fit import metrics_builder
-from tests.helpers.toy import Batch, Classifier, Regressor, SelfBackward, UntypedRegressor, loader
+from burnlike.train.preemption import Preempted
+from tests.helpers.fit import SignalAfter, StackingBatcher, metrics_builder, same_weights
+from tests.helpers.toy import Batch, Classifier, Regressor, SelfBackward, UntypedRegressor, blobs, loader
 from tests.train.helpers import InferenceStepRegressor, Successor, valid_loss_builder
 
 
@@ -173,6 +176,56 @@ def test_trainer_epoch_values_are_count_weighted_over_a_short_last_batch(tmp_pat
     assert logged["train/Loss"] == pytest.approx(train_loss, rel=1e-5)
     lines = (tmp_path / "valid" / "epoch-1" / "Loss.log").read_text().splitlines()
     assert [line.split(",")[1] for line in lines] == ["32", "8"]
+
+
+def test_an_epochs_train_values_are_stored_before_its_closing_validations(tmp_path):
+    """Burn logs train, then valid: the train epoch is complete when its closing validation starts,
+    so it is stored (and every listener told: logs, loggers, progress lines) before the valid one."""
+    learner = metrics_builder(tmp_path, epochs=2).build(Classifier(), AdamConfig(), 1e-2)
+    order = []
+    learner.module.store.add_listener(lambda split, epoch, entries: order.append((split.value, epoch)))
+    learner.fit(loader(64, 16), loader(32, 16))
+    assert order == [("train", 1), ("valid", 1), ("train", 2), ("valid", 2)]
+    no_valid = metrics_builder(tmp_path / "b", epochs=2).build(Classifier(), AdamConfig(), 1e-2)
+    seen = []
+    no_valid.module.store.add_listener(lambda split, epoch, entries: seen.append((split.value, epoch)))
+    no_valid.fit(loader(64, 16))
+    assert seen == [("train", 1), ("train", 2)]  # without validation: at the epoch's end
+
+
+def shuffled_fit(root, *callbacks, resume=False):
+    """3 epochs of accuracy and loss on seeded shuffled loaders (train and valid), checkpointed."""
+    from burnlike.data import DataLoaderBuilder
+
+    builder = (metrics_builder(root, epochs=3).with_file_checkpointer(DefaultRecorder())
+               .with_application_logger(False).callback(*callbacks))
+    if resume:
+        builder = builder.checkpoint("last")
+    torch.manual_seed(0)
+    learner = builder.build(Classifier(), AdamConfig(), 1e-2)
+    learner.fit(DataLoaderBuilder(StackingBatcher()).batch_size(16).shuffle(3).build(blobs(64)),
+                DataLoaderBuilder(StackingBatcher()).batch_size(16).shuffle(4).build(blobs(48, seed=1)))
+    return learner
+
+
+def test_a_mid_epoch_resume_continues_the_epochs_metrics_and_logs_exactly(tmp_path):
+    """A checkpoint saved mid-epoch carries the epoch's steps so far: the resumed epoch's value and
+    its `value,count` lines are the uninterrupted run's (they held only the steps after the resume),
+    and the seeded loaders' orders, train and valid, are the ones the run would have drawn."""
+    straight = shuffled_fit(tmp_path / "straight")
+    run = tmp_path / "run"
+    with pytest.raises(Preempted):
+        shuffled_fit(run, SignalAfter(5, signal.SIGUSR1))  # epoch 2 stopped after 2 of its 4 steps
+    assert (run / "checkpoint" / "preempted-6.mpk").is_file()
+    resumed = shuffled_fit(run, resume=True)
+    assert same_weights(straight.module.model, resumed.module.model)
+    logs = sorted((tmp_path / "straight").glob("*/epoch-*/*.log"))
+    assert len(logs) == 3 * (2 + 2)  # 3 epochs x (train, valid) x (Accuracy, Loss)
+    for log in logs:
+        assert (run / log.relative_to(tmp_path / "straight")).read_text() == log.read_text(), log
+    for split in (Split.TRAIN, Split.VALID):
+        for name in ("Accuracy", "Loss"):
+            assert resumed.module.store.epochs(split, name) == straight.module.store.epochs(split, name)
 
 
 def test_the_store_survives_a_resume(tmp_path):
