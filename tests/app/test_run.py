@@ -9,6 +9,7 @@ and writes result.json as configured."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import importlib
 import json
 import logging
@@ -47,7 +48,7 @@ from burnlike.app.run import (
     validate,
 )
 from burnlike.models.mlp import MlpConfig
-from burnlike.record import BinGzFileRecorder
+from burnlike.record import BinGzFileRecorder, SaveError, load_checkpoint
 from burnlike.train import ExecutionStrategy, LearnerBuilder
 from burnlike.train.logger import read_epochs
 from burnlike.train.metric import AccuracyMetric, LearningRateMetric, Metric
@@ -593,3 +594,30 @@ def test_run_trains_on_image_folder_skipping_corrupt_and_on_a_csv_regression(con
                     "data.batch_size=16"), tmp_path / "reg")
     first = json.loads((tmp_path / "reg" / "result.json").read_text())["epochs"]["1"]
     assert loss < first and loss < 1.0  # learns y = 2a - b (variance 5) well within three epochs
+
+
+# --- a checkpoint that can't be written ------------------------------------------------------------
+@pytest.mark.parametrize(("code", "advice"), [(errno.ENOSPC, "No space left on device"),
+                                               (errno.EROFS, "Read-only file system")])
+def test_a_failed_checkpoint_ends_the_run_naming_the_file_and_lists_no_unsaved_epoch(
+        mlp_conf, tmp_path, monkeypatch, code, advice):
+    """A full or read-only disk at epoch 2's checkpoint: a SaveError naming the file (train.py turns
+    it into one `error:` line and status 2), result.json lists epoch 1 only, whose checkpoint loads."""
+    real_replace = os.replace
+
+    def replace(src, dst, *args, **kwargs):
+        if os.path.basename(dst).endswith("-2.mpk"):
+            raise OSError(code, os.strerror(code))
+        return real_replace(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(os, "replace", replace)
+    with pytest.raises(SaveError) as failed:
+        run(mlp_conf("learner.num_epochs=2", "learner.summary=false"), tmp_path)
+    message = str(failed.value)
+    assert advice in message and "could not save (the previous file, if any, is unchanged)" in message
+    assert re.search(rf"'{re.escape(str(tmp_path / 'checkpoint'))}/(model|optim|scheduler|trainer)-2\.mpk'$", message)
+    result = json.loads((tmp_path / "result.json").read_text())
+    assert list(result["epochs"]) == ["1"] and result["best_epoch"] == 1
+    monkeypatch.setattr(os, "replace", real_replace)
+    assert load_checkpoint(tmp_path / "checkpoint" / "trainer-1.mpk")["epoch"] == 0
+    assert not list((tmp_path / "checkpoint").glob("*.tmp"))  # the temp file went with the failure

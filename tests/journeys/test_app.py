@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
+from burnlike.record import load_checkpoint
 from burnlike.train.logger import read_metric_log
 from tests.helpers.app import IMAGE
 from tests.helpers.idx import write_mnist_idx
@@ -104,6 +105,35 @@ def test_train_py_names_a_corrupt_image_in_one_line_and_exits_2(tmp_path):
                           env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "PYTHONWARNINGS": "ignore"})
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert f"error: {bad}: cannot decode as an image" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.fixture
+def checkpoint_mount(tmp_path):
+    """`tmp_path/run/checkpoint` on a filesystem of its own (a tmpfs), so a test can make it read-only
+    as a cluster's quota or a remounted share does (root ignores a directory's mode bits)."""
+    folder = tmp_path / "run" / "checkpoint"
+    folder.mkdir(parents=True)
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(folder)], capture_output=True).returncode:
+        pytest.skip("mounting a tmpfs needs root on Linux")
+    yield folder
+    subprocess.run(["umount", str(folder)], check=True)
+
+
+@pytest.mark.slow
+def test_a_read_only_checkpoint_folder_ends_the_run_with_one_line_naming_the_file(tmp_path, tiny_app,
+                                                                                  checkpoint_mount):
+    args = ["model=mlp", "learner.summary=false"]
+    proc = run_app([*args, "learner.num_epochs=1"], tmp_path, tiny_app)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    subprocess.run(["mount", "-o", "remount,ro", str(checkpoint_mount)], check=True)
+    proc = run_app([*args, "learner.num_epochs=2", "learner.checkpoint=last"], tmp_path, tiny_app)
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert "Read-only file system" in errors[0] and f"'{checkpoint_mount}/" in errors[0] and "-2.mpk'" in errors[0]
+    run = tmp_path / "run"
+    assert list(json.loads((run / "result.json").read_text())["epochs"]) == ["1"]  # epoch 2 was never saved
+    assert load_checkpoint(checkpoint_mount / "trainer-1.mpk")["epoch"] == 0
 
 
 # --- a run, its artifacts and a resume ------------------------------------------------------------------
