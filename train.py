@@ -51,8 +51,8 @@ def main(cfg: DictConfig) -> float:
 
 if __name__ == "__main__":
     from burnlike.app.console import fail
-    from burnlike.app.overrides import unknown_key
+    from burnlike.app.overrides import override_error
 
-    if (problem := unknown_key(sys.argv[1:])) is not None:  # before Hydra: one line naming the right key
+    if (problem := override_error(sys.argv[1:])) is not None:  # before Hydra: one line naming the right key
         fail(problem)
     main()

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from burnlike.record.format.location import AnyPath, as_path
+
 if TYPE_CHECKING:  # pragma: no cover - the commands import it when they run (torchmetrics is slow)
     from burnlike.train.summary import LearnerSummary
 
@@ -26,12 +28,12 @@ class RunDirError(ValueError):
     """A path that is not a run dir (or a folder of them); names the path and what was expected."""
 
 
-def metric_names(run_dir: Path, split: str) -> list[str]:
+def metric_names(run_dir: AnyPath, split: str) -> list[str]:
     """The metrics logged in `run_dir/split/epoch-*/` (file names: spaces written as `_`)."""
     return sorted({p.stem for p in (run_dir / split).glob("epoch-*/*.log")})
 
 
-def summarize(run_dir: Path) -> LearnerSummary:
+def summarize(run_dir: AnyPath) -> LearnerSummary:
     from burnlike.train.summary import LearnerSummary
 
     if not any((run_dir / split).is_dir() for split in SPLITS):
@@ -43,7 +45,7 @@ def summarize(run_dir: Path) -> LearnerSummary:
 class RunResult:
     """One run's optimized metric: its name, direction (`min`/`max`), best value and epochs."""
 
-    run_dir: Path
+    run_dir: AnyPath
     metric: str
     mode: str
     best: float
@@ -52,7 +54,7 @@ class RunResult:
     overrides: list[str]
 
     @classmethod
-    def read(cls, run_dir: Path) -> RunResult:
+    def read(cls, run_dir: AnyPath) -> RunResult:
         path = run_dir / "result.json"
         try:
             data: dict[str, Any] = json.loads(path.read_text())
@@ -69,20 +71,20 @@ class RunResult:
         return result
 
 
-def overrides(run_dir: Path) -> list[str]:
+def overrides(run_dir: AnyPath) -> list[str]:
     """The job's command-line overrides (Hydra's `.hydra/overrides.yaml`, a YAML list of strings)."""
     path = run_dir / ".hydra" / "overrides.yaml"
     if not path.is_file():
         return []
     from omegaconf import OmegaConf
 
-    data = OmegaConf.to_container(OmegaConf.load(path))
+    data = OmegaConf.to_container(OmegaConf.create(path.read_text()))
     return [str(x) for x in data] if isinstance(data, list) else []
 
 
-def find_runs(paths: list[Path]) -> list[Path]:
+def find_runs(paths: list[AnyPath]) -> list[AnyPath]:
     """Each path itself if it holds a result.json, else its sub-folders that do (a multirun dir)."""
-    runs: list[Path] = []
+    runs: list[AnyPath] = []
     for path in paths:
         if not path.is_dir():
             raise RunDirError(f"{path}: not a folder (expected a run dir or a multirun dir)")
@@ -96,7 +98,7 @@ def find_runs(paths: list[Path]) -> list[Path]:
     return runs
 
 
-def _natural(path: Path) -> tuple[int, str]:
+def _natural(path: AnyPath) -> tuple[int, str]:
     return (int(path.name), "") if path.name.isdigit() else (1 << 30, path.name)
 
 
@@ -122,7 +124,7 @@ def table(results: list[RunResult]) -> str:
     return "\n".join(lines)
 
 
-def plot(results: list[RunResult], path: Path) -> bool:
+def plot(results: list[RunResult], path: AnyPath) -> bool:
     """One figure: each run's optimized metric per epoch (False without matplotlib)."""
     from burnlike.train.plot import epoch_axis, pyplot, save
 
@@ -143,7 +145,7 @@ def plot(results: list[RunResult], path: Path) -> bool:
 def cmd_summary(args: argparse.Namespace) -> int:
     from burnlike.train.plot import plot_metrics
 
-    run_dir = Path(args.run_dir)
+    run_dir = as_path(args.run_dir)
     try:
         summary = summarize(run_dir)
     except RunDirError as e:
@@ -154,18 +156,18 @@ def cmd_summary(args: argparse.Namespace) -> int:
     return 0
 
 
-def default_plot_path(dirs: list[Path]) -> Path:
+def default_plot_path(dirs: list[AnyPath]) -> AnyPath:
     """compare.png in the one dir given (a sweep dir), else in the folder the dirs share."""
+    if len(dirs) == 1 or any(not isinstance(d, Path) for d in dirs):
+        return dirs[0] / "compare.png" if len(dirs) == 1 else dirs[0].parent / "compare.png"
     import os
 
-    if len(dirs) == 1:
-        return dirs[0] / "compare.png"
-    return Path(os.path.commonpath([d.resolve() for d in dirs])) / "compare.png"
+    return Path(os.path.commonpath([d.resolve() for d in dirs if isinstance(d, Path)])) / "compare.png"
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
     try:
-        results = [RunResult.read(run) for run in find_runs([Path(p) for p in args.dirs])]
+        results = [RunResult.read(run) for run in find_runs([as_path(p) for p in args.dirs])]
     except RunDirError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -176,7 +178,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         return 2
     results = ranked(results)
     print(table(results))
-    out = Path(args.out) if args.out else default_plot_path([Path(p) for p in args.dirs])
+    out = as_path(args.out) if args.out else default_plot_path([as_path(p) for p in args.dirs])
     if plot(results, out):
         print(f"plot: {out}")
     return 0

@@ -13,9 +13,12 @@ import types
 import typing
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar, Union
+from typing import TYPE_CHECKING, Any, TypeVar, Union
 
 from typing_extensions import dataclass_transform
+
+if TYPE_CHECKING:  # pragma: no cover
+    from burnlike.record.format.location import RemotePath
 
 T = TypeVar("T")
 
@@ -127,14 +130,18 @@ def _to_dict(self: Any) -> dict[str, Any]:
     return plain
 
 
-def _save(self: Any, path: str | Path) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(_to_plain(self), indent=2) + "\n")
+def _save(self: Any, path: str | Path | RemotePath) -> None:
+    from burnlike.record.format.location import as_path  # (imports torch: only when saving)
+
+    target = as_path(path)  # a local path or any fsspec URL (s3://…, memory://…)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(_to_plain(self), indent=2) + "\n")
 
 
-def _load(cls: type[T], path: str | Path) -> T:
-    path = Path(path)
+def _load(cls: type[T], path: str | Path | RemotePath) -> T:
+    from burnlike.record.format.location import as_path
+
+    path = as_path(path)
     try:
         data = json.loads(path.read_text())
     except FileNotFoundError:

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig
 
+from burnlike.record.format.location import AnyPath
+
 if TYPE_CHECKING:  # pragma: no cover
     from lightning.pytorch.loggers import Logger
 
@@ -44,28 +46,33 @@ def check(cfg: DictConfig) -> None:
         raise LoggerConfigError(f"logger.every_n_steps={cfg.logger.every_n_steps} is invalid: expected an integer >= 0")
 
 
-def build_loggers(cfg: DictConfig, run_dir: Path) -> list[Logger]:
-    """One Lightning logger per `logger.kinds` entry, writing under `run_dir`."""
+def build_loggers(cfg: DictConfig, run_dir: AnyPath, local_dir: Path | None = None) -> list[Logger]:
+    """One Lightning logger per `logger.kinds` entry: CSV and TensorBoard write under `run_dir` (a
+    local folder or any fsspec URL), MLflow's file store and W&B's offline runs under `local_dir`
+    (they write local files only; default `run_dir`)."""
+    local = local_dir if local_dir is not None else run_dir
+    if not isinstance(local, Path):
+        local = Path(".")
     c = cfg.logger
     builders: dict[str, Callable[[], Logger]] = {
         "csv": lambda: _csv(run_dir),
         "tensorboard": lambda: _tensorboard(run_dir),
-        "mlflow": lambda: _mlflow(run_dir, str(c.name), c.mlflow_tracking_uri),
-        "wandb": lambda: _wandb(run_dir, str(c.name), c.wandb_offline),
+        "mlflow": lambda: _mlflow(local, str(c.name), c.mlflow_tracking_uri),
+        "wandb": lambda: _wandb(local, str(c.name), c.wandb_offline),
     }
     return [builders[kind]() for kind in c.kinds]
 
 
-def _csv(run_dir: Path) -> Logger:
+def _csv(run_dir: AnyPath) -> Logger:
     from lightning.pytorch.loggers import CSVLogger
 
-    return CSVLogger(run_dir, name="csv")
+    return CSVLogger(str(run_dir), name="csv")  # a URL: Lightning writes through fsspec
 
 
-def _tensorboard(run_dir: Path) -> Logger:
+def _tensorboard(run_dir: AnyPath) -> Logger:
     from lightning.pytorch.loggers import TensorBoardLogger
 
-    return TensorBoardLogger(run_dir, name="tensorboard", default_hp_metric=False)
+    return TensorBoardLogger(str(run_dir), name="tensorboard", default_hp_metric=False)
 
 
 def _mlflow(run_dir: Path, name: str, uri: str | None) -> Logger:
@@ -88,11 +95,11 @@ def _wandb(run_dir: Path, name: str, offline: bool | None) -> Logger:
     return logger
 
 
-def hyperparams(run_dir: Path) -> dict[str, Any]:
+def hyperparams(run_dir: AnyPath) -> dict[str, Any]:
     """What each logger gets: config.json (Burn's saved config: the resolved config) and the commit
     of the code that ran (null outside a git checkout)."""
     path = run_dir / "config.json"
-    config = json.loads(path.read_text()) if path.is_file() else {}
+    config = json.loads(path.read_text()) if path.exists() else {}
     return {"config": config, "git_commit": git_commit()}
 
 

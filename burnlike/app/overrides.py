@@ -49,13 +49,17 @@ def known_keys() -> dict[str, list[str]]:
             "logger": _fields(LoggerConfig)}
 
 
-def unknown_key(args: list[str]) -> str | None:
-    """The message for the first override whose key the app doesn't have, None if all are known."""
+def override_error(args: list[str]) -> str | None:
+    """The message for the first override the app would misread (a key its schema lacks, a URL for
+    Hydra's local run dir), None if all are fine."""
     keys = known_keys()
     for arg in args:
         if arg.startswith("-") or "=" not in arg or arg[0] in "+~":
             continue  # flags (-m, --cfg), appends and deletions: Hydra's own
-        key = arg.split("=", 1)[0].strip()
+        key, _, value = (part.strip() for part in arg.partition("="))
+        if key in ("hydra.run.dir", "hydra.sweep.dir") and "://" in value:
+            return (f"{key}={value}: Hydra's run dir is a local folder (its .hydra/ and train.log go there); "
+                    f"the run's artifacts go to an object store with artifacts={value}")
         if "@" in key or "/" in key:
             continue  # a group option at another package, or a group path
         head, _, rest = key.partition(".")

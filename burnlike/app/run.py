@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # pragma: no cover  (torch and lightning load in run(), after
 
 
 from burnlike.app.console import CONSOLE, narrow_console
+from burnlike.record.format.location import AnyPath, as_path
 
 log = logging.getLogger("burnlike.app")
 
@@ -209,7 +210,8 @@ def run(cfg: DictConfig, artifact_dir: str | Path | None = None) -> float:
     import burnlike
     from burnlike.app.data import DataConfigError, build_loaders
 
-    artifact = Path(artifact_dir) if artifact_dir is not None else output_dir()
+    local = Path(artifact_dir) if artifact_dir is not None else output_dir()  # Hydra's run dir (or the caller's)
+    artifact = as_path(cfg.artifacts) if cfg.get("artifacts") else local
     artifact.mkdir(parents=True, exist_ok=True)
     if is_rank_zero():  # Burn's `config.save(...)` on the composed AppConfig (a burnlike @config)
         getattr(OmegaConf.to_object(cfg), "save")(artifact / "config.json")  # noqa: B009 - an @config method
@@ -263,7 +265,7 @@ def run(cfg: DictConfig, artifact_dir: str | Path | None = None) -> float:
                                **extra, **dict(OmegaConf.to_container(t.extra, resolve=True))))  # type: ignore[arg-type]
     from burnlike.app.loggers import build_loggers, hyperparams
 
-    builder.with_logger(*build_loggers(cfg, artifact), every_n_steps=cfg.logger.every_n_steps,
+    builder.with_logger(*build_loggers(cfg, artifact, local), every_n_steps=cfg.logger.every_n_steps,
                         hyperparams=hyperparams(artifact))
     optimizer = OmegaConf.to_object(cfg.optimizer)
     model = build_model(cfg)
@@ -306,11 +308,12 @@ def _resume_point(value: object) -> int | str | None:
     return int(text) if text.isdigit() and int(text) >= 1 else None
 
 
-def resume_error(cfg: DictConfig, artifact: Path, error: Exception) -> str:
+def resume_error(cfg: DictConfig, artifact: AnyPath, error: Exception) -> str:
     if not cfg.learner.checkpointing:
         return f"learner.checkpoint={cfg.learner.checkpoint} needs learner.checkpointing=true (nothing to resume from)"
-    found = sorted((artifact / "checkpoint").glob("trainer-*")) if (artifact / "checkpoint").is_dir() else []
-    names = ", ".join(p.name for p in found) or "none"
+    folder = artifact / "checkpoint"
+    names = ", ".join(sorted(p.name for p in folder.glob("trainer-*"))) if folder.is_dir() else ""
+    names = names or "none"
     return (f"learner.checkpoint={cfg.learner.checkpoint}: {error}. Checkpoints in {artifact}: {names}. "
             "Resume inside the run's own dir: hydra.run.dir=<that run dir>")
 
@@ -323,7 +326,7 @@ class MetricTracker:
     sweeper should optimize. Rank 0 rewrites `result.json` after each epoch, so a killed run still
     knows its epochs; a resumed run's store starts with the checkpoint's epochs."""
 
-    def __init__(self, key: str, path: Path, store: MetricStore, trainer: L.Trainer | None = None) -> None:
+    def __init__(self, key: str, path: AnyPath, store: MetricStore, trainer: L.Trainer | None = None) -> None:
         from burnlike.train.metric.store import Split
 
         self.key, self.path, self.store, self.trainer = key, path, store, trainer

@@ -124,6 +124,10 @@ class AppConfig:
     learner: LearnerConfig = LearnerConfig()
     logger: LoggerConfig = LoggerConfig()
     seed: int = 42
+    # where the run's artifacts go (checkpoints, epoch logs, CSV/TensorBoard logs, result.json,
+    # model): null is Hydra's run dir; any fsspec URL (s3://bucket/runs/a, gs://…, memory://…).
+    # Hydra's own files (.hydra/, train.log) stay in its run dir, a local folder.
+    artifacts: str | None = None
     # what train.py returns to sweepers: "<split>/<Metric>", its best epoch in the metric's own direction
     optimized_metric: str = "valid/Accuracy"
 

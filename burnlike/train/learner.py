@@ -135,8 +135,7 @@ class Learner(components.Learner):
         if self.show_summary and self.trainer.is_global_zero:
             summary = LearnerSummary.from_store(self.module.store, self.numeric["train"], self.numeric["valid"])
             print(summary, flush=True)
-            if isinstance(self.artifact_dir, Path):
-                plot_metrics(summary, self.artifact_dir / "metrics.png")
+            plot_metrics(summary, self.artifact_dir / "metrics.png")
         model = self.module.model
         model.eval()
         return TrainingResult(model, summary, self.trainer)

@@ -3,8 +3,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from burnlike.record.format.location import AnyPath
 
 if TYPE_CHECKING:  # pragma: no cover
     from burnlike.train.summary import LearnerSummary
@@ -30,16 +31,21 @@ def epoch_axis(ax: Any) -> None:
     ax.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
 
 
-def save(fig: Any, path: Path) -> None:
+def save(fig: Any, path: AnyPath) -> None:
+    """A PNG at `path`, local or any fsspec URL (one put of the whole image)."""
+    import io
+
     import matplotlib.pyplot as plt
 
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=80)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=80)
     plt.close(fig)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(buffer.getvalue())
 
 
-def plot_metrics(summary: LearnerSummary, path: Path) -> None:
+def plot_metrics(summary: LearnerSummary, path: AnyPath) -> None:
     """Per-epoch curves of every numeric metric, if matplotlib is installed (extra `plot`)."""
     plt = pyplot()
     names = sorted({m.name for m in summary.metrics})

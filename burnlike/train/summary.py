@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from burnlike.record.format.location import RemotePath
 from burnlike.train.logger import read_epochs
 from burnlike.train.metric.store import MetricStore, Split
 
@@ -37,7 +38,8 @@ class LearnerSummary:
 
     @classmethod
     def from_dir(
-        cls, artifact_dir: str | Path, train_names: list[str], valid_names: list[str], model: str | None = None
+        cls, artifact_dir: str | Path | RemotePath, train_names: list[str], valid_names: list[str],
+        model: str | None = None
     ) -> LearnerSummary:
         """The summary of a finished run dir, from its `<split>/epoch-N/<Metric>.log` files."""
         return cls._build(lambda split, name: read_epochs(artifact_dir, split, name), train_names, valid_names, model)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from burnlike.app.overrides import unknown_key
+from burnlike.app.overrides import override_error
 
 
 @pytest.mark.parametrize(("arg", "names"), [
@@ -21,17 +21,17 @@ from burnlike.app.overrides import unknown_key
     ("trainer.max_steps=10", "other lightning.Trainer arguments pass through as trainer.extra.max_steps"),
 ])
 def test_an_unknown_key_is_named_with_the_right_one(arg, names):
-    message = unknown_key([arg])
+    message = override_error([arg])
     key = arg.split("=")[0]
     assert message is not None and message.startswith(f"{key}: no such key; {names}"), message
 
 
 def test_the_message_lists_the_groups_keys():
-    message = unknown_key(["trainer.max_steps=1"])
+    message = override_error(["trainer.max_steps=1"])
     assert message is not None and message.endswith(
         "(trainer has accelerator, devices, strategy, precision, num_nodes, fast_dev_run, limit_train_batches, "
         "limit_val_batches, matmul_precision, extra)")
-    top = unknown_key(["sed=1"])
+    top = override_error(["sed=1"])
     assert top is not None and "(top-level keys: model, data, optimizer, trainer, learner, logger, seed" in top
 
 
@@ -43,9 +43,9 @@ def test_the_message_lists_the_groups_keys():
     ["model@other=mlp"],  # a group option at another package
 ])
 def test_known_keys_flags_and_other_groups_pass(args):
-    assert unknown_key(args) is None
+    assert override_error(args) is None
 
 
 def test_the_first_unknown_key_is_named():
-    message = unknown_key(["learner.num_epochs=2", "trainer.max_epochs=3", "sed=1"])
+    message = override_error(["learner.num_epochs=2", "trainer.max_epochs=3", "sed=1"])
     assert message is not None and message.startswith("trainer.max_epochs:")

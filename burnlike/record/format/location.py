@@ -87,10 +87,17 @@ class RemotePath:
         return str(path)
 
     def exists(self) -> bool:
+        self._fresh()
         return bool(self.fs.exists(self.fs_path))
 
     def is_dir(self) -> bool:
+        self._fresh()
         return bool(self.fs.isdir(self.fs_path))
+
+    def _fresh(self) -> None:
+        """Forget fsspec's cached listings here: another process (a run's ranks, a resumed run,
+        `burnlike summary` on a running run) may have written since this process last looked."""
+        self.fs.invalidate_cache(self.fs_path)
 
     def mkdir(self, parents: bool = False, exist_ok: bool = False) -> None:
         self.fs.makedirs(self.fs_path, exist_ok=True)
@@ -123,13 +130,23 @@ class RemotePath:
         return int(self.fs.size(self.fs_path))
 
     def iterdir(self) -> Iterator[RemotePath]:
-        if not self.is_dir():
+        if not self.is_dir():  # (fresh listings)
             return
         for entry in self.fs.ls(self.fs_path, detail=False):
             yield self / str(entry).rstrip("/").rsplit("/", 1)[-1]
 
+    def is_file(self) -> bool:
+        self._fresh()
+        return bool(self.fs.isfile(self.fs_path))
+
     def glob(self, pattern: str) -> Iterator[RemotePath]:
-        return (p for p in self.iterdir() if fnmatch.fnmatch(p.name, pattern))
+        """Paths under this folder matching `pattern` (`*.mpk`, `epoch-*/*.log`), as Path.glob."""
+        if "/" not in pattern:
+            return (p for p in self.iterdir() if fnmatch.fnmatch(p.name, pattern))
+        base = self.fs_path.rstrip("/")
+        self._fresh()
+        found = sorted(str(f) for f in self.fs.glob(f"{base}/{pattern}"))
+        return (self / f[len(base) + 1:] for f in found if f.startswith(base + "/"))
 
 
 AnyPath: TypeAlias = Path | RemotePath
