@@ -9,7 +9,7 @@ of per-sample objects.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Iterator, Sized
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 import torch
@@ -117,18 +117,18 @@ class DataLoaderBuilder(Generic[T]):
         self._device = torch.device(device)
         return self
 
-    def build(self, dataset: Dataset[Any]) -> DataLoader[T] | DeviceDataLoader[T]:
+    def build(self, dataset: Dataset[Any]) -> ResumableDataLoader[T] | DeviceDataLoader[T]:
         sampler = None
         worker_seeds = None
         if self._seed is not None:
             # The shuffle has its own generator: the DataLoader also draws worker seeds from its
             # generator, at times that depend on num_workers/persistent_workers, which would make
             # the order of later epochs depend on them.
-            sampler = RandomSampler(dataset, generator=  # type: ignore[arg-type]  # map-style: has __len__
-                                    torch.Generator().manual_seed(self._seed))
+            sampler = SeededShuffle(dataset, self._seed)  # type: ignore[arg-type]  # map-style: has __len__
             worker_seeds = torch.Generator().manual_seed(self._seed + _WORKER_SEED_OFFSET)
         if self._device is not None:
-            return DeviceDataLoader(self._batcher, dataset, self._batch_size, sampler, self._drop_last, self._device)
+            return DeviceDataLoader(self._batcher, dataset, self._batch_size, sampler, self._drop_last, self._device,
+                                    shuffle_seed=self._seed)
         kwargs: dict[str, Any] = {
             "batch_size": self._batch_size,
             "sampler": sampler,
@@ -140,7 +140,102 @@ class DataLoaderBuilder(Generic[T]):
             "persistent_workers": self._persistent and self._num_workers > 0,
         }
         kwargs.update(self._extra)
-        return DataLoader(dataset, **kwargs)
+        return ResumableDataLoader(dataset, shuffle_seed=self._seed, **kwargs)
+
+
+class ResumableDataLoader(DataLoader[T]):
+    """The DataLoader `DataLoaderBuilder.build` returns: a plain DataLoader that can also start at
+    any epoch and batch (`resume_at`), so a run resumed from a checkpoint sees the orders and the
+    batches the uninterrupted run saw, in one process or several.
+
+    Its first pass after `resume_at(epoch, skip)` draws epoch `epoch`'s order (a seeded shuffle's
+    generator replayed from its seed, or the DistributedSampler Lightning injects under DDP told its
+    epoch, which Lightning itself does only after the first batch is fetched) and skips the first
+    `skip` batches by their indices, without loading them. `start_epoch`/`skip`/`shuffle_seed` are
+    constructor arguments kept as attributes of those names, so they survive Lightning re-creating
+    the loader with a DistributedSampler."""
+
+    def __init__(self, *args: Any, start_epoch: int = 0, skip: int = 0, shuffle_seed: int | None = None,
+                 **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.start_epoch, self.skip, self.shuffle_seed = start_epoch, skip, shuffle_seed
+        self._passes = 0
+        self._skip_now = 0
+
+    def resume_at(self, epoch: int, skip: int = 0) -> None:
+        """Start the next pass at epoch `epoch` (0-based), past its first `skip` batches."""
+        self.start_epoch, self.skip, self._passes = epoch, skip, 0
+
+    def __iter__(self) -> Iterator[T]:  # type: ignore[override]
+        first = self._passes == 0
+        self._passes += 1
+        if first and (self.start_epoch or self.skip):
+            position_sampler(self.sampler, self.start_epoch)
+        self._skip_now = self.skip if first else 0
+        if self.generator is not None and self.shuffle_seed is not None:  # workers' seeds: the epoch's too
+            epoch = getattr(self.sampler, "epoch", self.start_epoch + self._passes - 1)
+            self.generator.manual_seed(epoch_seed(self.shuffle_seed + _WORKER_SEED_OFFSET, int(epoch)))
+        return super().__iter__()
+
+    @property
+    def _index_sampler(self) -> Any:  # what DataLoader's iterators draw batch indices from
+        base = super()._index_sampler
+        if self._skip_now:
+            return _Skipping(base, self._skip_now)
+        return base
+
+
+class _Skipping:
+    """A batch sampler's batches after its first `skip`: the skipped ones are never loaded."""
+
+    def __init__(self, batches: Any, skip: int) -> None:
+        self.batches, self.skip = batches, skip
+
+    def __iter__(self) -> Iterator[Any]:
+        return itertools.islice(iter(self.batches), self.skip, None)
+
+    def __len__(self) -> int:
+        return len(self.batches)  # Lightning counts an epoch's batches from the loader, skipped ones too
+
+
+def position_sampler(sampler: Any, epoch: int, seed: int | None = None) -> None:
+    """Put `sampler` at epoch `epoch`'s order where it has one to set (`SeededShuffle`, the
+    DistributedSampler Lightning injects under DDP)."""
+    if callable(getattr(sampler, "set_epoch", None)):
+        sampler.set_epoch(epoch)
+
+
+class SeededShuffle(RandomSampler):
+    """`shuffle(seed)`'s order: a permutation of the items drawn from (seed, epoch) alone, so epoch
+    e's order is the same however the run got there (resumed, restarted, in another process).
+    Lightning tells it the epoch (`set_epoch`); iterated by hand, each pass is the next epoch.
+    A RandomSampler, so Lightning sees a shuffling loader, and under DDP puts its own seeded
+    DistributedSampler in its place (the same property: an order per (seed, epoch))."""
+
+    def __init__(self, dataset: Sized, seed: int) -> None:
+        super().__init__(dataset)
+        self.n, self.seed, self.epoch = len(dataset), seed, 0
+        self._passes = 0
+        self._told = False
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch, self._told = epoch, True
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __iter__(self) -> Iterator[int]:
+        if self._passes and not self._told:
+            self.epoch += 1
+        self._passes += 1
+        self._told = False
+        generator = torch.Generator().manual_seed(epoch_seed(self.seed, self.epoch))
+        return iter(torch.randperm(self.n, generator=generator).tolist())
+
+
+def epoch_seed(seed: int, epoch: int) -> int:
+    """The seed of epoch `epoch`'s draws: `seed` itself for the first, then a fixed mix of both."""
+    return seed if epoch == 0 else (seed * 0x9E3779B97F4A7C15 + epoch * 0xBF58476D1CE4E5B9) % (1 << 63)
 
 
 class DeviceDataLoader(Generic[T]):
@@ -156,7 +251,8 @@ class DeviceDataLoader(Generic[T]):
     batch_sampler: None = None
 
     def __init__(self, batcher: Batcher[Any, T], dataset: Dataset[Any], batch_size: int,
-                 sampler: Sampler[int] | None, drop_last: bool, device: torch.device) -> None:
+                 sampler: Sampler[int] | None, drop_last: bool, device: torch.device,
+                 shuffle_seed: int | None = None) -> None:
         n = len(dataset)  # type: ignore[arg-type]
         getitems = getattr(dataset, "__getitems__", None)
         items = getitems(list(range(n))) if callable(getitems) else [dataset[i] for i in range(n)]
@@ -176,6 +272,12 @@ class DeviceDataLoader(Generic[T]):
         self.batch_size = batch_size
         self.sampler = sampler
         self.drop_last = drop_last
+        self.shuffle_seed = shuffle_seed
+        self.start_epoch = self.skip = self._passes = 0
+
+    def resume_at(self, epoch: int, skip: int = 0) -> None:
+        """As `ResumableDataLoader.resume_at`: the next pass is epoch `epoch`'s, past `skip` batches."""
+        self.start_epoch, self.skip, self._passes = epoch, skip, 0
 
     def __len__(self) -> int:
         full, rest = divmod(self.num_items, self.batch_size)
@@ -186,12 +288,17 @@ class DeviceDataLoader(Generic[T]):
         # a sampler may draw again when asked past its last index (RandomSampler does). The host asks
         # there when it builds a short last batch (so does `islice` here), or when its consumer asks
         # past the last batch, which Lightning's fetcher never does: the next epoch draws the same.
+        first = self._passes == 0
+        self._passes += 1
+        if first and (self.start_epoch or self.skip):
+            position_sampler(self.sampler, self.start_epoch)
+        skip = self.skip if first else 0
         indices = iter(self.sampler if self.sampler is not None else ())
         order: torch.Tensor | None = None
         if self.sampler is not None:
             order = torch.tensor(list(itertools.islice(indices, len(self) * self.batch_size)), dtype=torch.long)
             order = order.to(self.device, non_blocking=True)
-        for b in range(len(self)):
+        for b in range(skip, len(self)):
             rows = slice(b * self.batch_size, (b + 1) * self.batch_size)
             yield _rows(self.data, rows if order is None else order[rows])
         for _ in indices:  # asked past the last batch

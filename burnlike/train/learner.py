@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import contextlib
-import itertools
 import logging
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import lightning as L
 from torch import nn
@@ -74,6 +73,20 @@ class Learner(components.Learner):
             for name, entry in entries.items():
                 self._file_logger.log_epoch(split.value, epoch, name, entry.steps)
 
+    def _resume_loaders(self, ckpt: AnyPath, train: Iterable[Any], valid: Iterable[Any] | None
+                        ) -> tuple[Iterable[Any], Iterable[Any] | None]:
+        """A train loader that continues where the checkpoint stopped: the epoch's order, past the
+        batches already trained. (A `DataLoaderBuilder` valid loader needs nothing: Lightning tells
+        its sampler the epoch before each validation.)"""
+        epochs, skip = resume_point(ckpt)
+        if skip:
+            log.info("skipping the %d batches of the epoch the checkpoint already trained", skip)
+        if resumes_exactly(train):
+            cast(Any, train).resume_at(epochs, skip)
+        elif skip and self.trainer.world_size == 1:
+            train = SkipFirst(train, skip)  # a plain loader: its first pass skips them (its order is its own)
+        return train, valid
+
     def resume_path(self) -> AnyPath | None:
         """The file Lightning resumes from: `trainer-N` (Burn's per-epoch layout), else an older
         single-file `model-N`; for "last" the newest complete checkpoint in the run dir."""
@@ -109,15 +122,8 @@ class Learner(components.Learner):
             ckpt = self.resume_path()
             log.info("fitting %s for %s epochs%s", type(self.model).__name__, self.trainer.max_epochs,
                      f", resuming from {ckpt}" if ckpt else "")
-            if ckpt is not None and self.trainer.world_size == 1:
-                epochs, skip = resume_point(ckpt)
-                replay_shuffles(train_loader, epochs)
-                if valid_loader is not None:  # a shuffled valid loader drew once per validation
-                    every = self.trainer.check_val_every_n_epoch or 1
-                    replay_shuffles(valid_loader, epochs // every)
-                if skip:  # a mid-epoch (preemption) checkpoint: continue after the batches it trained
-                    log.info("skipping the %d batches of the epoch the checkpoint already trained", skip)
-                    train_loader = SkipFirst(train_loader, skip)
+            if ckpt is not None:
+                train_loader, valid_loader = self._resume_loaders(ckpt, train_loader, valid_loader)
             if ckpt is not None:
                 continue_logger_runs(self.trainer, ckpt)
             if self.trainer.world_size > 1:
@@ -141,6 +147,11 @@ class Learner(components.Learner):
         return TrainingResult(model, summary, self.trainer)
 
 
+def resumes_exactly(loader: Iterable[Any]) -> bool:
+    """Whether `loader` starts at any epoch and batch in any process (`DataLoaderBuilder`'s do)."""
+    return callable(getattr(loader, "resume_at", None))
+
+
 def resume_point(path: AnyPath) -> tuple[int, int]:
     """(whole epochs done, batches of the next epoch done) at a checkpoint: an epoch's end saves
     `epoch` = its 0-based index; a mid-epoch one also `BATCHES_DONE`."""
@@ -152,18 +163,6 @@ def resume_point(path: AnyPath) -> tuple[int, int]:
     if isinstance(done, int) and done > 0:
         return epoch, done
     return epoch + 1, 0
-
-
-def replay_shuffles(loader: Iterable[Any], epochs: int) -> None:
-    """Draw the shuffles of the epochs a checkpoint already trained from a seeded sampler's own
-    generator (`DataLoaderBuilder.shuffle(seed)`), so a resumed run sees the orders the
-    uninterrupted one would. Loaders without a seeded sampler are left alone."""
-    sampler = getattr(loader, "sampler", None)
-    if sampler is None or getattr(sampler, "generator", None) is None:
-        return
-    for _ in range(epochs):  # exactly len(sampler) items, as an epoch takes (more would draw again)
-        for _ in itertools.islice(iter(sampler), len(sampler)):
-            pass
 
 
 @contextlib.contextmanager

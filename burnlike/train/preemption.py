@@ -18,7 +18,7 @@ import random
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from types import FrameType
 from typing import Any
 
@@ -76,8 +76,14 @@ class Preemption(L.Callback):
 
     def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, outputs: Any, batch: Any,
                            batch_idx: int) -> None:
-        if not _train_part_done(trainer, batch_idx + 1):
+        if _train_part_done(trainer, batch_idx + 1):
+            pass
+        elif trainer.world_size == 1 or _loaders_resume_exactly(trainer):
             self._decide(trainer, batch_idx + 1)
+        else:  # a plain loader under DDP: Lightning would restart the epoch's order from its first batch
+            self._decide(trainer, batch_idx + 1, save=False, when=f"during epoch {trainer.current_epoch + 1}",
+                         redo=f"epoch {trainer.current_epoch + 1} is trained again (a DataLoaderBuilder loader "
+                              "would continue mid-epoch)")
         # at an epoch's last batch the epoch's end (validation, the epoch's checkpoint) comes first:
         # a checkpoint saved there would make Lightning skip that validation on resume
 
@@ -146,6 +152,16 @@ class Preemption(L.Callback):
             if previous is not None and signal.getsignal(signum) == self._notice:
                 signal.signal(signum, previous)
         self._previous.clear()
+
+
+def _loaders_resume_exactly(trainer: L.Trainer) -> bool:
+    """Whether every train loader can start at a batch in every process (`resume_at`)."""
+    loaders = trainer.train_dataloader
+    if isinstance(loaders, Mapping):
+        loaders = list(loaders.values())
+    elif not isinstance(loaders, (list, tuple)):
+        loaders = [loaders]
+    return all(callable(getattr(loader, "resume_at", None)) for loader in loaders)
 
 
 def _train_part_done(trainer: L.Trainer, batches_done: int) -> bool:

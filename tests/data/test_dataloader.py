@@ -184,6 +184,76 @@ def test_pickled_loader_gives_the_same_shuffled_epochs(mnist_root):
 
 
 # --- the device-resident loader (on_device) -----------------------------------------------------------------
+# --- resuming at an epoch and a batch -------------------------------------------------------------------
+class CountingItems(InMemDataset):
+    """Items 0..n-1 that count how often each is read."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__(list(range(n)))
+        self.reads: list[int] = []
+
+    def __getitem__(self, index):
+        self.reads.append(index)
+        return super().__getitem__(index)
+
+    def __getitems__(self, indices):
+        return [self[i] for i in indices]
+
+
+@pytest.mark.parametrize("on_device", [False, True])
+@pytest.mark.parametrize(("seed", "drop_last"), [(3, False), (None, False), (5, True)])
+def test_a_loader_resumed_at_an_epoch_and_batch_gives_the_uninterrupted_batches_from_there(on_device, seed,
+                                                                                          drop_last):
+    """`resume_at(epoch, skip)`: its next pass is epoch `epoch`'s order (a seeded shuffle's draws
+    replayed) past `skip` batches, and the passes after it are the epochs that follow."""
+    def build():
+        b = DataLoaderBuilder(Stack()).batch_size(4).drop_last(drop_last)
+        b = b.shuffle(seed) if seed is not None else b
+        return b.on_device("cpu").build(list(range(18))) if on_device else b.build(list(range(18)))
+
+    straight = [[x.tolist() for x in epoch_batches(build(), stop_at_len=True)]]
+    loader = build()
+    epochs = [[x.tolist() for x in epoch_batches(loader, stop_at_len=True)] for _ in range(4)]
+    resumed = build()
+    resumed.resume_at(2, 3)
+    assert [x.tolist() for x in epoch_batches(resumed, stop_at_len=True)] == epochs[2][3:]
+    assert [x.tolist() for x in epoch_batches(resumed, stop_at_len=True)] == epochs[3]  # then on, as it would
+    assert straight[0] == epochs[0]
+    again = build()
+    again.resume_at(1)  # an epoch's end checkpoint: the next epoch whole
+    assert [x.tolist() for x in epoch_batches(again, stop_at_len=True)] == epochs[1]
+
+
+def test_skipped_batches_are_never_loaded_and_lightning_counts_the_whole_epoch():
+    data = CountingItems(12)
+    loader = DataLoaderBuilder(Stack()).batch_size(4).build(data)
+    loader.resume_at(0, 2)
+    assert [b.tolist() for b in loader] == [[8, 9, 10, 11]]
+    assert data.reads == [8, 9, 10, 11]
+    assert len(loader) == 3  # Lightning numbers the batches it gets from the ones skipped on
+
+
+def test_resume_state_is_constructor_state_so_lightnings_ddp_copy_keeps_it():
+    """Under DDP Lightning re-creates a DataLoader from its constructor arguments, with a
+    DistributedSampler; the resume point is one of them, and that sampler gets the epoch before the
+    first batch is fetched (Lightning sets it only after)."""
+    import inspect
+
+    from torch.utils.data import DistributedSampler
+
+    loader = DataLoaderBuilder(Stack()).batch_size(2).shuffle(1).build(list(range(8)))
+    loader.resume_at(3, 1)
+    params = inspect.signature(type(loader).__init__).parameters
+    assert {"start_epoch", "skip", "shuffle_seed"} <= set(params)
+    copy = type(loader)(loader.dataset, batch_size=2, collate_fn=loader.collate_fn,
+                        sampler=DistributedSampler(loader.dataset, num_replicas=2, rank=0, shuffle=True, seed=7),
+                        **{k: getattr(loader, k) for k in ("start_epoch", "skip", "shuffle_seed")})
+    reference = DistributedSampler(loader.dataset, num_replicas=2, rank=0, shuffle=True, seed=7)
+    reference.set_epoch(3)
+    expected = [reference_batch for reference_batch in torch.tensor(list(reference)).split(2)][1:]
+    assert [b.tolist() for b in copy] == [b.tolist() for b in expected]
+
+
 def test_device_loader_repr_names_items_device_batch_size_shuffle_and_batches():
     data = InMemDataset([1, 2, 3, 4, 5])
     plain = DataLoaderBuilder(Stack()).batch_size(2).on_device("cpu").build(data)

@@ -103,10 +103,18 @@ def test_sigterm_saves_at_the_next_step_and_last_resumes_to_the_uninterrupted_we
     assert proc.returncode == 128 + signal.SIGTERM, f"stdout: {stdout[-2000:]}\nstderr: {stderr[-3000:]}"
     lines = [line for line in stderr.splitlines() if "preempted by SIGTERM" in line]
     assert len(lines) == 1 and "checkpoint('last')" in lines[0]
-    [saved] = (run / "checkpoint").glob("preempted-*.mpk")
-    checkpoint = load_checkpoint(saved)
-    assert checkpoint["global_step"] > load_checkpoint(epoch_one)["global_step"]  # saved after the signal
-    assert checkpoint["global_step"] == int(saved.stem.split("-")[1])
+    # mid-epoch: a preempted-S checkpoint of a later step; at an epoch's edge (its last step, its
+    # validation, its end) none: the epoch's checkpoint before it is the newest, as the line says
+    preempted = list((run / "checkpoint").glob("preempted-*.mpk"))
+    if preempted:
+        [saved] = preempted
+        checkpoint = load_checkpoint(saved)
+        assert checkpoint["global_step"] > load_checkpoint(epoch_one)["global_step"]  # saved after the signal
+        assert checkpoint["global_step"] == int(saved.stem.split("-")[1])
+        assert "checkpoint saved to" in lines[0]
+    else:
+        saved = newest_checkpoint(run, "mpk")
+        assert "from the newest checkpoint" in lines[0]
     assert not (run / "checkpoint" / f"trainer-{EPOCHS}.mpk").exists() and not (run / "model.mpk").exists()
 
     resumed = run_app([*APP_ARGS, "learner.checkpoint=last"], out, mnist_512)
