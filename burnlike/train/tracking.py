@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import csv
+import io
 import logging
 import math
 import os
@@ -20,13 +21,12 @@ import re
 import warnings
 import weakref
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any, cast
 
 import lightning as L
 from lightning.pytorch.loggers import Logger
 
-from burnlike.record.format.location import RemotePath
+from burnlike.record.format.location import RemotePath, as_path
 from burnlike.train.metric.store import EpochEntry, Split
 from burnlike.train.module import StepModule
 
@@ -81,11 +81,21 @@ class MetricLoggerBridge(L.Callback):
                 logger.log_metrics(values, step=trainer.global_step)
 
     def on_fit_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self._end_runs(trainer, 0)
+
+    def on_exception(self, trainer: L.Trainer, pl_module: L.LightningModule, exception: BaseException) -> None:
+        """A preempted or failed fit ends its logger runs too: a W&B run left open is still "in use"
+        when the requeued job starts it again a moment later."""
+        code = exception.code if isinstance(exception, SystemExit) and isinstance(exception.code, int) else 1
+        self._end_runs(trainer, code)
+
+    def _end_runs(self, trainer: L.Trainer, exit_code: int) -> None:
         if trainer.is_global_zero:
             for logger in trainer.loggers:
                 logger.save()
-                if type(logger).__name__ == "WandbLogger":  # else the next fit in this process reuses the run
-                    cast(Any, logger).experiment.finish()
+                if type(logger).__name__ == "WandbLogger" and getattr(logger, "_experiment", None) is not None:
+                    # else the next fit in this process (or the requeued job) reuses a run still open
+                    cast(Any, logger).experiment.finish(exit_code=exit_code)
 
     def _epoch(self, split: Split, epoch: int, entries: Mapping[str, EpochEntry]) -> None:
         trainer = self._trainer
@@ -158,11 +168,11 @@ _CONTINUED: weakref.WeakSet[Logger] = weakref.WeakSet()
 
 def _csv_rows(logger: Logger) -> list[dict[str, float]]:
     """The rows of the CSV logger's existing metrics.csv (numbers; empty cells left out)."""
-    path = Path(str(logger.log_dir)) / "metrics.csv"
-    if not path.is_file():
+    path = as_path(str(logger.log_dir)) / "metrics.csv"  # a local file, or at a URL (artifacts=s3://…)
+    if not path.exists():
         return []
-    with open(path, newline="") as f:
-        rows = [{k: float(v) for k, v in row.items() if v not in ("", None)} for row in csv.DictReader(f)]
+    rows = [{k: float(v) for k, v in row.items() if v not in ("", None)}
+            for row in csv.DictReader(io.StringIO(path.read_text(), newline=""))]
     for row in rows:
         if "step" in row:
             row["step"] = int(row["step"])
