@@ -146,3 +146,49 @@ def test_sigkill_mid_epoch_then_resume_matches_an_uninterrupted_run(tmp_path):
     a = Classifier().load_file(killed / "final.mpk", DefaultRecorder())
     b = Classifier().load_file(tmp_path / "straight" / "final.mpk", DefaultRecorder())
     assert torch.equal(a.linear.weight, b.linear.weight) and torch.equal(a.linear.bias, b.linear.bias)
+
+
+# --- signals at random moments of a DDP job ------------------------------------------------------------
+DDP_ARGS = ["model=mlp", "model.hidden_sizes=[16]", "data.batch_size=16", "learner.recorder=default",
+            "learner.num_epochs=50", "learner.summary=false", "trainer=ddp", "trainer.devices=2",
+            "trainer.accelerator=cpu", "logger.kinds=[]"]
+# 20 SIGTERMs to the launcher; SIGUSR1 and a SIGTERM to every rank 4 times each (20 each with
+# BURNLIKE_SIGNAL_TRIES=20: 60 DDP jobs, about 12 minutes on 2 cores)
+_MORE = int(os.environ.get("BURNLIKE_SIGNAL_TRIES", "4"))
+TRIES = [("launcher", signal.SIGTERM)] * 20 + [("launcher", signal.SIGUSR1)] * _MORE + [("every rank", signal.SIGTERM)] * _MORE
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1500)
+def test_signals_at_random_moments_of_a_ddp_job_always_stop_it_within_30_s_with_a_resumable_checkpoint(
+        tmp_path_factory):
+    """A scheduler signals the job's first process (or all of them) at any moment, in training or in
+    a validation: every rank stops within 30 s, the job's status is 128 + the signal, its newest
+    checkpoint loads, and no rank is left behind (a collective left waiting would hang the job)."""
+    import random
+
+    import psutil
+
+    data = write_mnist_idx(tmp_path_factory.mktemp("mnist"), n_train=512, n_test=128)
+    rng = random.Random(30)
+    for i, (whom, signum) in enumerate(TRIES):
+        out = tmp_path_factory.mktemp(f"try{i}")
+        proc = start_app(DDP_ARGS, out, data)
+        try:
+            first = out / "run" / "checkpoint" / "trainer-1.mpk"
+            while not first.exists() and proc.poll() is None:  # bounded by the test's timeout
+                time.sleep(0.005)
+            assert first.exists(), proc.communicate()[1][-3000:]
+            time.sleep(rng.uniform(0.0, 1.5))  # the moment: anywhere in the epochs after the first
+            ranks = psutil.Process(proc.pid).children(recursive=True)
+            for target in ([proc.pid] if whom == "launcher" else [proc.pid, *(r.pid for r in ranks)]):
+                os.kill(target, signum)
+            signalled = time.monotonic()
+            stdout, stderr = proc.communicate(timeout=60)
+            took = time.monotonic() - signalled
+        finally:
+            proc.kill()
+        assert proc.returncode == 128 + signum and took < 30, (i, whom, signum, proc.returncode, took, stderr[-3000:])
+        assert not [r for r in ranks if r.is_running() and r.status() != psutil.STATUS_ZOMBIE], (i, "a rank is left")
+        newest = newest_checkpoint(out / "run", "mpk")
+        assert newest is not None and load_checkpoint(newest)["global_step"] >= 512 // 16 // 2  # one epoch or more
