@@ -1,4 +1,8 @@
-"""Under `make mutation`, a mutant's run leaves out the tests marked `slow` (subprocess and
+"""Fixtures the test folders share: the app's config composed as train.py composes it (`conf`), a
+one-rank process group, spies on a save's disk calls, terminals for the displays, tiny MNIST files
+and the hostile record files.
+
+Under `make mutation`, a mutant's run leaves out the tests marked `slow` (subprocess and
 integration runs, 5-60 s each here): a surviving mutant runs every test that covers it, and with them
 a full mutation run would take a day on 2 cores instead of hours. A mutant only a slow test would
 catch counts as surviving, so the score errs low, unless it is listed in scripts/mutation_slow.txt
@@ -35,8 +39,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def conf():
     """`conf(*overrides)`: the app's config composed by Hydra from conf/, as `train.py` composes it."""
 
-    from hydra import initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
 
     from burnlike.app.schema import register_configs
 
@@ -114,19 +116,8 @@ def colour_terminal(monkeypatch, terminal):
 
 @pytest.fixture(scope="module")
 def tiny_app(tmp_path_factory):
+    """MNIST files of 256 train and 128 test images (the app's runs, in-process and as commands)."""
     return write_mnist_idx(tmp_path_factory.mktemp("mnist"), n_train=256, n_test=128)
-
-
-@pytest.fixture
-def app_hydra():
-    """One Hydra initialisation for the many compositions below (compose is the part under test)."""
-    from burnlike.app.schema import register_configs
-
-    register_configs()
-    GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        yield
-    GlobalHydra.instance().clear()
 
 
 @pytest.fixture(scope="module")
