@@ -64,17 +64,31 @@ class NoamLrSchedulerConfig:
 
 @config
 class CosineAnnealingLrSchedulerConfig:
+    """Burn's cosine annealing with warm restarts (burn-optim `lr_scheduler/cosine.rs`, 0.21).
+
+    The first iteration gets `initial_lr` (cos 0), iteration `num_iters + 1` gets `min_lr` (cos π),
+    and the next one restarts at `initial_lr`: a period of `num_iters + 1` iterations. `init()`
+    refuses what Burn refuses: `initial_lr` outside (0, 1], `min_lr` outside [0, initial_lr],
+    `num_iters` of 0.
+    """
+
     initial_lr: float
     num_iters: int
     min_lr: float = 0.0
 
     def init(self) -> LrScheduler:
+        if not 0.0 < self.initial_lr <= 1.0:
+            raise ValueError("CosineAnnealingLrSchedulerConfig: initial learning rate must be greater than 0 "
+                             f"and at most 1, got {self.initial_lr}")
+        if not 0.0 <= self.min_lr <= self.initial_lr:
+            raise ValueError("CosineAnnealingLrSchedulerConfig: minimum learning rate must be at least 0 and at "
+                             f"most equal to the initial learning rate, got {self.min_lr}")
         if self.num_iters <= 0:
             raise ValueError("CosineAnnealingLrSchedulerConfig.num_iters must be > 0")
         lo, hi, n = self.min_lr, self.initial_lr, self.num_iters
 
         def lr(k: int) -> float:
-            t = k % (n + 1)  # Burn 0.19 restarts after num_iters
+            t = (k - 1) % (n + 1)  # Burn's current_iter: 0 at the first step, restarts after num_iters
             return lo + 0.5 * (hi - lo) * (1 + math.cos(t / n * math.pi))
 
         return LrScheduler(lr)

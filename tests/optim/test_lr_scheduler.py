@@ -27,8 +27,8 @@ def test_schedulers_follow_burn_step_semantics():
     lin = LinearLrSchedulerConfig(1.0, 0.0, 4).init()
     assert [lin.step() for _ in range(6)] == [1.0, 0.75, 0.5, 0.25, 0.0, 0.0]
     cos = CosineAnnealingLrSchedulerConfig(1.0, 4).init()
-    vals = [cos.step() for _ in range(5)]
-    assert vals[0] < 1.0 and vals[3] == pytest.approx(0.0) and vals[4] == pytest.approx(1.0)  # restart
+    vals = [cos.step() for _ in range(6)]
+    assert vals[0] == 1.0 and vals[4] == pytest.approx(0.0) and vals[5] == 1.0  # cos(0) first, restart after cos(pi)
     noam = NoamLrSchedulerConfig(1.0, warmup_steps=10, model_size=4).init()
     vals = [noam.step() for _ in range(20)]
     assert max(vals) == vals[9]  # peak at the end of warm-up
@@ -76,9 +76,10 @@ def test_noam_refuses_non_positive_sizes_naming_both(bad):
 
 def test_cosine_linear_and_step_refuse_zero_iterations_and_honour_min_lr_and_defaults():
     cos = CosineAnnealingLrSchedulerConfig(1.0, 4, min_lr=0.2).init()
-    want = [0.2 + 0.4 * (1 + math.cos(k / 4 * math.pi)) for k in (1, 2, 3, 4, 0)]
-    assert [cos.step() for _ in range(5)] == pytest.approx(want)
-    assert CosineAnnealingLrSchedulerConfig(1.0, 1).init().lr_at(1) == pytest.approx(0.0)
+    want = [0.2 + 0.4 * (1 + math.cos(k / 4 * math.pi)) for k in (0, 1, 2, 3, 4, 0)]
+    assert [cos.step() for _ in range(6)] == pytest.approx(want)
+    one = CosineAnnealingLrSchedulerConfig(1.0, 1).init()
+    assert [one.lr_at(k) for k in (1, 2, 3)] == pytest.approx([1.0, 0.0, 1.0])
     with raises_exactly(ValueError, "CosineAnnealingLrSchedulerConfig.num_iters must be > 0"):
         CosineAnnealingLrSchedulerConfig(1.0, 0).init()
     one = LinearLrSchedulerConfig(1.0, 0.5, 1).init()
@@ -114,3 +115,37 @@ def test_scheduler_drives_torch_optimizer():
         opt.step()
         torch_sched.step()
     assert seen == pytest.approx([0.1, 0.05, 0.025])
+
+
+def test_cosine_follows_burns_test_lr_change():
+    """burn-optim/src/lr_scheduler/cosine.rs (v0.21.0), `test_lr_change`: initial 0.5, min 0.1, 2
+    iterations give 0.5 (cos 0), 0.3 (cos pi/2), 0.1 (cos pi), then 0.5 again (the restart)."""
+    scheduler = CosineAnnealingLrSchedulerConfig(0.5, 2).with_min_lr(0.1).init()
+    assert [scheduler.step() for _ in range(4)] == pytest.approx([0.5, (0.5 + 0.1) * 0.5, 0.1, 0.5])
+
+
+@pytest.mark.parametrize(("config", "message"), [
+    (CosineAnnealingLrSchedulerConfig(0.0, 10), "initial learning rate must be greater than 0 and at most 1, got 0.0"),
+    (CosineAnnealingLrSchedulerConfig(1.5, 10), "initial learning rate must be greater than 0 and at most 1, got 1.5"),
+    (CosineAnnealingLrSchedulerConfig(0.5, 10, min_lr=-0.1),
+     "minimum learning rate must be at least 0 and at most equal to the initial learning rate, got -0.1"),
+    (CosineAnnealingLrSchedulerConfig(0.5, 10, min_lr=0.6),
+     "minimum learning rate must be at least 0 and at most equal to the initial learning rate, got 0.6"),
+])
+def test_cosine_refuses_what_burn_refuses(config, message):
+    """burn-optim/src/lr_scheduler/cosine.rs (v0.21.0), `config_initial_lr_too_low/too_high`,
+    `config_min_lr_too_low/too_high`: Burn's `init()` returns these errors."""
+    with raises_exactly(ValueError, f"CosineAnnealingLrSchedulerConfig: {message}"):
+        config.init()
+
+
+def test_cosine_state_is_burns_iteration_count():
+    """burn-optim/src/lr_scheduler/cosine.rs (v0.21.0), `test_save_and_load`: a scheduler loaded
+    from the state of one stepped 6 times of 9 continues as that one does."""
+    stepped = CosineAnnealingLrSchedulerConfig(1.0, 9).init()
+    for _ in range(6):
+        stepped.step()
+    loaded = CosineAnnealingLrSchedulerConfig(1.0, 9).init()
+    loaded.load_state_dict(stepped.state_dict())
+    assert [loaded.step() for _ in range(5)] == [stepped.step() for _ in range(5)]
+    assert loaded.lr_at(10) == pytest.approx(0.0) and loaded.lr_at(11) == 1.0
