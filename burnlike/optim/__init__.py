@@ -20,6 +20,7 @@ from burnlike.optim.muon import AdjustLrFn, Muon, MuonConfig
 from burnlike.optim.optimizer import (
     AdamConfig,
     AdamWConfig,
+    BurnSgd,
     GradientClippingConfig,
     MomentumConfig,
     Optimizer,
@@ -37,6 +38,7 @@ __all__ = [
     "AdanConfig",
     "AdjustLrFn",
     "BurnAdamW",
+    "BurnSgd",
     "ComposedLrSchedulerConfig",
     "ConstantLr",
     "CosineAnnealingLrSchedulerConfig",

@@ -25,6 +25,10 @@ class WeightDecayConfig:
 
 @config
 class MomentumConfig:
+    """Burn's momentum (burn-optim `optim/momentum.rs`): velocity = (1 - dampening)·grad +
+    momentum·velocity (the first step: grad), and with `nesterov` the update is grad +
+    momentum·velocity. Nesterov works with any dampening, Burn's default 0.1 included."""
+
     momentum: float = 0.9
     dampening: float = 0.1
     nesterov: bool = False
@@ -121,7 +125,7 @@ class SgdConfig(OptimizerConfig):
 
     def torch_optimizer(self, params: Iterable[Any], lr: float) -> torch.optim.Optimizer:
         m = self.momentum
-        return torch.optim.SGD(
+        return BurnSgd(
             params,
             lr=lr,
             momentum=m.momentum if m else 0.0,
@@ -129,6 +133,21 @@ class SgdConfig(OptimizerConfig):
             nesterov=m.nesterov if m else False,
             weight_decay=self.weight_decay.penalty if self.weight_decay else 0.0,
         )
+
+
+class BurnSgd(torch.optim.SGD):
+    """`torch.optim.SGD`, whose update is Burn's (weight decay, then momentum with dampening, then
+    Nesterov's look-ahead: burn-optim `optim/sgd.rs`, `optim/momentum.rs`), without torch's refusal of
+    Nesterov with a dampening other than 0 or no momentum: Burn trains with both (its default
+    dampening is 0.1). torch checks that in its constructor only; its step computes Burn's update."""
+
+    def __init__(self, params: Iterable[Any], lr: float, momentum: float = 0.0, dampening: float = 0.0,
+                 nesterov: bool = False, weight_decay: float = 0.0) -> None:
+        super().__init__(params, lr=lr, momentum=momentum, dampening=dampening, nesterov=False,
+                         weight_decay=weight_decay)
+        self.defaults["nesterov"] = nesterov
+        for group in self.param_groups:
+            group["nesterov"] = nesterov
 
 
 TorchOptimizerFactory = Callable[..., torch.optim.Optimizer]

@@ -213,3 +213,43 @@ def test_custom_loop_applies_the_configs_clipping_before_the_step():
     assert m.weight.flatten().tolist() == pytest.approx([-1.1, -0.55])
     SgdConfig().init().step(1.0, m, GradientsParams({m.weight: torch.tensor([[3.0, 4.0]])}))
     assert m.weight.flatten().tolist() == pytest.approx([-4.1, -4.55])  # no clipping configured
+
+
+# --- Burn's Nesterov momentum with dampening ---------------------------------------------------------
+@pytest.mark.parametrize("weight_decay", [None, 0.5])
+def test_nesterov_with_burns_default_dampening_trains_as_burns_momentum(weight_decay):
+    """burn-optim/src/optim/momentum.rs (v0.21.0), `Momentum::transform`: velocity = grad on the first
+    step, then grad·(1 - dampening) + velocity·momentum; Nesterov's update is velocity·momentum + grad
+    (sgd.rs: weight decay first, grad + penalty·param). Burn's default dampening 0.1 with Nesterov
+    trains (torch's SGD refuses it). Gradients 1 then 2, momentum 0.9, lr 0.1, from w = 1:
+    step 1: v = 1, update 1.9 (no decay); step 2: v = 2·0.9 + 1·0.9 = 2.7, update 0.9·2.7 + 2 = 4.43."""
+    config = SgdConfig(momentum=MomentumConfig().with_nesterov(True),
+                       weight_decay=WeightDecayConfig(weight_decay) if weight_decay else None)
+    assert (config.momentum.momentum, config.momentum.dampening) == (0.9, 0.1)
+    w = nn.Parameter(torch.tensor([1.0], dtype=torch.float64))
+    optim = config.init().build([w], 0.1)
+    assert isinstance(optim, torch.optim.SGD) and optim.defaults["nesterov"] is True
+    by_hand, velocity = 1.0, None
+    for g in (1.0, 2.0):
+        grad = g + (weight_decay or 0.0) * by_hand
+        velocity = grad if velocity is None else grad * (1 - 0.1) + velocity * 0.9
+        by_hand -= 0.1 * (velocity * 0.9 + grad)
+        w.grad = torch.tensor([g], dtype=torch.float64)
+        optim.step()
+    assert w.item() == pytest.approx(by_hand, rel=1e-12)
+    if weight_decay is None:
+        assert w.item() == pytest.approx(1.0 - 0.19 - 0.443, rel=1e-12)
+
+
+def test_nesterov_reaches_the_custom_loop_step_too():
+    """The same rule through Burn's custom-loop `optim.step(lr, model, grads)` (burn-optim momentum.rs)."""
+    model = nn.Linear(1, 1, bias=False)
+    with torch.no_grad():
+        model.weight.fill_(1.0)
+    optim = SgdConfig(momentum=MomentumConfig(nesterov=True)).init()
+    x = torch.ones(1, 1)
+    for _ in range(2):
+        loss = model(x).sum()  # d loss / d w = 1
+        model = optim.step(0.1, model, GradientsParams.from_grads(backward(loss), model))
+    # v1 = 1, update 1.9; v2 = 0.9 + 0.9 = 1.8, update 0.9·1.8 + 1 = 2.62
+    assert model.weight.item() == pytest.approx(1.0 - 0.19 - 0.262, rel=1e-6)
