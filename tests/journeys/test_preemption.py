@@ -189,6 +189,8 @@ def test_signals_at_random_moments_of_a_ddp_job_always_stop_it_within_30_s_with_
         finally:
             proc.kill()
         assert proc.returncode == 128 + signum and took < 30, (i, whom, signum, proc.returncode, took, stderr[-3000:])
-        assert not [r for r in ranks if r.is_running() and r.status() != psutil.STATUS_ZOMBIE], (i, "a rank is left")
+        ranks = [r for r in ranks if "train.py" in " ".join(r.cmdline() if r.is_running() else [])]
+        _, alive = psutil.wait_procs(ranks, timeout=10)  # their exit may trail the launcher's by a moment
+        assert not alive, (i, whom, signum, "a rank is left", alive)
         newest = newest_checkpoint(out / "run", "mpk")
         assert newest is not None and load_checkpoint(newest)["global_step"] >= 512 // 16 // 2  # one epoch or more
