@@ -25,7 +25,7 @@ from burnlike.record.checkpoint.weights import load_weights
 from burnlike.train.graph_step import CudaGraphConfig, GraphStep, StepHost, host_lr
 from burnlike.train.metric.base import Metric, MetricContext
 from burnlike.train.metric.store import EpochEntry, MetricStore, Split
-from burnlike.train.output import NONE
+from burnlike.train.output import NONE, Adaptor
 from burnlike.train.preemption import BATCHES_DONE
 from burnlike.train.quiet import quiet_lightning
 from burnlike.train.step import InferenceStep, TrainOutput, TrainStep, ValidStep, inference_fn
@@ -68,11 +68,26 @@ def check_metrics(item_type: type, metrics: Iterable[Metric], split: str) -> Non
     provides = getattr(item_type, "provides", frozenset({NONE}))
     for m in metrics:
         if m.input not in provides:
+            feeders = outputs_providing(m.input)
+            suggestion = (f"Return an output type that can feed it ({' or '.join(feeders)})" if feeders
+                          else "Return an output type whose `provides` lists it")
             raise MetricInputError(
                 f"{split} metric {m.name!r} ({type(m).__name__}) needs a '{m.input}' input, but the "
                 f"{split} step returns {item_type.__name__}, which provides {sorted(provides)}. "
-                f"Return an output type that can feed it (e.g. ClassificationOutput) or drop the metric."
+                f"{suggestion} or drop the metric."
             )
+
+
+def outputs_providing(kind: str) -> list[str]:
+    """The names of burnlike's output types (Burn's `Adaptor`s) that feed a metric input `kind`."""
+    found: list[str] = []
+    pending = list(Adaptor.__subclasses__())
+    while pending:
+        cls = pending.pop(0)
+        pending.extend(cls.__subclasses__())
+        if cls.__module__.startswith("burnlike.") and kind in cls.provides and cls.__name__ not in found:
+            found.append(cls.__name__)
+    return found
 
 
 class StepModule(StepHost):

@@ -33,12 +33,14 @@ class Adaptor:
 
 @dataclass
 class ClassificationOutput(Adaptor):
-    """`loss` (scalar), `output` logits [B, C], `targets` int [B]."""
+    """`loss` (scalar), `output` logits [B, C], `targets` int [B]. Feeds what Burn's adapts it to
+    (burn-train `learner/classification.rs`): Loss, Accuracy, Top-K, AUROC, the confusion-stats
+    metrics and Perplexity."""
 
     loss: Tensor
     output: Tensor
     targets: Tensor
-    provides: ClassVar[frozenset[str]] = frozenset({LOSS, ACCURACY, TOP_K, CONFUSION, NONE})
+    provides: ClassVar[frozenset[str]] = frozenset({LOSS, ACCURACY, TOP_K, CONFUSION, PERPLEXITY, NONE})
 
 
 @dataclass

@@ -51,7 +51,7 @@ from burnlike.models.mlp import MlpConfig
 from burnlike.record import BinGzFileRecorder, SaveError, load_checkpoint
 from burnlike.train import ExecutionStrategy, LearnerBuilder
 from burnlike.train.logger import read_epochs
-from burnlike.train.metric import AccuracyMetric, LearningRateMetric, Metric
+from burnlike.train.metric import AccuracyMetric, CudaMetric, LearningRateMetric, Metric
 from burnlike.train.metric.store import EpochEntry, MetricStore, Split
 from tests.app.helpers import APP_HIDDEN_SIZE, REGRESSION, SMALL, write_regression_table
 from tests.helpers.app import IMAGE
@@ -185,8 +185,11 @@ def test_a_resume_point_that_is_no_epoch_is_named(conf, value):
 # --- the optimized metric: its direction, result.json ---------------------------------------------
 def test_sweep_direction_is_the_metrics_own_and_names_the_metrics_that_have_one():
     assert sweep_direction("valid/Accuracy") == "maximize" and sweep_direction("train/Loss") == "minimize"
+    # Burn's directions (burn-train metric/learning_rate.rs: not higher-is-better; iteration.rs: higher)
+    assert sweep_direction("train/Learning Rate") == "minimize"
+    assert sweep_direction("train/Iteration Speed") == "maximize"
     names = str(sorted(METRICS)).replace("[", r"\[").replace("]", r"\]")
-    for key in ("valid/Nope", "train/Learning Rate"):
+    for key in ("valid/Nope", "train/Cuda"):
         with pytest.raises(AppConfigError, match=rf"^optimized_metric='{key}': not a metric with a direction \(expected "
                                                  rf"<split>/<name> with a name among {names} that has one\)$"):
             sweep_direction(key)
@@ -204,7 +207,7 @@ def test_optuna_search_composes_with_the_optimized_metrics_direction(conf):
 
 def test_metric_tracker_writes_only_on_its_splits_epochs_and_has_no_best_before_one(tmp_path):
     store = MetricStore()
-    store.register([AccuracyMetric(), LearningRateMetric()])
+    store.register([AccuracyMetric(), CudaMetric()])
     tracker = MetricTracker("valid/Accuracy", tmp_path / "result.json", store)
     store.add_listener(tracker)
     assert tracker.best_epoch() is None and math.isnan(tracker.best())
@@ -212,10 +215,10 @@ def test_metric_tracker_writes_only_on_its_splits_epochs_and_has_no_best_before_
     assert not (tmp_path / "result.json").exists()
     store.end_epoch(Split.VALID, 1, {"Accuracy": EpochEntry(60.0)})
     assert (tmp_path / "result.json").exists() and tracker.best() == 60.0
-    with pytest.raises(AppConfigError, match=r"^optimized_metric='train/Learning Rate': the metric has no direction "
+    with pytest.raises(AppConfigError, match=r"^optimized_metric='train/Cuda': the metric has no direction "
                                              r"\(higher_is_better=None\), so no epoch is best; optimize a metric such "
                                              r"as valid/Accuracy or valid/Loss$"):
-        MetricTracker("train/Learning Rate", tmp_path / "lr.json", store)
+        MetricTracker("train/Cuda", tmp_path / "lr.json", store)
 
 
 def test_result_json_takes_the_direction_from_the_metric(tmp_path):
@@ -226,7 +229,7 @@ def test_result_json_takes_the_direction_from_the_metric(tmp_path):
         higher_is_better = False
 
     store = MetricStore()
-    store.register([ErrorRate(), LearningRateMetric()])
+    store.register([ErrorRate(), LearningRateMetric(), CudaMetric()])
     tracker = MetricTracker("valid/Error Rate", tmp_path / "result.json", store)
     store.add_listener(tracker)
     for epoch, value in enumerate([30.0, 10.0, 20.0], 1):
@@ -236,8 +239,8 @@ def test_result_json_takes_the_direction_from_the_metric(tmp_path):
     assert result == {"optimized_metric": "valid/Error Rate", "mode": "min", "value": 10.0, "best_epoch": 2,
                       "epochs": {"1": 30.0, "2": 10.0, "3": 20.0}}
     assert tracker.best() == 10.0
-    with pytest.raises(AppConfigError, match="'train/Learning Rate'.*no direction"):
-        MetricTracker("train/Learning Rate", tmp_path / "lr.json", store)
+    with pytest.raises(AppConfigError, match="'train/Cuda'.*no direction"):
+        MetricTracker("train/Cuda", tmp_path / "lr.json", store)
 
 
 # --- devices and execution strategies -------------------------------------------------------------

@@ -47,7 +47,7 @@ from burnlike.train.checkpoint import (
     newest_checkpoint,
 )
 from burnlike.train.logger import read_epochs
-from burnlike.train.metric import AccuracyMetric, LearningRateMetric, LossMetric
+from burnlike.train.metric import AccuracyMetric, CudaMetric, LearningRateMetric, LossMetric
 from tests.helpers.fit import checkpointing_builder, cpu_builder, fit, metrics_builder, same_weights
 from tests.helpers.records import dead_pid, temp_of
 from tests.helpers.toy import Batch, Classifier, loader
@@ -190,7 +190,9 @@ def test_strategies_take_the_metrics_direction_and_validate_the_aggregate():
     with pytest.raises(ValueError, match="median"):
         MetricEarlyStoppingStrategy(LossMetric(), aggregate="median")
     with pytest.raises(ValueError, match="no direction"):
-        MetricEarlyStoppingStrategy(LearningRateMetric(), split=Split.TRAIN)
+        MetricEarlyStoppingStrategy(CudaMetric(), split=Split.TRAIN)
+    # Burn's LearningRate is not higher-is-better (burn-train/src/metric/learning_rate.rs, v0.21.0)
+    assert MetricEarlyStoppingStrategy(LearningRateMetric(), split=Split.TRAIN).direction is Direction.LOWEST
     # Burn's spelling, all positional
     MetricCheckpointingStrategy(LossMetric(), Aggregate.MEAN, Direction.LOWEST, Split.VALID)
 

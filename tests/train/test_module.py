@@ -39,12 +39,13 @@ from burnlike.train import (
 from burnlike.train.logger import read_metric_log
 from burnlike.train.metric import (
     AccuracyMetric,
+    CharErrorRate,
     LearningRateMetric,
     LossMetric,
     PsnrMetric,
     PsnrMetricConfig,
 )
-from burnlike.train.module import output_type
+from burnlike.train.module import check_metrics, output_type, outputs_providing
 from burnlike.train.preemption import Preempted
 from tests.helpers.fit import SignalAfter, StackingBatcher, metrics_builder, same_weights
 from tests.helpers.toy import Batch, Classifier, Regressor, SelfBackward, UntypedRegressor, blobs, loader
@@ -272,6 +273,19 @@ def test_inference_step_types_are_checked_at_build_and_launch(tmp_path):
 def test_sequence_output_cannot_feed_vision_metrics(tmp_path):
     with pytest.raises(MetricInputError, match="SequenceOutput"):
         LearnerBuilder(tmp_path).metric_valid(PsnrMetric(PsnrMetricConfig(1.0))).build(Successor(), AdamConfig(), 1e-3)
+
+
+def test_a_mismatch_names_the_output_types_that_feed_the_metric():
+    """The error suggests outputs that can feed the metric (Burn's `Adaptor` impls), never one that
+    can't: CER needs a SequenceOutput, Accuracy a classification or sequence output."""
+    with pytest.raises(MetricInputError) as e:
+        check_metrics(ClassificationOutput, [CharErrorRate()], "valid")
+    assert str(e.value).endswith("Return an output type that can feed it (SequenceOutput) or drop the metric.")
+    with pytest.raises(MetricInputError) as e:
+        check_metrics(RegressionOutput, [AccuracyMetric()], "train")
+    assert "(ClassificationOutput or SequenceOutput)" in str(e.value)
+    assert outputs_providing("perplexity") == ["ClassificationOutput", "SequenceOutput"]
+    assert outputs_providing("nothing-feeds-this") == []
 
 
 def test_untyped_model_mismatch_fails_at_first_step(tmp_path):

@@ -12,7 +12,7 @@ from burnlike.train.metric.confusion import (
 )
 from burnlike.train.metric.process import CpuMemory, CpuUse, IterationSpeedMetric, LearningRateMetric
 from burnlike.train.metric.system import CpuTemperature, CudaMetric, CudaUtilization
-from burnlike.train.metric.text import CharErrorRate, PerplexityMetric, WordErrorRate
+from burnlike.train.metric.text import CharErrorRate, CorpusPerplexityMetric, PerplexityMetric, WordErrorRate
 from burnlike.train.metric.vision import (
     DiceMetric,
     DiceMetricConfig,
@@ -27,6 +27,7 @@ from burnlike.train.metric.vision import (
 __all__ = [
     "AccuracyMetric",
     "CharErrorRate",
+    "CorpusPerplexityMetric",
     "CpuTemperature",
     "CudaMetric",
     "CudaUtilization",

@@ -9,6 +9,8 @@ to write Burn's `value,count` log lines once per epoch.
 from __future__ import annotations
 
 import copy
+import decimal
+import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -83,15 +85,22 @@ class Metric(nn.Module):
     def finish_epoch(self) -> tuple[float, list[tuple[float, float]]]:
         """Epoch value (synced across ranks) and this rank's per-step `(value, count)` pairs."""
         history = _to_host(self._history)
-        values = torch.tensor([v for v, _ in history], dtype=torch.float64, device=self.mean.device)
-        counts = torch.tensor([c for _, c in history], dtype=torch.float64, device=self.mean.device)
+        value = self.synced_mean(history)
+        self.reset()
+        return value, history
+
+    def synced_mean(self, pairs: list[tuple[float, float]]) -> float:
+        """Σ value·count / Σ count over `pairs` and every other rank's (Burn's epoch aggregate of the
+        logged entries, `metric/store/aggregate.rs`), in float64."""
+        values = torch.tensor([v for v, _ in pairs], dtype=torch.float64, device=self.mean.device)
+        counts = torch.tensor([c for _, c in pairs], dtype=torch.float64, device=self.mean.device)
         # a module's .to(device) resets torchmetrics' dtype to float32, and MeanMetric casts each
         # update to it: set float64 again so the epoch sum is Burn's f64 sum
         self.mean.set_dtype(torch.float64)
         self.mean.update(values, weight=counts)
         value = float(self.mean.compute())
-        self.reset()
-        return value, history
+        self.mean.reset()
+        return value
 
     def host_history(self) -> list[tuple[float, float]]:
         """This epoch's `(value, count)` steps so far, as Python floats (one transfer)."""
@@ -129,3 +138,27 @@ def _floats(xs: list[Number]) -> list[float]:
         for i, v in zip(idx, stacked.tolist()):
             out[i] = v
     return out
+
+
+def rust_display(x: float) -> str:
+    """`format!("{}", x)` of a Rust f64, as Burn writes numbers into metric names: the shortest digits
+    that read back as `x`, never an exponent, no `.0` on whole numbers (1.0 → "1", 1e-7 → "0.0000001")."""
+    if math.isnan(x):
+        return "NaN"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    if x == int(x):
+        return ("-" if math.copysign(1.0, x) < 0 else "") + str(abs(int(x)))
+    return format(decimal.Decimal(repr(x)), "f")
+
+
+def rust_debug(x: float) -> str:
+    """`format!("{:?}", x)` of a Rust f64 (Burn's `{:?}` of `Threshold(0.5)`): the shortest digits,
+    `.0` on whole numbers, an exponent below 1e-4 and from 1e16 (1.0 → "1.0", 1e-7 → "1e-7")."""
+    if math.isnan(x) or math.isinf(x):
+        return rust_display(x)
+    if x != 0 and (abs(x) < 1e-4 or abs(x) >= 1e16):
+        mantissa, exponent = repr(x).split("e")  # Python's repr switches to exponents at the same bounds
+        return f"{mantissa}e{int(exponent)}"
+    text = rust_display(x)
+    return text if "." in text else text + ".0"

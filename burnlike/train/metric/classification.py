@@ -11,19 +11,32 @@ from burnlike.train.output import ACCURACY, LOSS, TOP_K
 
 
 class AccuracyMetric(Metric):
-    """`Accuracy` in %: argmax == target, weighted by batch size; pad targets excluded."""
+    """`Accuracy` in %: argmax == target (burn-train `metric/acc.rs`).
+
+    With a pad token (Burn's `with_pad_token`), a batch's value is the share of its non-pad targets
+    predicted right, and its weight is the batch size, pads included, as in Burn: the epoch value is
+    the batch-size-weighted mean of the batch values (a batch of pads only is 0/0, NaN, in Burn too).
+    `weighted_by_tokens()` weighs each batch by its non-pad count instead, so the epoch value is the
+    exact share of all non-pad targets predicted right (a batch of pads only then weighs nothing).
+    """
 
     name = "Accuracy"
     input = ACCURACY
     unit = "%"
     higher_is_better = True
 
-    def __init__(self, pad_token: int | None = None) -> None:
+    def __init__(self, pad_token: int | None = None, *, token_weighted: bool = False) -> None:
         super().__init__()
         self.pad_token = pad_token
+        self.token_weighted = token_weighted
 
     def with_pad_token(self, index: int) -> AccuracyMetric:
         self.pad_token = index
+        return self
+
+    def weighted_by_tokens(self, enabled: bool = True) -> AccuracyMetric:
+        """Weigh each batch by its non-pad targets (burnlike's exact token accuracy), not Burn's batch size."""
+        self.token_weighted = enabled
         return self
 
     def batch_value(self, item: Any, ctx: MetricContext) -> tuple[Number, Number]:
@@ -31,28 +44,33 @@ class AccuracyMetric(Metric):
         if self.pad_token is None:
             count: Number = item.targets.numel()
             return correct.float().mean() * 100.0, count
-        keep = item.targets != self.pad_token
-        n = keep.sum()
-        return (correct & keep).sum() * 100.0 / n.clamp_min(1), n
+        return _padded(correct, item.targets != self.pad_token, self.token_weighted)
 
 
 class TopKAccuracyMetric(Metric):
-    """`Top-K Accuracy @ TopK(k)` in %: target among the k highest logits."""
+    """`Top-K Accuracy @ TopK(k)` in %: target among the k highest logits (burn-train
+    `metric/top_k_acc.rs`). The pad token and `weighted_by_tokens()` as `AccuracyMetric`'s."""
 
     input = TOP_K
     unit = "%"
     higher_is_better = True
 
-    def __init__(self, k: int, pad_token: int | None = None) -> None:
+    def __init__(self, k: int, pad_token: int | None = None, *, token_weighted: bool = False) -> None:
         super().__init__()
         if k < 1:
             raise ValueError(f"TopKAccuracyMetric: k must be >= 1, got {k}")
         self.k = k
         self.pad_token = pad_token
+        self.token_weighted = token_weighted
         self.name = f"Top-K Accuracy @ TopK({k})"
 
     def with_pad_token(self, index: int) -> TopKAccuracyMetric:
         self.pad_token = index
+        return self
+
+    def weighted_by_tokens(self, enabled: bool = True) -> TopKAccuracyMetric:
+        """Weigh each batch by its non-pad targets, not Burn's batch size (see `AccuracyMetric`)."""
+        self.token_weighted = enabled
         return self
 
     def batch_value(self, item: Any, ctx: MetricContext) -> tuple[Number, Number]:
@@ -60,9 +78,15 @@ class TopKAccuracyMetric(Metric):
         hit = (top == item.targets.unsqueeze(-1)).any(dim=-1)
         if self.pad_token is None:
             return hit.float().mean() * 100.0, item.targets.numel()
-        keep = item.targets != self.pad_token
-        n = keep.sum()
-        return (hit & keep).sum() * 100.0 / n.clamp_min(1), n
+        return _padded(hit, item.targets != self.pad_token, self.token_weighted)
+
+
+def _padded(hit: torch.Tensor, keep: torch.Tensor, token_weighted: bool) -> tuple[Number, Number]:
+    """(hits among the non-pad targets in %, weight): Burn's weight is every target of the batch."""
+    kept = keep.sum()
+    if token_weighted:
+        return (hit & keep).sum() * 100.0 / kept.clamp_min(1), kept
+    return (hit & keep).sum() * 100.0 / kept, keep.numel()
 
 
 class LossMetric(Metric):

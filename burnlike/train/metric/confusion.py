@@ -1,6 +1,6 @@
 """Confusion-stats metrics (precision, recall, F-beta, AUROC) and the Hamming score.
 
-Burn's names and constructors (`PrecisionMetric.multiclass(top_k, ClassReduction.MACRO)` …) over
+Burn's names and constructors (`PrecisionMetric.multiclass(top_k, ClassReduction.Macro)` …) over
 `torchmetrics.functional`; values are in %, like Burn's accuracy.
 """
 
@@ -13,11 +13,15 @@ from typing import Any, ClassVar, TypeVar
 import torch
 import torchmetrics.functional.classification as tmf
 
-from burnlike.train.metric.base import Metric, MetricContext, Number
+from burnlike.train.metric.base import Metric, MetricContext, Number, rust_debug, rust_display
 from burnlike.train.output import CONFUSION, HAMMING
 
 
 class ClassReduction(str, Enum):
+    """Burn's `ClassReduction::{Micro, Macro}`; the UPPERCASE names are aliases."""
+
+    Micro = "micro"
+    Macro = "macro"
     MICRO = "micro"
     MACRO = "macro"
 
@@ -39,13 +43,12 @@ class _ConfusionMetric(Metric):
             raise ValueError(f"task must be binary, multiclass or multilabel, got {task!r}")
         self.task, self.threshold, self.top_k = task, threshold, top_k
         self.reduction, self.beta = ClassReduction(reduction), beta
-        label = self.base_name if beta is None else f"{self.base_name} ({beta})"
+        # Burn's names (burn-train metric/precision.rs, recall.rs, fbetascore.rs): `{:?}` of the
+        # decision rule and the reduction (binary keeps the default Macro), `{}` of beta
+        label = self.base_name if beta is None else f"{self.base_name} ({rust_display(beta)})"
         red = self.reduction.value.capitalize()
-        self.name = {
-            "binary": f"{label} @ Threshold({threshold})",
-            "multiclass": f"{label} @ TopK({top_k}) [{red}]",
-            "multilabel": f"{label} @ Threshold({threshold}) [{red}]",
-        }[task]
+        rule = f"TopK({top_k})" if task == "multiclass" else f"Threshold({rust_debug(threshold)})"
+        self.name = f"{label} @ {rule} [{red if task != 'binary' else 'Macro'}]"
 
     @classmethod
     def binary(cls: type[_C], threshold: float = 0.5) -> _C:
@@ -138,7 +141,7 @@ class HammingScore(Metric):
     def __init__(self, threshold: float = 0.5, sigmoid: bool = False) -> None:
         super().__init__()
         self.threshold, self.sigmoid = threshold, sigmoid
-        self.name = f"Hamming Score @ Threshold({threshold})"
+        self.name = f"Hamming Score @ Threshold({rust_display(threshold)})"  # Burn's `{}` (hamming.rs)
 
     def with_threshold(self, threshold: float) -> HammingScore:
         return HammingScore(threshold, self.sigmoid)

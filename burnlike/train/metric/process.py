@@ -1,6 +1,8 @@
 """Metrics that need nothing from the output (Burn's `Input = ()`): learning rate, speed, CPU.
 
-None of them has a direction (`higher_is_better = None`): they describe the run, they don't score it.
+Their directions are Burn's `NumericAttributes::higher_is_better` (burn-train `metric/learning_rate.rs`,
+`iteration.rs`, `cpu_use.rs`, `memory_use.rs`): a higher iteration speed is better; a higher learning
+rate, CPU use or memory is not.
 """
 
 from __future__ import annotations
@@ -14,8 +16,11 @@ from burnlike.train.output import NONE
 
 
 class LearningRateMetric(Metric):
+    """`Learning Rate`: the optimizer's learning rate at each step (not higher-is-better, as Burn's)."""
+
     name = "Learning Rate"
     input = NONE
+    higher_is_better = False
 
     def batch_value(self, item: Any, ctx: MetricContext) -> tuple[Number, Number]:
         return (ctx.lr if ctx.lr is not None else float("nan")), 1
@@ -27,6 +32,7 @@ class IterationSpeedMetric(Metric):
     name = "Iteration Speed"
     input = NONE
     unit = "iter/sec"
+    higher_is_better = True
 
     def __init__(self) -> None:
         super().__init__()
@@ -61,6 +67,7 @@ class CpuUse(Metric):
 
     name = "CPU Usage"
     unit = "%"
+    higher_is_better = False
 
     def __init__(self) -> None:
         super().__init__()
@@ -76,6 +83,7 @@ class CpuMemory(Metric):
 
     name = "CPU Memory"
     unit = "GB"
+    higher_is_better = False
 
     def __init__(self) -> None:
         super().__init__()

@@ -2,7 +2,8 @@
 
 CER and WER compare token ids with the Levenshtein distance on the host, as Burn does (one
 transfer per step); the batch value is 100·Σdistance/Σtarget length, weighted by batch size.
-Perplexity keeps the token-weighted mean negative log-likelihood and reports its exponential.
+Perplexity logs Burn's running epoch perplexity and reports Burn's aggregate of those lines;
+`CorpusPerplexityMetric` reports the exact exp(Σ NLL / Σ tokens).
 """
 
 from __future__ import annotations
@@ -96,11 +97,14 @@ def _until(seq: list[int], pad: int) -> list[int]:
 
 
 class PerplexityMetric(Metric):
-    """`Perplexity`: exp(Σ NLL / Σ tokens) over the epoch (pad tokens excluded).
+    """`Perplexity` as Burn 0.21 reports it (burn-train `metric/perplexity.rs`, `metric/store/aggregate.rs`).
 
-    Each step keeps its mean NLL and token count on the device; the epoch value is the exponential of
-    their synced weighted mean, so it is the perplexity of the whole epoch, not a mean of batch
-    perplexities. The log lines are Burn's: the running epoch perplexity and the tokens so far.
+    Each step logs Burn's line: the epoch's perplexity so far, exp(Σ NLL / Σ tokens), and the tokens
+    so far (pad tokens excluded). The epoch value is Burn's aggregate of those lines, their
+    token-weighted mean Σ line·tokens / Σ tokens, which weighs the early, noisier running values too
+    (a first batch of pads only logs (inf, 0), which makes Burn's value NaN). The exact perplexity of
+    the epoch, exp(Σ NLL / Σ tokens), is `CorpusPerplexityMetric`. Each step keeps its mean NLL and
+    token count on the device; the progress display shows the perplexity so far.
     """
 
     name = "Perplexity"
@@ -111,7 +115,7 @@ class PerplexityMetric(Metric):
         super().__init__()
         self.pad_token = pad_token
 
-    def with_pad_token(self, index: int) -> PerplexityMetric:
+    def with_pad_token(self, index: int) -> Any:
         self.pad_token = index
         return self
 
@@ -131,12 +135,36 @@ class PerplexityMetric(Metric):
         return _exp(super().running())
 
     def finish_epoch(self) -> tuple[float, list[tuple[float, float]]]:
-        value, history = super().finish_epoch()
-        lines, total, tokens = [], 0.0, 0.0
-        for nll, count in history:
-            total, tokens = total + nll * count, tokens + count
-            lines.append((_exp(total / tokens) if tokens else math.inf, tokens))
-        return _exp(value), lines
+        history = self.host_history()
+        lines = running_perplexity(history)
+        value = self.epoch_value(history, lines)
+        self.reset()
+        return value, lines
+
+    def epoch_value(self, history: list[tuple[float, float]], lines: list[tuple[float, float]]) -> float:
+        """Burn's: the token-weighted mean of the logged lines (every rank's)."""
+        return self.synced_mean(lines)
+
+
+class CorpusPerplexityMetric(PerplexityMetric):
+    """`Corpus Perplexity`: the exact perplexity of the epoch, exp(Σ NLL / Σ tokens) over all its
+    tokens (every rank's; pads excluded), where Burn's `Perplexity` averages its running lines.
+    Its log lines are Burn's perplexity lines; its last line is its epoch value."""
+
+    name = "Corpus Perplexity"
+
+    def epoch_value(self, history: list[tuple[float, float]], lines: list[tuple[float, float]]) -> float:
+        return _exp(self.synced_mean(history))
+
+
+def running_perplexity(history: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """Burn's perplexity lines from the steps' (mean NLL, tokens): the perplexity so far and the
+    tokens so far (inf while no token is counted yet)."""
+    lines, total, tokens = [], 0.0, 0.0
+    for nll, count in history:
+        total, tokens = total + nll * count, tokens + count
+        lines.append((_exp(total / tokens) if tokens else math.inf, tokens))
+    return lines
 
 
 def _exp(x: float) -> float:

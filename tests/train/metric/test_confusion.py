@@ -41,11 +41,11 @@ def binary_item():
 
 # --- names, defaults and tasks ---------------------------------------------------------------------
 def test_confusion_metric_defaults_are_threshold_one_half_and_top_one():
-    assert PrecisionMetric("binary").name == "Precision @ Threshold(0.5)"
+    assert PrecisionMetric("binary").name == "Precision @ Threshold(0.5) [Macro]"
     assert RecallMetric("multiclass").name == "Recall @ TopK(1) [Macro]"
     assert PrecisionMetric("multilabel").name == "Precision @ Threshold(0.5) [Macro]"
     assert PrecisionMetric.multiclass().name == "Precision @ TopK(1) [Macro]"
-    assert FBetaScoreMetric.multiclass().name == "FBetaScore (1.0) @ TopK(1) [Macro]"
+    assert FBetaScoreMetric.multiclass().name == "FBetaScore (1) @ TopK(1) [Macro]"
     value, _ = feed_epoch(PrecisionMetric("binary"), ClassificationOutput(LOSS, SCORES, TARGETS))
     assert value == pytest.approx(50.0)  # at 0.5: TP 1, FP 1
 
@@ -75,13 +75,13 @@ def test_confusion_metrics_and_hamming_match_definitions():
 
 # each metric is built inside its test (a factory per case), not at collection: a fresh one per case
 @pytest.mark.parametrize(("make", "name", "expected", "reference"), [
-    (lambda: PrecisionMetric.binary(), "Precision @ Threshold(0.5)", 50.0, tmc.binary_precision),
-    (lambda: PrecisionMetric.binary(0.3), "Precision @ Threshold(0.3)", 200 / 3, tmc.binary_precision),
-    (lambda: RecallMetric.binary(), "Recall @ Threshold(0.5)", 50.0, tmc.binary_recall),
-    (lambda: RecallMetric.binary(0.3), "Recall @ Threshold(0.3)", 100.0, tmc.binary_recall),
+    (lambda: PrecisionMetric.binary(), "Precision @ Threshold(0.5) [Macro]", 50.0, tmc.binary_precision),
+    (lambda: PrecisionMetric.binary(0.3), "Precision @ Threshold(0.3) [Macro]", 200 / 3, tmc.binary_precision),
+    (lambda: RecallMetric.binary(), "Recall @ Threshold(0.5) [Macro]", 50.0, tmc.binary_recall),
+    (lambda: RecallMetric.binary(0.3), "Recall @ Threshold(0.3) [Macro]", 100.0, tmc.binary_recall),
     # F2 at 0.3: 5·P·R / (4·P + R) with P = 2/3, R = 1 → 10/11
-    (lambda: FBetaScoreMetric.binary(2.0, 0.3), "FBetaScore (2.0) @ Threshold(0.3)", 1000 / 11, tmc.binary_fbeta_score),
-    (lambda: FBetaScoreMetric.binary(), "FBetaScore (1.0) @ Threshold(0.5)", 50.0, tmc.binary_fbeta_score),
+    (lambda: FBetaScoreMetric.binary(2.0, 0.3), "FBetaScore (2) @ Threshold(0.3) [Macro]", 1000 / 11, tmc.binary_fbeta_score),
+    (lambda: FBetaScoreMetric.binary(), "FBetaScore (1) @ Threshold(0.5) [Macro]", 50.0, tmc.binary_fbeta_score),
 ])
 def test_binary_precision_recall_fbeta_match_hand_counts_and_torchmetrics(make, name, expected, reference):
     metric = make()
@@ -111,11 +111,11 @@ def test_binary_mode_weighs_a_batch_by_its_predictions():
     (lambda: RecallMetric.multilabel(0.65, ClassReduction.MICRO), "Recall @ Threshold(0.65) [Micro]", 200 / 3,
      tmc.multilabel_recall, {}),
     # F1 of label 2 = 2/3; F2 of label 2 = 5·(1/2)·1 / (4·(1/2) + 1) = 5/6
-    (lambda: FBetaScoreMetric.multilabel(), "FBetaScore (1.0) @ Threshold(0.5) [Macro]", 100 * (2 + 2 / 3) / 3,
+    (lambda: FBetaScoreMetric.multilabel(), "FBetaScore (1) @ Threshold(0.5) [Macro]", 100 * (2 + 2 / 3) / 3,
      tmc.multilabel_fbeta_score, {"beta": 1.0}),
-    (lambda: FBetaScoreMetric.multilabel(2.0), "FBetaScore (2.0) @ Threshold(0.5) [Macro]", 100 * (2 + 5 / 6) / 3,
+    (lambda: FBetaScoreMetric.multilabel(2.0), "FBetaScore (2) @ Threshold(0.5) [Macro]", 100 * (2 + 5 / 6) / 3,
      tmc.multilabel_fbeta_score, {"beta": 2.0}),
-    (lambda: FBetaScoreMetric.multilabel(2.0, 0.65, ClassReduction.MICRO), "FBetaScore (2.0) @ Threshold(0.65) [Micro]",
+    (lambda: FBetaScoreMetric.multilabel(2.0, 0.65, ClassReduction.MICRO), "FBetaScore (2) @ Threshold(0.65) [Micro]",
      # micro at 0.65: TP 2, FP 1, FN 1 → P = R = 2/3 → F2 = 2/3
      200 / 3, tmc.multilabel_fbeta_score, {"beta": 2.0}),
 ])
@@ -143,7 +143,7 @@ def test_multiclass_counts_classes_from_the_logits_last_dimension():
 
 def test_fbeta_without_a_beta_is_f1():
     metric = FBetaScoreMetric("binary", threshold=0.3)  # beta None: the name has none, the score is F1
-    assert metric.name == "FBetaScore @ Threshold(0.3)"
+    assert metric.name == "FBetaScore @ Threshold(0.3) [Macro]"
     value, _ = feed_epoch(metric, ClassificationOutput(LOSS, SCORES, TARGETS))
     # at 0.3: P = 2/3, R = 1 → F1 = 0.8 (F2 would be 10/11)
     want = tmc.binary_fbeta_score(SCORES.reshape(-1), TARGETS.reshape(-1), beta=1.0, threshold=0.3)
@@ -161,14 +161,14 @@ def test_fbeta_multiclass_beta_changes_the_score():
     assert value == pytest.approx(100 * float(want))
     # F2 = 5·P·R / (4·P + R): class 0 (P 1, R 1/2) 5/9; class 1 (P 1/3, R 1) 5/7; class 2: 0
     assert value == pytest.approx(100 * (5 / 9 + 5 / 7) / 3)
-    assert f2.name == "FBetaScore (2.0) @ TopK(1) [Macro]"
+    assert f2.name == "FBetaScore (2) @ TopK(1) [Macro]"
 
 
 def test_fbeta_multiclass_passes_top_k_and_reduction():
     logits = torch.tensor([[3.0, 2.0, 0.0], [0.0, 3.0, 2.0], [2.0, 0.0, 3.0], [0.0, 2.0, 3.0]])
     targets = torch.tensor([1, 1, 0, 0])
     metric = FBetaScoreMetric.multiclass(top_k=2, reduction=ClassReduction.MICRO)
-    assert metric.name == "FBetaScore (1.0) @ TopK(2) [Micro]"
+    assert metric.name == "FBetaScore (1) @ TopK(2) [Micro]"
     value, _ = feed_epoch(metric, ClassificationOutput(LOSS, logits, targets))
     want = tmc.multiclass_fbeta_score(logits, targets, beta=1.0, num_classes=3, top_k=2, average="micro")
     assert value == pytest.approx(100 * float(want))
@@ -233,3 +233,16 @@ def test_hamming_score_at_exactly_the_threshold_is_a_negative():
     scores = torch.tensor([[0.5, 0.75], [0.25, 0.5]])
     item = MultiLabelClassificationOutput(LOSS, scores, torch.tensor([[0, 1], [0, 0]]))
     assert feed_epoch(HammingScore(), item)[0] == pytest.approx(100.0)  # 0.5 is not above 0.5
+
+
+def test_names_print_numbers_as_burns_format_strings_do():
+    """burn-train/src/metric/fbetascore.rs (v0.21.0): "FBetaScore ({}) @ {:?} [{:?}]" (beta with `{}`,
+    1.0 -> "1"), precision.rs / recall.rs: "Precision @ {:?} [{:?}]" (binary keeps the default Macro,
+    the threshold with `{:?}`, 1.0 -> "1.0"), hamming.rs: "Hamming Score @ Threshold({})"."""
+    assert PrecisionMetric.binary(1.0).name == "Precision @ Threshold(1.0) [Macro]"
+    assert RecallMetric.multilabel(1e-5, ClassReduction.Micro).name == "Recall @ Threshold(1e-5) [Micro]"
+    assert FBetaScoreMetric.binary(0.5, 0.25).name == "FBetaScore (0.5) @ Threshold(0.25) [Macro]"
+    assert FBetaScoreMetric.multiclass(3.0, 2, ClassReduction.Macro).name == "FBetaScore (3) @ TopK(2) [Macro]"
+    assert HammingScore(1.0).name == "Hamming Score @ Threshold(1)"
+    assert HammingScore(0.75).name == "Hamming Score @ Threshold(0.75)"
+    assert ClassReduction.Micro is ClassReduction.MICRO and ClassReduction.Macro is ClassReduction.MACRO

@@ -11,6 +11,8 @@ from burnlike.train.metric import (
     AurocMetric,
     CpuMemory,
     CpuUse,
+    CudaMetric,
+    CudaUtilization,
     FBetaScoreMetric,
     HammingScore,
     IterationSpeedMetric,
@@ -37,41 +39,45 @@ def test_store_names_lists_one_split_sorted():
 
 def test_store_registers_directions_and_refuses_a_second_naming_both():
     store = MetricStore()
-    store.register([AccuracyMetric(), LossMetric(), LearningRateMetric()])
+    store.register([AccuracyMetric(), LossMetric(), CudaMetric()])
     assert store.direction("Accuracy") is Direction.HIGHEST and store.direction("Loss") is Direction.LOWEST
-    assert store.direction("Learning Rate") is None and store.direction("Unknown") is None
+    assert store.direction("Cuda") is None and store.direction("Unknown") is None
 
     class HigherLoss(LossMetric):
         higher_is_better = True
 
-    class ScoredRate(LearningRateMetric):
+    class ScoredCuda(CudaMetric):
         higher_is_better = False
 
     with pytest.raises(ValueError, match=r"'Loss' is registered with two directions \(lowest and highest\)"):
         store.register([HigherLoss()])
-    with pytest.raises(ValueError, match=r"'Learning Rate' is registered with two directions "
+    with pytest.raises(ValueError, match=r"'Cuda' is registered with two directions "
                                          r"\(no direction and lowest\)"):
-        store.register([ScoredRate()])
+        store.register([ScoredCuda()])
 
 
 @pytest.mark.parametrize(("metric", "direction"), [
     (AccuracyMetric, Direction.HIGHEST), (TopKAccuracyMetric, Direction.HIGHEST), (LossMetric, Direction.LOWEST),
     (PrecisionMetric, Direction.HIGHEST), (RecallMetric, Direction.HIGHEST), (FBetaScoreMetric, Direction.HIGHEST),
     (AurocMetric, Direction.HIGHEST), (HammingScore, Direction.HIGHEST),
-    (LearningRateMetric, None), (IterationSpeedMetric, None), (CpuUse, None), (CpuMemory, None),
+    (LearningRateMetric, Direction.LOWEST), (IterationSpeedMetric, Direction.HIGHEST), (CpuUse, Direction.LOWEST),
+    (CpuMemory, Direction.LOWEST), (CudaMetric, None), (CudaUtilization, None),
 ], ids=lambda x: getattr(x, "__name__", str(x)))
 def test_each_metric_declares_its_direction(metric, direction):
+    """Burn's `NumericAttributes::higher_is_better` (burn-train/src/metric/learning_rate.rs: false,
+    iteration.rs: true, cpu_use.rs and memory_use.rs: false; acc.rs, loss.rs ...); Burn's Cuda
+    metric has no numeric attributes."""
     assert Direction.of(metric.higher_is_better) is direction
 
 
 # --- the best epoch --------------------------------------------------------------------------------
 def test_find_epoch_is_burns_first_strict_best_in_the_metrics_own_direction():
     store = MetricStore()
-    store.register([AccuracyMetric(), LossMetric(), LearningRateMetric()])
+    store.register([AccuracyMetric(), LossMetric(), CudaMetric()])
     for epoch, (acc, loss) in enumerate([(80.0, 0.5), (90.0, float("nan")), (90.0, 0.3), (85.0, 0.3)], 1):
         store.record(Split.VALID, epoch, "Accuracy", acc)
         store.record(Split.VALID, epoch, "Loss", loss)
-        store.record(Split.TRAIN, epoch, "Learning Rate", 0.1 / epoch)
+        store.record(Split.TRAIN, epoch, "Cuda", 0.1 / epoch)
     assert store.find_epoch("Accuracy", Split.VALID) == 2  # the first epoch at the best value
     assert store.find_epoch("Loss", Split.VALID) == 3  # NaN never wins; ties keep the earlier epoch
     assert store.find_epoch("Loss", Split.VALID, Direction.HIGHEST) == 1
@@ -81,8 +87,8 @@ def test_find_epoch_is_burns_first_strict_best_in_the_metrics_own_direction():
     assert store.find_epoch("Loss", Split.TRAIN) == 2  # a NaN first epoch isn't a best to beat
     assert store.find_metric("Loss", 3, Split.VALID, Aggregate.MEAN) == 0.3
     assert store.find_metric("Loss", 9, Split.VALID) is None
-    with pytest.raises(ValueError, match="'Learning Rate' has no direction"):
-        store.find_epoch("Learning Rate", Split.TRAIN)
+    with pytest.raises(ValueError, match="'Cuda' has no direction"):
+        store.find_epoch("Cuda", Split.TRAIN)
     with pytest.raises(ValueError, match="median"):
         store.find_epoch("Loss", Split.VALID, aggregate="median")
 
