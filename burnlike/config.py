@@ -3,11 +3,18 @@
 A config class is a plain dataclass, so Hydra/OmegaConf accept it as a structured config, plus Burn's
 conveniences: `Cls.new(*required)`, `with_<field>(value)` copies, `save(path)`/`Cls.load(path)` as
 pretty JSON in Burn's key order (required, then Option, then defaulted fields).
+
+Burn's enums are serde's externally tagged JSON: a unit variant is its name (`"NoMax"`), a variant
+with data a one-key object (`{"Norm": 1.0}`, `{"Fixed": 256}`). A class shaped like that in Python
+(a dataclass, for Hydra) says so with two hooks, which `save`/`load` and nesting honour:
+`serde_value(self)` gives the JSON value, `from_serde(cls, data)` builds from it (raising
+ValueError/TypeError/KeyError for a value it doesn't take, reported as a ConfigError naming the key).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import enum
 import json
 import types
 import typing
@@ -23,6 +30,8 @@ if TYPE_CHECKING:  # pragma: no cover
 T = TypeVar("T")
 
 _CONFIG_MARK = "__burnlike_config__"
+# dataclass field metadata: a burnlike setting Burn's config lacks, left out of the JSON while None
+BURNLIKE_ONLY = "burnlike_only"
 
 
 class ConfigError(ValueError):
@@ -114,8 +123,11 @@ def _ordered_fields(cls: type) -> list[dataclasses.Field[Any]]:
 
 
 def _to_plain(value: Any) -> Any:
+    if not isinstance(value, type) and callable(getattr(value, "serde_value", None)):
+        return value.serde_value()
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _to_plain(getattr(value, f.name)) for f in _ordered_fields(type(value))}
+        return {f.name: _to_plain(getattr(value, f.name)) for f in _ordered_fields(type(value))
+                if not (f.metadata.get(BURNLIKE_ONLY) and getattr(value, f.name) is None)}
     if isinstance(value, (list, tuple)):
         return [_to_plain(v) for v in value]
     if isinstance(value, dict):
@@ -163,6 +175,22 @@ def _from_plain(tp: Any, data: Any, where: str, key: str = "") -> Any:
         if _is_optional(tp) or tp is Any:
             return None
         raise ConfigError(f"{where}: key {key or '<root>'!r} is null but expects {_name(tp)}")
+    from_serde = getattr(base, "from_serde", None) if isinstance(base, type) else None
+    if callable(from_serde):
+        try:
+            return from_serde(data)
+        except ConfigError as e:
+            raise ConfigError(f"{where}: key {key or '<root>'!r}: {e}") from None
+        except (ValueError, TypeError, KeyError) as e:
+            raise ConfigError(f"{where}: key {key or '<root>'!r} expects {base.__name__} as Burn writes it "
+                              f"(serde's enum JSON), got {data!r}: {e}") from None
+    if isinstance(base, type) and issubclass(base, enum.Enum):
+        try:
+            return base(data)
+        except ValueError:
+            if isinstance(data, str) and data in base.__members__:  # a member's name (Burn's variant)
+                return base[data]
+            raise ConfigError(f"{where}: key {key!r} expects one of {[m.value for m in base]}, got {data!r}") from None
     if isinstance(base, type) and dataclasses.is_dataclass(base):
         if not isinstance(data, dict):
             raise ConfigError(f"{where}: key {key or '<root>'!r} expects an object for {base.__name__}")
@@ -185,8 +213,13 @@ def _from_plain(tp: Any, data: Any, where: str, key: str = "") -> Any:
     if origin in (list, tuple, typing.Sequence):
         if not isinstance(data, list):
             raise ConfigError(f"{where}: key {key!r} expects a list, got {type(data).__name__}")
-        (item_tp, *_) = typing.get_args(base) or (Any,)
-        return [_from_plain(item_tp, v, where, f"{key}[{i}]") for i, v in enumerate(data)]
+        args = typing.get_args(base) or (Any,)
+        if origin is tuple and len(args) > 1 and args[1] is not Ellipsis:  # tuple[float, float, float]
+            if len(data) != len(args):
+                raise ConfigError(f"{where}: key {key!r} expects {len(args)} values, got {len(data)}")
+            return tuple(_from_plain(tp, v, where, f"{key}[{i}]") for i, (tp, v) in enumerate(zip(args, data)))
+        items = [_from_plain(args[0], v, where, f"{key}[{i}]") for i, v in enumerate(data)]
+        return tuple(items) if origin is tuple else items
     if base is float and isinstance(data, (int, float)) and not isinstance(data, bool):
         return float(data)
     if base in (int, str, bool) and not (isinstance(data, base) and not (base is int and isinstance(data, bool))):

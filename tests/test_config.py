@@ -1,7 +1,8 @@
 """`burnlike.config`: Burn's `#[derive(Config)]` as a decorator. A `@config` class fills defaults,
 has copying `with_*` setters and `new`, saves JSON in Burn's key order (required, then optional,
 then defaulted fields), loads it back naming the bad key and the file, and is a Hydra structured
-config."""
+config. Burn's enums keep serde's JSON shape both ways (`{"Norm": 1.0}`, `{"Fixed": 256}`), so a
+config file Burn wrote loads and one burnlike saves is Burn's."""
 
 import json
 
@@ -9,7 +10,19 @@ import pytest
 from omegaconf import OmegaConf, ValidationError
 
 from burnlike.config import ConfigError, config
-from burnlike.optim import AdamConfig
+from burnlike.data import SeqLengthOption
+from burnlike.optim import (
+    AdamConfig,
+    AdjustLrFn,
+    ComposedLrSchedulerConfig,
+    CosineAnnealingLrSchedulerConfig,
+    GradientClippingConfig,
+    LinearLrSchedulerConfig,
+    MuonConfig,
+    SchedulerReduction,
+    SgdConfig,
+    WeightDecayConfig,
+)
 
 
 @config
@@ -97,3 +110,111 @@ def test_load_reports_a_missing_file_or_invalid_json(tmp_path):
     (tmp_path / "bad.json").write_text("{")
     with pytest.raises(ConfigError, match="not valid JSON"):
         Training.load(tmp_path / "bad.json")
+
+
+# --- Burn's JSON: serde's enum shape ------------------------------------------------------------------
+@config
+class BurnTraining:
+    optimizer: AdamConfig
+    sgd: SgdConfig
+    lr_scheduler: CosineAnnealingLrSchedulerConfig
+    schedule: ComposedLrSchedulerConfig
+    muon: MuonConfig
+    seq_length: SeqLengthOption
+    num_epochs: int = 10
+    batch_size: int = 64
+
+
+# What Burn 0.21 writes for that config (serde_json, `Config::save`): Option fields are null or the
+# value, `GradientClippingConfig` (burn-optim grad_clipping/base.rs) and `SeqLengthOption` (burn-nn
+# modules/attention/mask.rs) are externally tagged enums, `ComposedLrSchedulerConfig`'s schedulers a
+# list of tagged `LrSchedulerConfig`s (lr_scheduler/composed.rs), unit variants their names.
+BURN_WRITTEN = """{
+  "optimizer": {
+    "beta_1": 0.9,
+    "beta_2": 0.999,
+    "epsilon": 1e-5,
+    "amsgrad": false,
+    "weight_decay": {"penalty": 0.0001},
+    "grad_clipping": {"Norm": 1.0}
+  },
+  "sgd": {
+    "weight_decay": null,
+    "momentum": {"momentum": 0.9, "dampening": 0.1, "nesterov": true},
+    "gradient_clipping": {"Value": 0.5}
+  },
+  "lr_scheduler": {"initial_lr": 0.01, "min_lr": 0.0001, "num_iters": 1000},
+  "schedule": {
+    "schedulers": [{"Linear": {"initial_lr": 0.0, "final_lr": 0.001, "num_iters": 100}},
+                   {"Cosine": {"initial_lr": 1.0, "min_lr": 0.0, "num_iters": 900}}],
+    "reduction": "Prod"
+  },
+  "muon": {
+    "weight_decay": null,
+    "momentum": {"momentum": 0.95, "dampening": 0.0, "nesterov": true},
+    "ns_coefficients": [3.4445, -4.775, 2.0315],
+    "epsilon": 1e-7,
+    "ns_steps": 5,
+    "adjust_lr_fn": "MatchRmsAdamW"
+  },
+  "seq_length": {"Fixed": 256},
+  "num_epochs": 10,
+  "batch_size": 64
+}
+"""
+
+
+def test_a_burn_written_config_with_clipping_an_optimizer_and_schedulers_loads(tmp_path):
+    """Acceptance (issue 32, point 3): Burn's JSON for grad clipping (`{"Norm": 1.0}`,
+    burn-optim/src/grad_clipping/base.rs), an optimizer, LR schedulers (lr_scheduler/cosine.rs,
+    composed.rs) and `SeqLengthOption::Fixed(256)` (burn-nn/src/modules/attention/mask.rs) loads into
+    the same configs, enums as enum members."""
+    path = tmp_path / "config.json"
+    path.write_text(BURN_WRITTEN)
+    cfg = BurnTraining.load(path)
+    assert cfg.optimizer.grad_clipping == GradientClippingConfig.Norm(1.0)
+    assert cfg.optimizer.weight_decay == WeightDecayConfig(0.0001)
+    assert cfg.sgd.gradient_clipping == GradientClippingConfig.Value(0.5) and cfg.sgd.momentum.nesterov
+    assert cfg.lr_scheduler == CosineAnnealingLrSchedulerConfig(0.01, 1000, min_lr=0.0001)
+    assert cfg.schedule == ComposedLrSchedulerConfig([LinearLrSchedulerConfig(0.0, 0.001, 100),
+                                                      CosineAnnealingLrSchedulerConfig(1.0, 900)])
+    assert cfg.schedule.reduction is SchedulerReduction.PROD
+    assert cfg.muon.adjust_lr_fn is AdjustLrFn.MATCH_RMS_ADAMW and cfg.muon.ns_coefficients == (3.4445, -4.775, 2.0315)
+    assert cfg.seq_length == SeqLengthOption.Fixed(256)
+    assert cfg.lr_scheduler.init().step() == 0.01 and cfg.optimizer.init().grad_clipping.threshold == 1.0
+
+
+def test_burnlike_saves_burns_json_shape_and_reads_it_back(tmp_path):
+    """The saved JSON has Burn's shape: the same object as Burn's (key for key, value for value)."""
+    path = tmp_path / "config.json"
+    path.write_text(BURN_WRITTEN)
+    cfg = BurnTraining.load(path)
+    cfg.save(tmp_path / "saved.json")
+    saved = json.loads((tmp_path / "saved.json").read_text())
+    assert saved == json.loads(BURN_WRITTEN)
+    assert saved["optimizer"]["grad_clipping"] == {"Norm": 1.0} and saved["seq_length"] == {"Fixed": 256}
+    assert BurnTraining.load(tmp_path / "saved.json") == cfg
+    assert SeqLengthOption.NoMax.serde_value() == "NoMax" and SeqLengthOption.from_serde("NoMax") is SeqLengthOption.NoMax
+    assert SeqLengthOption.Max(8).serde_value() == {"Max": 8}
+    assert AdamConfig().to_dict()["grad_clipping"] is None
+
+
+@pytest.mark.parametrize(("clipping", "needle"), [
+    ({"Clip": 1.0}, "unknown variant 'Clip' (Burn's are Value and Norm)"),
+    ({"Norm": "high"}, "the threshold must be a number, got 'high'"),
+    ([1.0], 'expected {"Norm": <threshold>} or {"Value": <threshold>}'),
+])
+def test_a_bad_enum_value_names_its_key(tmp_path, clipping, needle):
+    data = json.loads(BURN_WRITTEN)
+    data["optimizer"]["grad_clipping"] = clipping
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(ConfigError) as e:
+        BurnTraining.load(path)
+    assert str(e.value).startswith(f"{path}: key 'optimizer.grad_clipping' expects GradientClippingConfig as Burn "
+                                   "writes it") and str(e.value).endswith(needle)
+
+
+def test_burnlikes_earlier_clipping_json_still_loads():
+    assert AdamConfig.from_dict({"grad_clipping": {"kind": "value", "threshold": 2.0}}).grad_clipping == \
+        GradientClippingConfig.Value(2.0)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 import torch
@@ -94,18 +94,21 @@ class CharTokenizer:
 
 @dataclasses.dataclass(frozen=True)
 class SeqLengthOption:
-    """Burn's `SeqLengthOption`: `NoMax()` (the longest sequence), `Max(n)` (that, at most `n`), or
-    `Fixed(n)` (exactly `n`: pad or truncate)."""
+    """Burn's `SeqLengthOption` (burn-nn `modules/attention/mask.rs`): `SeqLengthOption.NoMax` (the
+    longest sequence), `SeqLengthOption.Max(n)` (that, at most `n`), `SeqLengthOption.Fixed(n)`
+    (exactly `n`: pad or truncate). `NoMax` is a value, as Burn's unit variant; `NoMax()` returns it
+    too. Its JSON is Burn's (serde's enum shape): `"NoMax"`, `{"Max": 256}`, `{"Fixed": 256}`."""
 
     kind: str
     length: int | None = None
+    NoMax: ClassVar[SeqLengthOption]
+
+    def __call__(self) -> SeqLengthOption:
+        """`SeqLengthOption.NoMax()`, burnlike's earlier spelling of the unit variant: itself."""
+        return self
 
     @classmethod
-    def NoMax(cls) -> SeqLengthOption:  # noqa: N802 (Burn's variant names)
-        return cls("no_max")
-
-    @classmethod
-    def Max(cls, length: int) -> SeqLengthOption:  # noqa: N802
+    def Max(cls, length: int) -> SeqLengthOption:  # noqa: N802 (Burn's variant names)
         return cls("max", _positive(length))
 
     @classmethod
@@ -117,7 +120,7 @@ class SeqLengthOption:
         """Burn's `From<Option<usize>>`: `None` is `NoMax`, `n` is `Max(n)`."""
         if isinstance(value, SeqLengthOption):
             return value
-        return cls.NoMax() if value is None else cls.Max(value)
+        return cls.NoMax if value is None else cls.Max(value)
 
     def resolve(self, longest: int) -> int:
         if self.kind == "fixed":
@@ -125,6 +128,24 @@ class SeqLengthOption:
         if self.kind == "max":
             return min(longest, int(self.length))  # type: ignore[arg-type]
         return longest
+
+    def serde_value(self) -> str | dict[str, int]:
+        """Burn's JSON: `"NoMax"`, `{"Max": n}` or `{"Fixed": n}`."""
+        if self.kind == "no_max":
+            return "NoMax"
+        return {"Max" if self.kind == "max" else "Fixed": int(self.length)}  # type: ignore[arg-type]
+
+    @classmethod
+    def from_serde(cls, data: Any) -> SeqLengthOption:
+        if data == "NoMax":
+            return cls.NoMax
+        if isinstance(data, dict) and len(data) == 1 and next(iter(data)) in ("Max", "Fixed"):
+            (variant, length), = data.items()
+            return cls.Max(length) if variant == "Max" else cls.Fixed(length)
+        raise ValueError('expected "NoMax", {"Max": <length>} or {"Fixed": <length>}')
+
+
+SeqLengthOption.NoMax = SeqLengthOption("no_max")
 
 
 def _positive(length: int) -> int:

@@ -106,6 +106,16 @@ class ComposedLrSchedulerConfig:
                               f"{data.get('reduction')!r}") from None
         return cls(schedulers, reduction)
 
+    def serde_value(self) -> dict[str, Any]:
+        """Burn's JSON, also when nested in another config (`@config`'s serde hook)."""
+        return self.to_dict()
+
+    @classmethod
+    def from_serde(cls, data: Any) -> ComposedLrSchedulerConfig:
+        if not isinstance(data, dict):
+            raise ConfigError(f"ComposedLrSchedulerConfig: expected an object, got {data!r}")
+        return cls.from_dict(data)
+
     def save(self, path: str | Path) -> None:
         Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n")
 

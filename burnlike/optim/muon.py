@@ -15,6 +15,7 @@ without it, a model with such parameters is refused with their names.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable
 from enum import Enum
@@ -23,7 +24,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from burnlike.config import config
+from burnlike.config import BURNLIKE_ONLY, config
 from burnlike.optim.adamw import adamw_update
 from burnlike.optim.optimizer import AdamWConfig, MomentumConfig, OptimizerConfig, WeightDecayConfig
 from burnlike.optim.rule import RuleOptimizer
@@ -50,7 +51,8 @@ class MuonConfig(OptimizerConfig):
     epsilon: float = 1e-7
     ns_steps: int = 5
     adjust_lr_fn: AdjustLrFn = AdjustLrFn.ORIGINAL
-    aux_adamw: AdamWConfig | None = None  # burnlike: the optimizer for non-2-D parameters
+    # burnlike: the optimizer for non-2-D parameters (not in Burn's JSON while None)
+    aux_adamw: AdamWConfig | None = dataclasses.field(default=None, metadata={BURNLIKE_ONLY: True})
 
     @property
     def grad_clipping(self) -> None:  # type: ignore[override]  # read-only None: Burn's config has no clipping  # Burn's MuonConfig has no gradient clipping

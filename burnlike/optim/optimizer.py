@@ -36,7 +36,10 @@ class MomentumConfig:
 
 @config
 class GradientClippingConfig:
-    """Burn's `GradientClippingConfig::{Value, Norm}`: applied per parameter tensor, not globally."""
+    """Burn's `GradientClippingConfig::{Value(f32), Norm(f32)}`: applied per parameter tensor, not
+    globally. `GradientClippingConfig.Norm(1.0)` as in Burn; the fields `kind`/`threshold` are what a
+    Hydra override sets (`optimizer.grad_clipping={kind:norm,threshold:1.0}`). Its JSON is Burn's
+    (serde's enum shape): `{"Norm": 1.0}`, `{"Value": 0.5}`."""
 
     kind: str = "norm"  # "norm" | "value"
     threshold: float = 1.0
@@ -49,6 +52,29 @@ class GradientClippingConfig:
     def Norm(cls, threshold: float) -> GradientClippingConfig:  # noqa: N802 - Burn's variant name
         return cls(kind="norm", threshold=threshold)
 
+    def serde_value(self) -> dict[str, float]:
+        """Burn's JSON: `{"Norm": threshold}` or `{"Value": threshold}`."""
+        variant = _CLIPPING_VARIANTS.get(self.kind)
+        if variant is None:
+            raise ValueError(f"GradientClippingConfig.kind must be 'norm' or 'value', got {self.kind!r}")
+        return {variant: self.threshold}
+
+    @classmethod
+    def from_serde(cls, data: Any) -> GradientClippingConfig:
+        """Burn's `{"Norm": 1.0}` / `{"Value": 1.0}` (burnlike's earlier `{"kind", "threshold"}` too)."""
+        if isinstance(data, dict) and set(data) <= {"kind", "threshold"} and data:
+            kind = data.get("kind", "norm")
+            if kind not in _CLIPPING_VARIANTS:
+                raise ValueError(f"kind must be 'norm' or 'value', got {kind!r}")
+            return cls(kind, _threshold(data.get("threshold", 1.0)))
+        if not isinstance(data, dict) or len(data) != 1:
+            raise ValueError('expected {"Norm": <threshold>} or {"Value": <threshold>}')
+        (variant, threshold), = data.items()
+        kinds = {name: kind for kind, name in _CLIPPING_VARIANTS.items()}
+        if variant not in kinds:
+            raise ValueError(f"unknown variant {variant!r} (Burn's are Value and Norm)")
+        return cls(kinds[variant], _threshold(threshold))
+
     def clip(self, params: Iterable[Tensor]) -> None:
         if self.kind not in ("norm", "value"):
             raise ValueError(f"GradientClippingConfig.kind must be 'norm' or 'value', got {self.kind!r}")
@@ -59,6 +85,15 @@ class GradientClippingConfig:
                 p.grad.clamp_(-self.threshold, self.threshold)
             else:
                 torch.nn.utils.clip_grad_norm_([p], self.threshold)  # foreach where the device has it (not MPS)
+
+
+_CLIPPING_VARIANTS = {"value": "Value", "norm": "Norm"}
+
+
+def _threshold(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"the threshold must be a number, got {value!r}")
+    return float(value)
 
 
 class OptimizerConfig:
