@@ -131,6 +131,15 @@ class LearnerBuilder:
         return self
 
     def grads_accumulation(self, accumulation: int) -> LearnerBuilder:
+        """Burn's gradient accumulation (burn-train `supervised/strategies/single/epoch.rs`): the
+        optimizer steps on the *sum* of every `accumulation` batches' gradients, the LR scheduler
+        steps every batch (batch k trains at the schedule's k-th rate), and the gradients of a group
+        the epoch ends in are dropped. It runs in Lightning's manual optimization (the `clip` of the
+        optimizer config still applies; Trainer's `gradient_clip_val` does not).
+
+        Lightning's accumulation is still there under its own name: `trainer_kwargs(
+        accumulate_grad_batches=n)` averages the n gradients, steps the scheduler per optimizer step
+        and steps on a short last group."""
         self._grads_accumulation = _positive("grads_accumulation", accumulation)
         return self
 
@@ -224,10 +233,18 @@ class LearnerBuilder:
     # Build -------------------------------------------------------------------------------------
     def build(self, model: nn.Module, optim: Optimizer | OptimizerConfig | TorchOptimizerFactory,
               lr_or_scheduler: LrOrScheduler) -> Learner:
-        graph = self._cuda_graph
-        if graph is not None and self._grads_accumulation:  # manual optimization: the step accumulates
-            graph = CudaGraphConfig(self._grads_accumulation, graph.warmup, graph.generators)
-        module = StepModule(model, optim, lr_or_scheduler, self._train_metrics, self._valid_metrics, cuda_graph=graph)
+        accumulation = self._grads_accumulation or 1
+        if accumulation > 1:  # Burn's accumulation runs in manual optimization (graph_step.ManualStep)
+            if self._trainer_kwargs.get("accumulate_grad_batches", 1) != 1:
+                raise ValueError(f"grads_accumulation({accumulation}) with trainer_kwargs(accumulate_grad_batches=...): "
+                                 "one or the other (grads_accumulation sums the gradients as Burn does, "
+                                 "accumulate_grad_batches averages them as Lightning does)")
+            if self._trainer_kwargs.get("gradient_clip_val") is not None:
+                raise ValueError(f"grads_accumulation({accumulation}) with trainer_kwargs(gradient_clip_val=...): Burn's "
+                                 "accumulation runs in manual optimization, where Lightning doesn't clip; clip with "
+                                 "the optimizer config's grad_clipping (GradientClippingConfig.Norm(x), as Burn)")
+        module = StepModule(model, optim, lr_or_scheduler, self._train_metrics, self._valid_metrics,
+                            cuda_graph=self._cuda_graph, grads_accumulation=accumulation)
 
         callbacks: list[L.Callback] = []
         plugins: list[Any] = []
@@ -271,8 +288,6 @@ class LearnerBuilder:
         }
         if plugins:
             kwargs["plugins"] = plugins
-        if self._grads_accumulation and graph is None:
-            kwargs["accumulate_grad_batches"] = self._grads_accumulation
         # Without `.devices(...)` or a strategy: one device, the best there is (Lightning's `auto`: a
         # GPU when there is one), as Burn's examples pick their backend's default device.
         kwargs.update(self._execution.trainer_kwargs() if self._execution is not None

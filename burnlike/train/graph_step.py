@@ -10,7 +10,8 @@ only, and a capture that finds them overridden says so).
 
 Two graphs, sharing one memory pool: forward + backward (gradients accumulate in place), and
 clip + optimizer step + zero the gradients; the second replays on accumulation boundaries only, so
-gradient accumulation needs nothing more. The optimizer runs in its capturable mode with the
+gradient accumulation needs nothing more. Accumulation is Burn's, as on the eager path (`ManualStep`):
+the k gradients summed, a short group at the epoch's end dropped, the LR scheduler stepped every batch. The optimizer runs in its capturable mode with the
 learning rate as a device tensor, which torch's LR schedulers update in place (`fill_`). Dropout
 draws from the default CUDA generator, which torch registers with every capture (graph-safe
 Philox offsets); other CUDA generators the step uses are passed as `generators`. bf16 autocast is
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -51,7 +53,8 @@ GRAPH_PRECISIONS = frozenset({"32-true", "32", "64-true", "64", "bf16-mixed", "b
 
 @dataclass(frozen=True)
 class CudaGraphConfig:
-    """Settings of the fast path. `warmup`: eager steps (on a side stream) before the capture, so
+    """Settings of the fast path. `grads_accumulation`: Burn's (`ManualStep`: k gradients summed, the
+    scheduler stepped every batch). `warmup`: eager steps (on a side stream) before the capture, so
     lazy state (optimizer moments, cuBLAS workspaces, gradients) exists and is not captured as an
     allocation. `generators`: CUDA generators the step draws from besides the default one."""
 
@@ -92,11 +95,89 @@ class StepHost(L.LightningModule, ABC):
     def clip_gradients_burn(self, optimizer: torch.optim.Optimizer) -> None: ...
 
 
-class GraphStep:
+class ManualStep:
+    """Burn's training iteration in Lightning's manual optimization: gradient accumulation as Burn's
+    (burn-train `learner/supervised/strategies/single/epoch.rs`, 0.21).
+
+    Every batch: forward and backward (`manual_backward`, so AMP and DDP work), the metrics, then the
+    LR scheduler steps (Burn's `learner.lr_step()` each iteration: batch k trains at `lr_at(k)`).
+    Every `accumulation` batches the optimizer steps on the *sum* of their gradients (Burn's
+    `GradientsAccumulator`; Lightning's `accumulate_grad_batches` averages them) and the gradients are
+    zeroed. The gradients of a group the epoch ends in the middle of are dropped without a step, as
+    Burn's accumulator is the epoch's. Under DDP the backward passes inside a group skip the
+    all-reduce (`no_sync`); the group's last one reduces the sum. `trainer.global_step` counts the
+    optimizer steps.
+    """
+
+    def __init__(self, module: StepHost, accumulation: int) -> None:
+        self.module = module
+        self.accumulation = accumulation
+        self.pending = False  # gradients of an unfinished group are held (kept across a validation)
+
+    def step(self, batch: Any, batch_idx: int) -> Tensor:
+        boundary, drop = self.group_end(batch_idx)
+        return self._eager(batch, boundary, drop)
+
+    def group_end(self, batch_idx: int) -> tuple[bool, bool]:
+        """(the optimizer steps after this batch, this batch ends the epoch in the middle of a group)."""
+        trainer = self.module.trainer
+        boundary = (batch_idx + 1) % self.accumulation == 0
+        last = batch_idx + 1 >= trainer.num_training_batches or trainer.fit_loop.epoch_loop.batch_progress.is_last_batch
+        return boundary, bool(last) and not boundary
+
+    def set_to_none(self) -> bool:
+        """Whether zeroing frees the gradients (the graphs keep theirs)."""
+        return True
+
+    def _eager(self, batch: Any, boundary: bool, drop: bool) -> Tensor:
+        m = self.module
+        out = m.train_output(batch)
+        loss = out.grads.loss
+        out.grads.consumed = True
+        with self._no_sync(not boundary):
+            m.manual_backward(loss)
+        m.update_train_metrics(out.item)
+        opt = m.optimizers()
+        assert not isinstance(opt, list)
+        if boundary:
+            if isinstance(opt.optimizer, torch.optim.LBFGS):
+                raise TypeError("grads_accumulation(n) with L-BFGS: its step re-runs the batch through a closure, "
+                                "so it has no gradients of several batches to step on; use grads_accumulation(1)")
+            opt.step()  # LightningOptimizer: counts the step; clipping runs in on_before_optimizer_step
+            opt.zero_grad(set_to_none=self.set_to_none())
+        elif drop:  # Burn: the epoch's accumulator ends with it
+            opt.zero_grad(set_to_none=self.set_to_none())
+        self.pending = not (boundary or drop)
+        self._step_schedulers()
+        return loss.detach()
+
+    def _no_sync(self, block: bool) -> contextlib.AbstractContextManager[Any]:
+        """DDP's `no_sync` inside a group: its last backward all-reduces the group's sum."""
+        strategy = self.module.trainer.strategy
+        block_sync = getattr(strategy, "block_backward_sync", None)
+        if block and callable(block_sync):
+            manager: contextlib.AbstractContextManager[Any] = block_sync()
+            return manager
+        return contextlib.nullcontext()
+
+    def _step_schedulers(self) -> None:
+        schedulers = self.module.lr_schedulers()
+        for scheduler in schedulers if isinstance(schedulers, list) else [schedulers] if schedulers else []:
+            if getattr(scheduler, "_step_count", 0) > 1:
+                scheduler.step()  # type: ignore[call-arg]
+                continue
+            # Burn steps the scheduler every batch, also before a group's first optimizer step: torch's
+            # warning about that order (at the scheduler's first step only) is expected here
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message=r"Detected call of `lr_scheduler\.step\(\)` before")
+                scheduler.step()  # type: ignore[call-arg]
+
+
+class GraphStep(ManualStep):
     """The manual training step of a `StepModule` built with `cuda_graph=...`: eager, or replayed."""
 
     def __init__(self, module: StepHost, config: CudaGraphConfig) -> None:
-        self.module = module
+        super().__init__(module, config.grads_accumulation)
         self.config = config
         self.reason: str | None = None  # why the step runs eagerly (None: captured, or not decided yet)
         self._decided = False
@@ -116,6 +197,9 @@ class GraphStep:
         self._warm = 0
         self._graph = None
 
+    def set_to_none(self) -> bool:
+        return self.reason is not None  # graphs need the gradient tensors kept
+
     # One training batch ------------------------------------------------------------------------
     def step(self, batch: Any, batch_idx: int) -> Tensor:
         if not self._decided:
@@ -125,25 +209,22 @@ class GraphStep:
                 self._prepare_optimizer()
             else:
                 self._warn(self.reason)
-        k = self.config.grads_accumulation
         trainer = self.module.trainer
-        # As Lightning's automatic accumulation: step every k batches and at the epoch's last batch
-        last = batch_idx + 1 >= trainer.num_training_batches or trainer.fit_loop.epoch_loop.batch_progress.is_last_batch
-        boundary = (batch_idx + 1) % k == 0 or bool(last)
+        boundary, drop = self.group_end(batch_idx)
         if self.reason is not None:
-            return self._eager(batch, boundary)
+            return self._eager(batch, boundary, drop)
         graph = self._graph
         if graph is None:
             if self._warm < self.config.warmup:
                 self._warm += 1
                 with _side_stream():
-                    return self._eager(batch, boundary)
+                    return self._eager(batch, boundary, drop)
             try:
                 graph = self._graph = self._capture(batch)
             except Exception as e:  # a host sync or an unsupported op in the step: eager from now on
                 self.reason = f"capturing the step failed ({type(e).__name__}: {' '.join(str(e).split())[:300]})"
                 self._warn(self.reason)
-                return self._eager(batch, boundary)
+                return self._eager(batch, boundary, drop)
             skipped = skipped_hooks(trainer.callbacks)  # type: ignore[attr-defined]  # set by its connector
             if skipped:
                 log.warning("cuda_graph: replayed steps don't call %s (hooks inside the step; eager steps still do)",
@@ -153,28 +234,15 @@ class GraphStep:
                 self._other_shapes_noted = True
                 log.info("cuda_graph: batches shaped unlike the captured one (the short last batch) run eagerly; "
                          "drop_last avoids them")
-            return self._eager(batch, boundary)
-        return self._replay(graph, batch, boundary)
+            return self._eager(batch, boundary, drop)
+        return self._replay(graph, batch, boundary, drop)
 
-    def _eager(self, batch: Any, boundary: bool) -> Tensor:
+    def _eager(self, batch: Any, boundary: bool, drop: bool) -> Tensor:
         if self._graph is not None:  # eager after the capture: into the graphs' gradients too
             keep_grads(self._graph.grads)
-        m = self.module
-        out = m.train_output(batch)
-        loss = out.grads.loss
-        out.grads.consumed = True
-        k = self.config.grads_accumulation
-        m.manual_backward(loss / k if k > 1 else loss)
-        m.update_train_metrics(out.item)
-        if boundary:
-            opt = m.optimizers()
-            assert not isinstance(opt, list)
-            opt.step()  # LightningOptimizer: counts the step; clipping runs in on_before_optimizer_step
-            opt.zero_grad(set_to_none=self.reason is not None)  # graphs need the gradient tensors kept
-            self._step_schedulers()
-        return loss.detach()
+        return super()._eager(batch, boundary, drop)
 
-    def _replay(self, graph: _Captured, batch: Any, boundary: bool) -> Tensor:
+    def _replay(self, graph: _Captured, batch: Any, boundary: bool, drop: bool) -> Tensor:
         keep_grads(graph.grads)
         for static, new in zip(graph.inputs, tensors(batch)):
             static.copy_(new, non_blocking=True)
@@ -194,7 +262,11 @@ class GraphStep:
             before()
             graph.optimizer.replay()
             after()
-            self._step_schedulers()
+        elif drop:  # the group the epoch ends in: dropped, as Burn does
+            for _, grad in graph.grads:
+                grad.zero_()
+        self.pending = not (boundary or drop)
+        self._step_schedulers()
         return graph.loss.clone()
 
     # Capture -----------------------------------------------------------------------------------
@@ -202,7 +274,6 @@ class GraphStep:
         m = self.module
         optimizer = self._optimizer()
         static_batch = map_tensors(lambda t: t.clone(), batch)
-        k = self.config.grads_accumulation
         metrics = [metric for metric in m.metrics("train") if metric.input != NONE]
         torch.cuda.synchronize()
         pool = torch.cuda.graph_pool_handle()
@@ -211,7 +282,7 @@ class GraphStep:
             out = m.train_output(static_batch)
             loss = out.grads.loss
             out.grads.consumed = True
-            torch.autograd.backward(loss / k if k > 1 else loss)
+            torch.autograd.backward(loss)  # Burn sums a group's gradients
             values = [(metric, *metric.batch_value(out.item, m.metric_context())) for metric in metrics]
             static_loss = loss.detach()
         step = self._new_graph()
@@ -275,11 +346,6 @@ class GraphStep:
         if isinstance(opt, list):
             raise TypeError(f"cuda_graph: one optimizer expected, configure_optimizers returned {len(opt)}")
         return opt
-
-    def _step_schedulers(self) -> None:
-        schedulers = self.module.lr_schedulers()
-        for scheduler in schedulers if isinstance(schedulers, list) else [schedulers] if schedulers else []:
-            scheduler.step()  # type: ignore[call-arg]
 
     def _warn(self, reason: str) -> None:
         log.warning("cuda_graph: the training step runs eagerly: %s", reason)

@@ -1,13 +1,16 @@
 """`StepModule`: the one generic LightningModule, wrapping any model with Burn's step traits.
 
-It hands the loss of `backward(loss)` to Lightning's automatic optimization, so AMP, gradient
-accumulation, clipping and DDP/FSDP keep working, and feeds Burn metrics without a host sync per
-step. Its `store` (Burn's metric store) is the run's one record of epoch values. Usable alone in a
-user's own `lightning.Trainer`.
+It hands the loss of `backward(loss)` to Lightning's automatic optimization, so AMP, clipping and
+DDP/FSDP keep working, and feeds Burn metrics without a host sync per step. Burn's gradient
+accumulation (the n gradients summed, the LR scheduler stepped every batch) and the CUDA-graph fast
+path run the step in Lightning's manual optimization instead (`graph_step.ManualStep`). Its
+`store` (Burn's metric store) is the run's one record of epoch values. Usable alone in a user's own
+`lightning.Trainer`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import typing
 from collections.abc import Iterable, Mapping, Sequence
@@ -18,11 +21,12 @@ from lightning.pytorch.utilities.types import OptimizerLRScheduler
 from torch import nn
 
 from burnlike.autodiff import Gradients
+from burnlike.optim.lbfgs import LBFGSConfig
 from burnlike.optim.lr_scheduler import LrScheduler, LrSchedulerConfig
 from burnlike.optim.optimizer import Optimizer, OptimizerConfig, TorchOptimizerFactory, as_optimizer
 from burnlike.record.checkpoint.epoch_files import MODEL_FILE
 from burnlike.record.checkpoint.weights import load_weights
-from burnlike.train.graph_step import CudaGraphConfig, GraphStep, StepHost, host_lr
+from burnlike.train.graph_step import CudaGraphConfig, GraphStep, ManualStep, StepHost, host_lr
 from burnlike.train.metric.base import Metric, MetricContext
 from burnlike.train.metric.store import EpochEntry, MetricStore, Split
 from burnlike.train.output import NONE, Adaptor
@@ -97,9 +101,15 @@ class StepModule(StepHost):
     `lr_or_scheduler`: a float (constant) or a Burn LR scheduler config/instance.
     Registering a metric the output can't feed fails here when the model declares its output type
     (`TrainStep[B, O]` or a return hint), else at the first step.
+    `grads_accumulation`: Burn's (`LearnerBuilder.grads_accumulation(n)`): the optimizer steps on the
+    sum of every n batches' gradients, the LR scheduler steps every batch and a group the epoch ends
+    in is dropped (burn-train `supervised/strategies/single/epoch.rs`); n > 1 runs the step in
+    Lightning's manual optimization (`graph_step.ManualStep`). Lightning's own
+    `Trainer(accumulate_grad_batches=n)`, with the default 1 here, averages instead and steps the
+    scheduler per optimizer step.
     `cuda_graph`: the fast path (burnlike.train.graph_step): manual optimization, the step captured
-    in CUDA graphs and replayed; it does its own gradient accumulation (the Trainer's
-    `accumulate_grad_batches` and `gradient_clip_val` are for automatic optimization only).
+    in CUDA graphs and replayed, with the same accumulation (the Trainer's `accumulate_grad_batches`
+    and `gradient_clip_val` are for automatic optimization only).
     """
 
     def __init__(
@@ -110,8 +120,11 @@ class StepModule(StepHost):
         train_metrics: Sequence[Metric] = (),
         valid_metrics: Sequence[Metric] = (),
         cuda_graph: CudaGraphConfig | None = None,
+        grads_accumulation: int = 1,
     ) -> None:
         super().__init__()
+        if isinstance(grads_accumulation, bool) or not isinstance(grads_accumulation, int) or grads_accumulation < 1:
+            raise ValueError(f"grads_accumulation must be a positive integer, got {grads_accumulation!r}")
         if not callable(getattr(model, "train_step", None)):
             raise TypeError(f"{type(model).__name__} must implement train_step(batch) (burnlike.train.TrainStep)")
         self._valid_name = inference_fn(model).__name__  # valid_step (ValidStep) or inference_step (InferenceStep)
@@ -133,8 +146,16 @@ class StepModule(StepHost):
         self._needs_lr = any(m.input == NONE for m in self.train_metrics)
         self._ctx = MetricContext()
         self._metered: tuple[int, int] | None = None  # (epoch, batch) whose train step fed the metrics
+        if cuda_graph is not None and grads_accumulation > 1 and cuda_graph.grads_accumulation == 1:
+            cuda_graph = dataclasses.replace(cuda_graph, grads_accumulation=grads_accumulation)
+        if isinstance(getattr(self.optim, "spec", None), LBFGSConfig) and max(
+                grads_accumulation, cuda_graph.grads_accumulation if cuda_graph is not None else 1) > 1:
+            raise TypeError("grads_accumulation(n) with L-BFGS: its step re-runs the batch through a closure, so it "
+                            "has no gradients of several batches to step on; use grads_accumulation(1)")
         self.graph_step = GraphStep(self, cuda_graph) if cuda_graph is not None else None
-        if self.graph_step is not None:
+        self.manual_step: ManualStep | None = self.graph_step or (
+            ManualStep(self, grads_accumulation) if grads_accumulation > 1 else None)
+        if self.manual_step is not None:
             self.automatic_optimization = False
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -150,8 +171,8 @@ class StepModule(StepHost):
 
     # Steps -------------------------------------------------------------------------------------
     def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
-        if self.graph_step is not None:
-            return self.graph_step.step(batch, batch_idx)
+        if self.manual_step is not None:
+            return self.manual_step.step(batch, batch_idx)
         out = self.train_output(batch)
         # A closure optimizer (L-BFGS) runs the step several times per batch: count the batch once.
         first_eval = self._metered != (self.current_epoch, batch_idx)
@@ -221,6 +242,13 @@ class StepModule(StepHost):
     def on_train_start(self) -> None:
         if self.graph_step is not None:
             self.graph_step.reset()
+
+    def on_validation_model_zero_grad(self) -> None:
+        # Lightning frees the gradients before a validation; a validation inside an accumulation
+        # group (val_check_interval) must not drop the group's gradients so far
+        if self.manual_step is not None and self.manual_step.pending:
+            return
+        super().on_validation_model_zero_grad()
 
     def on_train_end(self) -> None:
         # ddp_spawn sends the process that called fit the weights and `callback_metrics` only: the

@@ -1,5 +1,6 @@
 """`burnlike.train.builder`: what `LearnerBuilder` hands the Lightning Trainer. Devices (one auto
-device by default), gradient accumulation, callbacks (one's own next to burnlike's checkpointer,
+device by default), gradient accumulation (Burn's: summed, the LR scheduler stepped every batch, a
+short group at the epoch's end dropped; Lightning's averaging under its own name), callbacks (one's own next to burnlike's checkpointer,
 early stopping and progress display; one's own progress display replacing the builder's), the
 switches (the last value wins), text metrics (logged for both splits, each its own instance, left
 out of the summary), and errors naming the setting or what was passed instead."""
@@ -12,16 +13,27 @@ import threading
 import pytest
 import torch
 from lightning.pytorch.callbacks import Callback, Checkpoint, EarlyStopping, ProgressBar
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
 
-from burnlike.optim import AdamConfig, SgdConfig
+from burnlike.module import Module
+from burnlike.optim import AdamConfig, ExponentialLrSchedulerConfig, GradientClippingConfig, SgdConfig
 from burnlike.record import DefaultRecorder, RecorderCheckpointIO, load_checkpoint
-from burnlike.train import LearnerBuilder, MetricEarlyStoppingStrategy
+from burnlike.train import (
+    LearnerBuilder,
+    MetricEarlyStoppingStrategy,
+    RegressionOutput,
+    TrainOutput,
+    TrainStep,
+    ValidStep,
+    backward,
+)
 from burnlike.train.logger import read_metric_log
-from burnlike.train.metric import AccuracyMetric, LossMetric, TopKAccuracyMetric
+from burnlike.train.metric import AccuracyMetric, LearningRateMetric, LossMetric, TopKAccuracyMetric
 from burnlike.train.renderer import BurnProgressBar, PlainProgress
 from burnlike.train.tui import LiveView
 from tests.helpers.fit import metrics_builder
-from tests.helpers.toy import Classifier, loader
+from tests.helpers.toy import Batch, Classifier, collate, loader
 
 
 class EpochEnds(Callback):
@@ -51,10 +63,129 @@ def test_devices_gives_the_trainer_that_many_devices(tmp_path, devices):
 def test_accumulation_and_devices_reach_the_trainer(tmp_path):
     learner = metrics_builder(tmp_path, 1).grads_accumulation(4).build(Classifier(), AdamConfig(), 1e-3)
     trainer = learner.trainer
-    assert trainer.accumulate_grad_batches == 4
+    # Burn's accumulation (sums, scheduler per batch) is the module's manual step, not Lightning's averaging
+    assert trainer.accumulate_grad_batches == 1 and not learner.module.automatic_optimization
+    assert learner.module.manual_step.accumulation == 4 and learner.module.graph_step is None
     assert type(trainer.accelerator).__name__ == "CPUAccelerator" and trainer.num_devices == 1
     learner.fit(loader(256, 32))  # 8 batches → 2 optimizer steps
     assert trainer.global_step == 2
+
+
+# --- Burn's gradient accumulation --------------------------------------------------------------------
+class Slope(Module, TrainStep[Batch, RegressionOutput], ValidStep[Batch, RegressionOutput]):
+    """loss = w·Σx with x = 1: every batch's gradient is 1, so w is minus the sum of lr·(summed gradient)
+    over the optimizer's steps (SGD without momentum)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = nn.Parameter(torch.zeros((), dtype=torch.float64))
+
+    def item(self, batch: Batch) -> RegressionOutput:
+        loss = self.w * batch.x.sum()
+        return RegressionOutput(loss, loss.reshape(1, 1), loss.detach().reshape(1, 1))
+
+    def train_step(self, batch: Batch) -> TrainOutput[RegressionOutput]:
+        item = self.item(batch)
+        return TrainOutput(self, backward(item.loss), item)
+
+    def valid_step(self, batch: Batch) -> RegressionOutput:
+        return self.item(batch)
+
+
+def ones(n: int) -> DataLoader:
+    return DataLoader(TensorDataset(torch.ones(n, 1, dtype=torch.float64), torch.zeros(n)), batch_size=1,
+                      collate_fn=collate)
+
+
+def burns_epochs(lr_at, batches: int, epochs: int, accumulation: int) -> tuple[float, list[float]]:
+    """burn-train/src/learner/supervised/strategies/single/epoch.rs (v0.21.0), `SingleDeviceTrainEpoch::run`:
+    per item `learner.lr_step()`, then `accumulator.accumulate(grads)`; once `accumulation <=
+    accumulation_current` the optimizer steps on `accumulator.grads()` (their sum) at the current lr; the
+    accumulator is the epoch's. Returns the weight and the lr of every iteration."""
+    w, k, lrs = 0.0, 0, []
+    for _ in range(epochs):
+        summed, current = 0.0, 0
+        for _ in range(batches):
+            k += 1
+            lr = lr_at(k)  # lr_step
+            lrs.append(lr)
+            summed, current = summed + 1.0, current + 1  # each batch's gradient is 1
+            if accumulation <= current:
+                w -= lr * summed
+                summed, current = 0.0, 0
+    return w, lrs
+
+
+def slope_fit(tmp_path, lr, *, batches=4, epochs=1, accumulation=2, **trainer_kwargs):
+    builder = (LearnerBuilder(tmp_path).devices(["cpu"]).num_epochs(epochs).metric_train(LearningRateMetric())
+               .progress_bar(False).with_application_logger(False))
+    if accumulation:
+        builder = builder.grads_accumulation(accumulation)
+    learner = builder.trainer_kwargs(**trainer_kwargs).build(Slope(), SgdConfig(), lr)
+    learner.fit(ones(batches), ones(1) if trainer_kwargs.get("val_check_interval") else None)
+    return learner.module.model.w.item(), learner
+
+
+def logged_lrs(tmp_path, epochs: int) -> list[float]:
+    return [float(line.split(",")[0]) for e in range(1, epochs + 1)
+            for line in (tmp_path / "train" / f"epoch-{e}" / "Learning_Rate.log").read_text().splitlines()]
+
+
+def test_grads_accumulation_sums_the_gradients_as_burn_does(tmp_path):
+    """epoch.rs (v0.21.0): 4 batches in groups of 2 at a constant lr 0.5 step twice on a sum of 2: w = -2
+    (Lightning's averaging, accumulate_grad_batches=2, gives -1)."""
+    w, learner = slope_fit(tmp_path, 0.5)
+    assert w == burns_epochs(lambda k: 0.5, 4, 1, 2)[0] == -2.0
+    assert learner.trainer.global_step == 2
+    lightning, _ = slope_fit(tmp_path / "lightning", 0.5, accumulation=0, accumulate_grad_batches=2)
+    assert lightning == -1.0
+
+
+def test_grads_accumulation_steps_the_scheduler_every_batch_as_burn_does(tmp_path):
+    """epoch.rs (v0.21.0): `learner.lr_step()` every iteration, so the steps after batches 2 and 4 use the
+    schedule's 2nd and 4th rates: 0.25·2 + 0.0625·2, w = -0.625 (Lightning steps the scheduler per optimizer
+    step: 0.5·1 + 0.25·1, w = -0.75); the learning-rate metric logs every iteration's rate."""
+    schedule = ExponentialLrSchedulerConfig(0.5, 0.5)
+    w, _ = slope_fit(tmp_path, schedule)
+    expected, lrs = burns_epochs(lambda k: 0.5 * 0.5 ** (k - 1), 4, 1, 2)
+    assert w == expected == -0.625
+    assert logged_lrs(tmp_path, 1) == lrs == [0.5, 0.25, 0.125, 0.0625]
+    lightning, _ = slope_fit(tmp_path / "lightning", schedule, accumulation=0, accumulate_grad_batches=2)
+    assert lightning == -0.75
+
+
+def test_grads_accumulation_drops_a_group_the_epoch_ends_in(tmp_path):
+    """epoch.rs (v0.21.0): the accumulator is created per epoch, so 5 batches in groups of 2 step after the
+    2nd and 4th; the 5th's gradient is dropped, and the next epoch starts a fresh group; the scheduler
+    keeps counting iterations across epochs."""
+    schedule = ExponentialLrSchedulerConfig(0.5, 0.5)
+    w, learner = slope_fit(tmp_path, schedule, batches=5, epochs=2)
+    expected, lrs = burns_epochs(lambda k: 0.5 * 0.5 ** (k - 1), 5, 2, 2)
+    assert w == pytest.approx(expected, rel=1e-15) and learner.trainer.global_step == 4
+    assert logged_lrs(tmp_path, 2) == pytest.approx(lrs, rel=1e-15)
+    assert all(p.grad is None for p in learner.module.model.parameters())  # nothing left over
+
+
+def test_a_validation_inside_a_group_keeps_the_groups_gradients(tmp_path):
+    """A validation after batch 3 (val_check_interval) sits inside the second group: the group's gradient
+    so far is kept, so the weights are those of a run without it (Burn validates at epoch ends only)."""
+    w, learner = slope_fit(tmp_path, 0.5, batches=4, val_check_interval=3)
+    assert w == -2.0 and learner.trainer.global_step == 2
+
+
+def test_grads_accumulation_refuses_lightnings_accumulation_and_clipping_beside_it(tmp_path):
+    builder = LearnerBuilder(tmp_path).devices(["cpu"]).progress_bar(False).grads_accumulation(2)
+    with pytest.raises(ValueError, match=r"^grads_accumulation\(2\) with trainer_kwargs\(accumulate_grad_batches=...\): "
+                                         "one or the other"):
+        builder.trainer_kwargs(accumulate_grad_batches=2).build(Slope(), SgdConfig(), 0.1)
+    builder = LearnerBuilder(tmp_path).devices(["cpu"]).progress_bar(False).grads_accumulation(2)
+    with pytest.raises(ValueError, match="clip with the optimizer config's grad_clipping"):
+        builder.trainer_kwargs(gradient_clip_val=1.0).build(Slope(), SgdConfig(), 0.1)
+    clipped = SgdConfig(gradient_clipping=GradientClippingConfig.Value(0.5))  # Burn's clipping: each step
+    learner = (LearnerBuilder(tmp_path / "clip").devices(["cpu"]).progress_bar(False).with_application_logger(False)
+               .grads_accumulation(2).build(Slope(), clipped, 0.5))
+    learner.fit(ones(4))
+    assert learner.module.model.w.item() == -0.5  # each summed gradient 2 clipped to 0.5, lr 0.5, 2 steps
 
 
 def test_builder_application_logger_and_cuda_graph_switches_take_their_last_value(tmp_path):

@@ -8,6 +8,7 @@ other than `backward(loss)`, saying what they must be."""
 
 from __future__ import annotations
 
+import copy
 import signal
 
 import lightning as L
@@ -117,6 +118,41 @@ def test_step_module_trains_under_a_plain_trainer():
     trainer.fit(module, loader(256, 32), loader(128, 32, seed=1))
     assert float(trainer.callback_metrics["valid/Accuracy"]) > 80
     assert float(trainer.callback_metrics["train/Accuracy"]) > 60
+
+
+def test_step_module_accumulates_as_burn_under_a_plain_trainer():
+    """burn-train/src/learner/supervised/strategies/single/epoch.rs (v0.21.0): `grads_accumulation=n`
+    sums n batches' gradients per optimizer step; in a plain Trainer (manual optimization) too."""
+    torch.manual_seed(0)
+    default = StepModule(Classifier(), SgdConfig(), 0.1, [], [])
+    twice = copy.deepcopy(default.model)
+    module = StepModule(twice, SgdConfig(), 0.1, [], [], grads_accumulation=2)
+    assert not module.automatic_optimization and module.manual_step.accumulation == 2
+    trainer = L.Trainer(max_epochs=1, logger=False, enable_checkpointing=False, enable_progress_bar=False,
+                        enable_model_summary=False, accelerator="cpu")
+    data = loader(64, 32)
+    trainer.fit(module, data)
+    assert trainer.global_step == 1
+    # by hand: SGD steps once on the sum of the two batches' gradients, at lr 0.1
+    by_hand = copy.deepcopy(default.model)
+    total = sum(torch.nn.functional.cross_entropy(by_hand(b.x), b.y) for b in data)
+    total.backward()
+    with torch.no_grad():
+        for p in by_hand.parameters():
+            p -= 0.1 * p.grad
+    for got, want in zip(module.model.parameters(), by_hand.parameters()):
+        assert torch.allclose(got, want, atol=1e-6)
+
+
+@pytest.mark.parametrize("accumulation", [0, -1, 1.5, True])
+def test_step_module_names_a_bad_accumulation(accumulation):
+    with pytest.raises(ValueError, match=rf"^grads_accumulation must be a positive integer, got {accumulation!r}$"):
+        StepModule(Classifier(), SgdConfig(), 0.1, grads_accumulation=accumulation)
+
+
+def test_lbfgs_refuses_gradient_accumulation(tmp_path):
+    with pytest.raises(TypeError, match=r"^grads_accumulation\(n\) with L-BFGS: its step re-runs the batch"):
+        LearnerBuilder(tmp_path).grads_accumulation(2).progress_bar(False).build(Classifier(), LBFGSConfig(), 0.5)
 
 
 def test_lr_scheduler_is_stepped_per_iteration(tmp_path):
