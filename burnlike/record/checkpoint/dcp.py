@@ -1,0 +1,281 @@
+"""Sharded checkpoints in Burn's encoding: a `torch.distributed.checkpoint` (DCP) storage.
+
+Each rank's shard is one record of the recorder's format (`shard-<rank>.mpk`: MessagePack
+TensorData), model weights at the recorder's precision (f16 for `CompactRecorder`, where the values
+fit: `storage_dtype` never corrupts one), optimizer state, integers and everything else at full
+precision; the checkpoint's metadata (which chunk of which tensor is where) is a record too, never
+a pickle. Paths are local folders or any fsspec URL: local files are written to a temp file and
+renamed, object stores get one complete object per put.
+
+DCP does the rest: the planners decide what each rank writes (a DTensor's local shard, a replicated
+value once) and what each rank reads, so a checkpoint saved by N processes loads into M, each
+reading the chunks it needs and copying them into its own shards (resharding).
+
+    from torch.distributed.checkpoint import load, save
+    save(state, storage_writer=CompactStorageWriter(url), planner=CompactSavePlanner())
+    load(state, storage_reader=CompactStorageReader(url), planner=CompactLoadPlanner())
+
+Plain values (the loops' counters, epochs, a learning rate) are stored as themselves: DCP's default
+planners would `torch.save` them (a pickle) and unpickle them on load; the planners here don't.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import os
+import uuid
+from collections import defaultdict
+from typing import Any
+
+import torch
+from torch.distributed.checkpoint._traverse import set_element
+from torch.distributed.checkpoint.default_planner import DefaultLoadPlanner, DefaultSavePlanner
+from torch.distributed.checkpoint.metadata import (
+    BytesStorageMetadata,
+    ChunkStorageMetadata,
+    Metadata,
+    MetadataIndex,
+    StorageMeta,
+    TensorProperties,
+    TensorStorageMetadata,
+)
+from torch.distributed.checkpoint.planner import (
+    LoadItemType,
+    LoadPlan,
+    LoadPlanner,
+    ReadItem,
+    SavePlan,
+    SavePlanner,
+    WriteItem,
+    WriteItemType,
+)
+from torch.distributed.checkpoint.storage import StorageReader, StorageWriter, WriteResult
+from torch.futures import Future
+
+from burnlike.record.checkpoint.value import decode_value, encode_value
+from burnlike.record.error import RecordError
+from burnlike.record.format.location import AnyPath, as_path
+from burnlike.record.format.named_mpk import CompactRecorder
+from burnlike.record.format.recorder import Recorder
+from burnlike.record.tensor.precision import storage_dtype
+
+METADATA = ".metadata"  # + the recorder's extension
+FORMAT = "burnlike-dcp/1"
+WEIGHT_PREFIXES = ("model.", "state_dict.", "module.")  # the model's weights in the state dicts Lightning saves
+
+
+def shard_name(rank: int, extension: str) -> str:
+    return f"shard-{rank}.{extension}"
+
+
+def metadata_path(folder: AnyPath, recorder: Recorder) -> AnyPath:
+    return folder / f"{METADATA}.{recorder.file_extension()}"
+
+
+def is_sharded_checkpoint(path: str | os.PathLike[str] | AnyPath) -> bool:
+    """Whether `path` is a folder holding a sharded checkpoint of this format (any recorder)."""
+    folder = as_path(path)
+    return folder.is_dir() and any(p.name.startswith(METADATA + ".") for p in folder.iterdir())
+
+
+class CompactStorageWriter(StorageWriter):
+    """DCP's storage writer for `path` (a folder, local or at any fsspec URL) in `recorder`'s format
+    (CompactRecorder: f16 weights, full-precision optimizer state)."""
+
+    def __init__(self, path: str | os.PathLike[str] | AnyPath, recorder: Recorder | None = None) -> None:
+        super().__init__()
+        self.path = as_path(path)
+        self.recorder = recorder or CompactRecorder()
+        self.is_coordinator = False
+
+    def reset(self, checkpoint_id: str | os.PathLike[str] | None = None) -> None:
+        if checkpoint_id is not None:
+            self.path = as_path(checkpoint_id)
+
+    def set_up_storage_writer(self, is_coordinator: bool, *args: Any, **kwargs: Any) -> None:
+        self.is_coordinator = is_coordinator
+
+    def prepare_local_plan(self, plan: SavePlan) -> SavePlan:
+        self.path.mkdir(parents=True, exist_ok=True)
+        return plan
+
+    def prepare_global_plan(self, plans: list[SavePlan]) -> list[SavePlan]:
+        """Each rank's plan names its file."""
+        extension = self.recorder.file_extension()
+        return [dataclasses.replace(plan, storage_data=shard_name(i, extension)) for i, plan in enumerate(plans)]
+
+    def write_data(self, plan: SavePlan, planner: SavePlanner) -> Future[list[WriteResult]]:
+        file = str(plan.storage_data)
+        entries: dict[str, Any] = {}
+        results: list[WriteResult] = []
+        settings = self.recorder.settings
+        for item in plan.items:
+            offset = item.index.offset
+            key = item.index.fqn  # a chunk of a sharded tensor: its offsets too
+            if offset is not None and any(offset):
+                key += "@" + ",".join(map(str, offset))
+            if item.type == WriteItemType.BYTE_IO:  # a plain value: stored as itself, never pickled
+                lookup = getattr(planner, "lookup_object", None)
+                if not callable(lookup):
+                    raise RecordError(f"{type(planner).__name__} can't hand over {item.index.fqn!r} unpickled; "
+                                      "save with CompactSavePlanner (or DCP's DefaultSavePlanner)", str(self.path))
+                entries[key] = lookup(item.index)
+                size = 0
+            else:
+                tensor = planner.resolve_data(item).detach().cpu().contiguous()  # type: ignore[union-attr]
+                if settings is not None and tensor.is_floating_point() and item.index.fqn.startswith(WEIGHT_PREFIXES):
+                    tensor = tensor.to(storage_dtype(tensor, settings))  # weights only: the recorder's precision
+                entries[key] = tensor
+                size = tensor.numel() * tensor.element_size()
+            results.append(WriteResult(index=item.index, size_in_bytes=size, storage_data=[file, key]))
+        self.recorder.record(encode_value(entries, _own_dtype), self.path / file, exact_path=True, durable=True)
+        future: Future[list[WriteResult]] = Future()
+        future.set_result(results)
+        return future
+
+    def finish(self, metadata: Metadata, results: list[list[WriteResult]]) -> None:
+        """The metadata, written last: a folder without it is no checkpoint (a save cut short)."""
+        storage = [[*_index(r.index), *r.storage_data] for rank in results for r in rank]
+        record = {"format": FORMAT, "tensors": {}, "bytes": [], "storage": storage,
+                  "planner_data": metadata.planner_data}
+        for fqn, meta in metadata.state_dict_metadata.items():
+            if isinstance(meta, BytesStorageMetadata):
+                record["bytes"].append(fqn)
+            else:
+                record["tensors"][fqn] = {"dtype": str(meta.properties.dtype).removeprefix("torch."),
+                                          "size": list(meta.size),
+                                          "chunks": [[list(c.offsets), list(c.sizes)] for c in meta.chunks]}
+        self.recorder.record(encode_value(record, _own_dtype), metadata_path(self.path, self.recorder),
+                             exact_path=True, durable=True)
+
+    @classmethod
+    def validate_checkpoint_id(cls, checkpoint_id: str | os.PathLike[str]) -> bool:
+        return isinstance(checkpoint_id, (str, os.PathLike))
+
+    def storage_meta(self) -> StorageMeta | None:
+        return StorageMeta(checkpoint_id=str(self.path), save_id=uuid.uuid4().hex)
+
+
+class CompactStorageReader(StorageReader):
+    """DCP's storage reader for a folder `CompactStorageWriter` wrote (any recorder's format: the
+    metadata file says which)."""
+
+    def __init__(self, path: str | os.PathLike[str] | AnyPath, recorder: Recorder | None = None) -> None:
+        super().__init__()
+        self.path = as_path(path)
+        self.recorder = recorder
+        self.storage: dict[MetadataIndex, tuple[str, str]] = {}
+
+    def reset(self, checkpoint_id: str | os.PathLike[str] | None = None) -> None:
+        if checkpoint_id is not None:
+            self.path = as_path(checkpoint_id)
+
+    def _metadata_file(self) -> AnyPath:
+        if self.recorder is not None:
+            return metadata_path(self.path, self.recorder)
+        found = [p for p in self.path.iterdir() if p.name.startswith(METADATA + ".")] if self.path.is_dir() else []
+        if not found:
+            raise RecordError(f"no sharded checkpoint here (expected its {METADATA}.<ext> file)", str(self.path))
+        return found[0]
+
+    def _recorder_of(self, path: AnyPath) -> Recorder:
+        from burnlike.record.format import registry
+
+        return self.recorder or registry.sniff(path)
+
+    def read_metadata(self, *args: Any, **kwargs: Any) -> Metadata:
+        file = self._metadata_file()
+        record = decode_value(self._recorder_of(file).load(file), str(file))
+        if not isinstance(record, dict) or record.get("format") != FORMAT:
+            raise RecordError(f"not a sharded checkpoint's metadata (expected format {FORMAT!r})", str(file))
+        try:
+            state: dict[str, TensorStorageMetadata | BytesStorageMetadata] = {
+                fqn: BytesStorageMetadata() for fqn in record["bytes"]}
+            for fqn, meta in record["tensors"].items():
+                dtype = getattr(torch, str(meta["dtype"]))
+                if not isinstance(dtype, torch.dtype):
+                    raise TypeError(f"{meta['dtype']!r} is no torch dtype")
+                state[fqn] = TensorStorageMetadata(
+                    TensorProperties(dtype=dtype), torch.Size(meta["size"]),
+                    [ChunkStorageMetadata(torch.Size(o), torch.Size(s)) for o, s in meta["chunks"]])
+            storage = {MetadataIndex(fqn, None if offset is None else torch.Size(offset), index): (file_, key)
+                       for fqn, offset, index, file_, key in record["storage"]}
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise RecordError(f"malformed sharded-checkpoint metadata ({type(e).__name__}: {e})", str(file)) from None
+        return Metadata(state_dict_metadata=state, planner_data=record.get("planner_data"),
+                        storage_data=storage)
+
+    def set_up_storage_reader(self, metadata: Metadata, is_coordinator: bool, *args: Any, **kwargs: Any) -> None:
+        self.storage = metadata.storage_data
+
+    def prepare_local_plan(self, plan: LoadPlan) -> LoadPlan:
+        return plan
+
+    def prepare_global_plan(self, plans: list[LoadPlan]) -> list[LoadPlan]:
+        return plans
+
+    def read_data(self, plan: LoadPlan, planner: LoadPlanner) -> Future[None]:
+        """Each file this rank needs is read once; each item's chunk is cut out of the stored one
+        and copied into the rank's own tensor (casting back from the stored precision)."""
+        by_file: dict[str, list[Any]] = defaultdict(list)
+        for item in plan.items:
+            file, _ = self.storage[item.storage_index]
+            by_file[file].append(item)
+        for file, items in by_file.items():
+            path = self.path / file
+            entries = decode_value(self._recorder_of(path).load(path), str(path))
+            for item in items:
+                _, key = self.storage[item.storage_index]
+                stored = entries[key]
+                if item.type == LoadItemType.BYTE_IO:
+                    if not isinstance(planner, CompactLoadPlanner):
+                        raise RecordError(f"{item.storage_index.fqn!r} is a plain value: load with "
+                                          "CompactLoadPlanner (DCP's default one would unpickle it)", str(path))
+                    planner.load_value(item, stored)
+                    continue
+                chunk = stored
+                for dim, (offset, length) in enumerate(zip(item.storage_offsets, item.lengths)):
+                    chunk = chunk.narrow(dim, offset, length)
+                target = planner.resolve_tensor(item).detach()
+                if target.shape != chunk.shape:
+                    raise RecordError(f"chunk {key} of {item.storage_index.fqn} has shape {list(chunk.shape)}, "
+                                      f"expected {list(target.shape)}", str(path))
+                target.copy_(chunk)
+                planner.commit_tensor(item, target)
+        future: Future[None] = Future()
+        future.set_result(None)
+        return future
+
+    @classmethod
+    def validate_checkpoint_id(cls, checkpoint_id: str | os.PathLike[str]) -> bool:
+        return isinstance(checkpoint_id, (str, os.PathLike))
+
+
+class CompactSavePlanner(DefaultSavePlanner):
+    """DCP's default save planning; plain values (ints, lists, the loops' counters) go to the writer
+    as they are, not as `torch.save` bytes."""
+
+    def transform_object(self, write_item: WriteItem, object: Any) -> Any:
+        return object
+
+
+class CompactLoadPlanner(DefaultLoadPlanner):
+    """DCP's default load planning, and plain values set from the record, never unpickled."""
+
+    def load_value(self, read_item: ReadItem, value: Any) -> None:
+        if self.flatten_state_dict:
+            set_element(self.original_state_dict, self.mappings[read_item.dest_index.fqn], value)
+        else:
+            self.state_dict[read_item.dest_index.fqn] = value
+
+    def load_bytes(self, read_item: ReadItem, value: io.BytesIO) -> None:
+        raise RecordError(f"{read_item.dest_index.fqn!r}: this format stores no pickled bytes")
+
+
+def _own_dtype(key: str, t: torch.Tensor) -> torch.dtype:
+    return t.dtype  # the writer has already cast what the policy casts
+
+
+def _index(index: MetadataIndex) -> list[Any]:
+    return [index.fqn, None if index.offset is None else list(index.offset), index.index]

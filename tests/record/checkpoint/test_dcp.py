@@ -1,0 +1,125 @@
+"""`burnlike.record.checkpoint.dcp`: torch.distributed.checkpoint storage in Burn's encoding. One
+record per rank (model weights at the recorder's precision, optimizer state and integers at their
+own), the metadata a record too, plain values stored as themselves (never pickled, never unpickled);
+a checkpoint saved by N processes loads into M (DCP's resharding), on any fsspec filesystem."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+import torch
+import torch.multiprocessing as mp
+from torch.distributed.checkpoint import load, save
+
+from burnlike.record import CompactRecorder, DefaultRecorder, RecordError
+from burnlike.record.checkpoint.dcp import (
+    CompactLoadPlanner,
+    CompactSavePlanner,
+    CompactStorageReader,
+    CompactStorageWriter,
+    is_sharded_checkpoint,
+)
+from burnlike.record.format import registry
+from tests.helpers import dcp_ranks
+
+pytestmark = pytest.mark.filterwarnings("ignore:torch.distributed is disabled")
+
+
+def state(w: torch.Tensor) -> dict:
+    return {"model.w": w, "model.steps": torch.arange(3), "optimizer_0": {"state": {"exp_avg": w * 1e-8}},
+            "epoch": 2, "betas": (0.9, 0.999), "name": "adam"}
+
+
+def empty() -> dict:
+    return {"model.w": torch.zeros(4, 3), "model.steps": torch.zeros(3, dtype=torch.int64),
+            "optimizer_0": {"state": {"exp_avg": torch.zeros(4, 3)}}, "epoch": 0, "betas": (0.0, 0.0), "name": ""}
+
+
+def test_weights_take_the_recorders_precision_and_everything_else_its_own(tmp_path):
+    w = torch.randn(4, 3)
+    save(state(w), storage_writer=CompactStorageWriter(tmp_path, CompactRecorder()), planner=CompactSavePlanner())
+    back = empty()
+    load(back, storage_reader=CompactStorageReader(tmp_path), planner=CompactLoadPlanner())
+    assert torch.equal(back["model.w"], w.half().float())  # f16 on disk
+    assert torch.equal(back["optimizer_0"]["state"]["exp_avg"], w * 1e-8)  # full precision: 1e-8 survives
+    assert torch.equal(back["model.steps"], torch.arange(3))
+    assert (back["epoch"], back["betas"], back["name"]) == (2, (0.9, 0.999), "adam")  # values as they were
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".metadata.mpk", "shard-0.mpk"]
+    shard = registry.sniff(tmp_path / "shard-0.mpk").load(tmp_path / "shard-0.mpk")
+    assert shard["model.w"]["data"]["dtype"] == "F16" and shard["optimizer_0.state.exp_avg"]["data"]["dtype"] == "F32"
+    assert is_sharded_checkpoint(tmp_path) and not is_sharded_checkpoint(tmp_path / "shard-0.mpk")
+
+
+def test_a_weight_that_would_overflow_f16_keeps_full_precision(tmp_path):
+    w = torch.tensor([[1e6, 1.0, 2.0]])
+    save({"model.w": w}, storage_writer=CompactStorageWriter(tmp_path, CompactRecorder()), planner=CompactSavePlanner())
+    back = {"model.w": torch.zeros(1, 3)}
+    load(back, storage_reader=CompactStorageReader(tmp_path), planner=CompactLoadPlanner())
+    assert torch.equal(back["model.w"], w)
+
+
+def test_plain_values_are_never_unpickled(tmp_path):
+    """DCP's default planners torch.save plain values and torch.load them (weights_only=False):
+    this storage hands them over as themselves, and refuses a planner that would unpickle."""
+    save(state(torch.ones(4, 3)), storage_writer=CompactStorageWriter(tmp_path), planner=CompactSavePlanner())
+    assert b"\x80\x02" not in (tmp_path / "shard-0.mpk").read_bytes()  # no pickle protocol header
+    with pytest.raises(BaseException, match="load with CompactLoadPlanner"):  # DCP wraps it: CheckpointException
+        load(empty(), storage_reader=CompactStorageReader(tmp_path))
+
+
+def test_a_folder_without_its_metadata_is_no_checkpoint(tmp_path):
+    save({"model.w": torch.ones(2)}, storage_writer=CompactStorageWriter(tmp_path), planner=CompactSavePlanner())
+    (tmp_path / ".metadata.mpk").unlink()  # a save cut short: the metadata is written last
+    assert not is_sharded_checkpoint(tmp_path)
+    with pytest.raises(BaseException, match=r"no sharded checkpoint here \(expected its \.metadata\.<ext> file\)"):
+        load({"model.w": torch.zeros(2)}, storage_reader=CompactStorageReader(tmp_path), planner=CompactLoadPlanner())
+
+
+def test_malformed_metadata_is_a_record_error_naming_the_file(tmp_path):
+    CompactRecorder().record({"format": "something else"}, tmp_path / ".metadata.mpk", exact_path=True)
+    with pytest.raises(RecordError, match=r"\.metadata\.mpk: not a sharded checkpoint's metadata"):
+        CompactStorageReader(tmp_path).read_metadata()
+    CompactRecorder().record({"format": "burnlike-dcp/1", "tensors": {"w": {"dtype": "nope"}}, "bytes": [],
+                              "storage": []}, tmp_path / ".metadata.mpk", exact_path=True)
+    with pytest.raises(RecordError, match="malformed sharded-checkpoint metadata"):
+        CompactStorageReader(tmp_path).read_metadata()
+
+
+def test_a_memory_filesystem_holds_a_sharded_checkpoint():
+    w = torch.randn(5)
+    url = "memory://dcp-test/ckpt"
+    save({"model.w": w, "step": 3}, storage_writer=CompactStorageWriter(url, DefaultRecorder()),
+         planner=CompactSavePlanner())
+    back = {"model.w": torch.zeros(5), "step": 0}
+    load(back, storage_reader=CompactStorageReader(url), planner=CompactLoadPlanner())
+    assert torch.equal(back["model.w"], w) and back["step"] == 3
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("recorder", ["default", "compact"])
+def test_saved_by_two_fsdp_processes_loads_into_one_two_or_four(tmp_path, recorder):
+    """FSDP2 (`fully_shard`) on a CPU mesh over gloo: each rank writes its own shard; 1, 2 and 4
+    processes load it, and the gathered weights are the saved ones (exactly at full precision,
+    as f16 rounds them at half)."""
+    folder = str(tmp_path / "ckpt")
+    mp.start_processes(dcp_ranks.rank, args=(2, folder, "save", free_port(), recorder, ""), nprocs=2,
+                       start_method="spawn")
+    assert sorted(p.name for p in (tmp_path / "ckpt").iterdir()) == [".metadata.mpk", "shard-0.mpk", "shard-1.mpk"]
+    expected = dcp_ranks.trained().state_dict()
+    for world in (1, 2, 4):
+        out = str(tmp_path / f"loaded-{world}.pt")
+        mp.start_processes(dcp_ranks.rank, args=(world, folder, "load", free_port(), recorder, out), nprocs=world,
+                           start_method="spawn")
+        loaded = torch.load(out, weights_only=True)
+        assert loaded["step"] == 7 and loaded["lr"] == [0.5]
+        for key, value in expected.items():
+            want = value if recorder == "default" else value.half().float()
+            assert torch.equal(loaded["weights"][key], want), (world, key)
