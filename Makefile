@@ -5,13 +5,13 @@ PY    := $(VENV)/bin/python
 TORCH ?= torch torchvision
 DATA  ?= $(if $(wildcard ../shared/data/MNIST),$(abspath ../shared/data),$(abspath data))
 
-.PHONY: install train test lint wheel bench mutation mutation-full
+.PHONY: install train test lint docs wheel bench mutation mutation-full
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet $(TORCH)
-	$(PY) -m pip install --quiet -e ".[test,plot,optuna,examples,loggers,system,s3-test]"
+	$(PY) -m pip install --quiet -e ".[test,plot,optuna,examples,loggers,system,s3-test,docs]"
 	touch $@
 
 install: $(VENV)/.installed
@@ -25,6 +25,12 @@ test: install
 lint: install
 	$(VENV)/bin/ruff check burnlike tests benchmarks train.py examples scripts
 	$(VENV)/bin/mypy   # --strict over burnlike ([tool.mypy] in pyproject.toml)
+
+# The docs site (mkdocs.yml) into build/site, offline, every warning an error: a broken link or anchor,
+# or an API reference entry that doesn't resolve, fails. The Hydra keys page and the API reference
+# are generated while it builds (docs/hooks/).
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict  # not --quiet: it hides the warnings strict counts
 
 # burnlike is pure Python: one py3-none-any wheel, no compiler (issue 9). Offline: the venv's setuptools.
 wheel: install
