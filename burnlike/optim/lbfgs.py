@@ -22,7 +22,11 @@ from burnlike.optim.optimizer import Optimizer, OptimizerConfig
 
 
 class LineSearchFn(str, Enum):
+    """Burn's `LineSearchFn::{None, StrongWolfe}`: `None` is a Python keyword, so that variant is
+    `LineSearchFn.NONE` (its JSON value is Burn's "None"); `STRONG_WOLFE` is an alias."""
+
     NONE = "None"
+    StrongWolfe = "StrongWolfe"
     STRONG_WOLFE = "StrongWolfe"
 
 

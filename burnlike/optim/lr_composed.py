@@ -35,6 +35,11 @@ _VARIANTS: dict[str, type] = {
 
 
 class SchedulerReduction(str, Enum):
+    """Burn's `SchedulerReduction::{Avg, Sum, Prod}`; the UPPERCASE names are aliases."""
+
+    Avg = "Avg"
+    Sum = "Sum"
+    Prod = "Prod"
     AVG = "Avg"
     SUM = "Sum"
     PROD = "Prod"

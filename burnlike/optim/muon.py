@@ -31,8 +31,12 @@ from burnlike.optim.rule import RuleOptimizer
 
 
 class AdjustLrFn(str, Enum):
-    ORIGINAL = "Original"  # Keller Jordan: lr·√max(1, rows/cols)
-    MATCH_RMS_ADAMW = "MatchRmsAdamW"  # Moonshot: lr·0.2·√max(rows, cols)
+    """Burn's `AdjustLrFn::{Original, MatchRmsAdamW}`; the UPPERCASE names are aliases."""
+
+    Original = "Original"  # Keller Jordan: lr·√max(1, rows/cols)
+    MatchRmsAdamW = "MatchRmsAdamW"  # Moonshot: lr·0.2·√max(rows, cols)
+    ORIGINAL = "Original"
+    MATCH_RMS_ADAMW = "MatchRmsAdamW"
 
     def ratio(self, shape: torch.Size) -> float:
         if len(shape) < 2:

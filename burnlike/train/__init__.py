@@ -26,8 +26,10 @@ _EXPORTS = {
     "MultiDeviceOptim": "strategy",
     "ReduceOperation": "strategy",
     "TrainingStrategy": "strategy",
+    "ddp": "strategy",
     "LearningResult": "supervised",
     "SupervisedTraining": "supervised",
+    "CheckpointingAction": "checkpoint",
     "CheckpointingStrategy": "checkpoint",
     "ComposedCheckpointingStrategy": "checkpoint",
     "KeepLastNCheckpoints": "checkpoint",
@@ -54,6 +56,7 @@ _EXPORTS = {
 
 __all__ = [
     "Aggregate",
+    "CheckpointingAction",
     "CheckpointingStrategy",
     "ClassificationOutput",
     "CollectiveConfig",
@@ -92,6 +95,7 @@ __all__ = [
     "TrainingStrategy",
     "ValidStep",
     "backward",
+    "ddp",
 ]
 
 
@@ -111,6 +115,7 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # pragma: no cover
     from burnlike.train.builder import LearnerBuilder
     from burnlike.train.checkpoint import (
+        CheckpointingAction,
         CheckpointingStrategy,
         ComposedCheckpointingStrategy,
         KeepLastNCheckpoints,
@@ -139,6 +144,7 @@ if TYPE_CHECKING:  # pragma: no cover
         MultiDeviceOptim,
         ReduceOperation,
         TrainingStrategy,
+        ddp,
     )
     from burnlike.train.summary import LearnerSummary
     from burnlike.train.supervised import LearningResult, SupervisedTraining

@@ -15,7 +15,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 import lightning as L
 from lightning.pytorch.callbacks import Checkpoint, EarlyStopping
@@ -42,17 +42,25 @@ __all__ = [  # Split/Direction/Aggregate/MetricStore live in metric/store.py; ke
 log = logging.getLogger("burnlike.train")
 
 
+class CheckpointingAction:
+    """Burn's `CheckpointingAction::{Save, Delete(epoch)}`: `CheckpointingAction.Save` (a value, as
+    Burn's unit variant) and `CheckpointingAction.Delete(epoch)`; `Save()`/`Delete(epoch)` too."""
+
+    Save: ClassVar[Save]
+    Delete: ClassVar[type[Delete]]
+
+
 @dataclass(frozen=True)
-class Save:
+class Save(CheckpointingAction):
     pass
 
 
 @dataclass(frozen=True)
-class Delete:
+class Delete(CheckpointingAction):
     epoch: int
 
 
-CheckpointingAction = Save | Delete
+CheckpointingAction.Save, CheckpointingAction.Delete = Save(), Delete
 
 
 class CheckpointingStrategy(ABC):
@@ -146,7 +154,7 @@ class ComposedCheckpointingStrategy(CheckpointingStrategy):
             for action in actions:
                 if isinstance(action, Save):
                     save = True
-                else:
+                elif isinstance(action, Delete):
                     self.deleted[i].add(action.epoch)
                     candidates.add(action.epoch)
         decided: list[CheckpointingAction] = [Save()] if save else []
@@ -287,7 +295,7 @@ class FileCheckpointer(Checkpoint):
             if isinstance(action, Save):
                 self.save(trainer, epoch)
                 saved = True
-            elif trainer.is_global_zero:
+            elif isinstance(action, Delete) and trainer.is_global_zero:
                 self.delete(trainer, action.epoch)
         if saved and trainer.is_global_zero:
             self.delete_preempted(trainer, trainer.global_step)
@@ -341,13 +349,16 @@ class FileCheckpointer(Checkpoint):
 
 @dataclass(frozen=True)
 class StoppingCondition:
-    """Burn's `StoppingCondition::NoImprovementSince { n_epochs }`."""
+    """Burn's `StoppingCondition::NoImprovementSince { n_epochs }`:
+    `StoppingCondition.NoImprovementSince(n_epochs=1)` (`no_improvement_since(n)` too)."""
 
     n_epochs: int
 
     @classmethod
-    def no_improvement_since(cls, n_epochs: int) -> StoppingCondition:
+    def NoImprovementSince(cls, n_epochs: int) -> StoppingCondition:  # noqa: N802 - Burn's variant name
         return cls(n_epochs)
+
+    no_improvement_since = NoImprovementSince
 
 
 class MetricEarlyStoppingStrategy:

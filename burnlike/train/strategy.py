@@ -3,19 +3,21 @@ translated to the `lightning.Trainer` arguments `accelerator`, `devices`, `strat
 
 Every spelling becomes one `Execution`, so the guide's `.devices([...])`, 0.19's
 `.learning_strategy(...)` and 0.20/0.21's `.with_training_strategy(...)` reach the Trainer through
-the same code. Burn's enum variants are classmethods in snake_case:
+the same code. Burn's enum variants keep Burn's names (`Type::Variant(x)` is `Type.Variant(x)`; a
+struct variant takes keywords), and the snake_case spellings stay as aliases:
 
 | Burn | burnlike | Lightning |
 |---|---|---|
-| `LearningStrategy::SingleDevice(d)` | `LearningStrategy.single_device(d)` | one device |
-| `LearningStrategy::MultiDeviceNaive(ds)` | `LearningStrategy.multi_device_naive(ds)` | `strategy="ddp"` |
-| `LearningStrategy::DistributedDataParallel{..}`, `ddp(ds, cfg)` | `LearningStrategy.ddp(ds, cfg)` | `"ddp"`, `num_nodes` |
-| `TrainingStrategy::SingleDevice(d)` | `TrainingStrategy.single_device(d)` | one device |
-| `TrainingStrategy::MultiDevice(ds, MultiDeviceOptim::OptimMainDevice)` | `TrainingStrategy.multi_device(ds)` | `"ddp"` |
-| `… MultiDeviceOptim::OptimSharded` | `….multi_device(ds, MultiDeviceOptim.OPTIM_SHARDED)` | `"fsdp"` |
-| `TrainingStrategy::Custom(..)` | `TrainingStrategy.custom(lightning_strategy)` | your `Strategy` |
-| `TrainingStrategy::Default(e)` (0.21) | `TrainingStrategy.default(e)` | as `e` |
-| `ExecutionStrategy::single(d)` / `multi(ds, optim)` / `ddp(ds, DistributedConfig)` | same names | as above |
+| `LearningStrategy::SingleDevice(d)` | `LearningStrategy.SingleDevice(d)` (`.single_device(d)`) | one device |
+| `LearningStrategy::MultiDeviceNaive(ds)` | `LearningStrategy.MultiDeviceNaive(ds)` (`.multi_device_naive`) | `strategy="ddp"` |
+| `LearningStrategy::DistributedDataParallel { devices, config }`, `ddp(ds, cfg)` | `LearningStrategy.DistributedDataParallel(devices=ds, config=cfg)`, `ddp(ds, cfg)` (`.ddp`) | `"ddp"`, `num_nodes` |
+| `TrainingStrategy::SingleDevice(d)` | `TrainingStrategy.SingleDevice(d)` (`.single_device`) | one device |
+| `TrainingStrategy::MultiDevice(ds, MultiDeviceOptim::OptimMainDevice)` | `TrainingStrategy.MultiDevice(ds, MultiDeviceOptim.OptimMainDevice)` (`.multi_device`) | `"ddp"` |
+| `… MultiDeviceOptim::OptimSharded` | `….MultiDevice(ds, MultiDeviceOptim.OptimSharded)` | `"fsdp"` |
+| `TrainingStrategy::Custom(..)` | `TrainingStrategy.Custom(lightning_strategy)` (`.custom`) | your `Strategy` |
+| `TrainingStrategy::Default(e)` (0.21) | `TrainingStrategy.Default(e)` (`.default`) | as `e` |
+| `ExecutionStrategy::SingleDevice(d)` / `MultiDevice(ds, optim)` / `DistributedDataParallel { devices, .. }` | same names; `single(d)` / `multi(ds, optim)` / `ddp(ds, DistributedConfig)` | as above |
+| `strategy.main_device()` | `strategy.main_device()` | the first device |
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ __all__ = [
     "ReduceOperation",
     "TrainingStrategy",
     "as_execution",
+    "ddp",
     "trainer_devices",
 ]
 
@@ -47,13 +50,17 @@ __all__ = [
 class MultiDeviceOptim(str, Enum):
     """Burn 0.20: where the optimizer runs with several devices (main device, or sharded → FSDP)."""
 
+    OptimMainDevice = "ddp"
+    OptimSharded = "fsdp"
     OPTIM_MAIN_DEVICE = "ddp"
     OPTIM_SHARDED = "fsdp"
 
 
 class ReduceOperation(str, Enum):
-    """Burn 0.21's gradient all-reduce: Lightning's DDP averages (`MEAN`)."""
+    """Burn 0.21's gradient all-reduce `ReduceOperation::{Sum, Mean}`: Lightning's DDP averages (`Mean`)."""
 
+    Sum = "sum"
+    Mean = "mean"
     SUM = "sum"
     MEAN = "mean"
 
@@ -96,6 +103,12 @@ class Execution:
     strategy: Any = None  # None: Lightning's "auto"; a name ("ddp", "fsdp") or a Lightning Strategy
     num_nodes: int | None = None
 
+    def main_device(self) -> Device:
+        """Burn's `ExecutionStrategy::main_device()`: the first device (validation runs there)."""
+        if not self.devices:
+            raise ValueError("main_device(): this strategy names no device (a custom Lightning strategy picks them)")
+        return self.devices[0]
+
     def trainer_kwargs(self) -> dict[str, Any]:
         kwargs: dict[str, Any] = trainer_devices(self.devices) if self.devices else {}
         if self.strategy is not None:
@@ -134,29 +147,61 @@ class LearningStrategy:
     """Burn 0.19's `LearningStrategy` (`LearnerBuilder.learning_strategy(...)`)."""
 
     @staticmethod
-    def single_device(device: Any) -> Execution:
-        return Execution(_devices([device], "LearningStrategy.single_device"))
+    def SingleDevice(device: Any) -> Execution:  # noqa: N802 - Burn's variant name
+        return Execution(_devices([device], "LearningStrategy.SingleDevice"))
 
     @staticmethod
-    def multi_device_naive(devices: Sequence[Any]) -> Execution:
-        return _multi(devices, "ddp", "LearningStrategy.multi_device_naive")
+    def MultiDeviceNaive(devices: Sequence[Any]) -> Execution:  # noqa: N802
+        return _multi(devices, "ddp", "LearningStrategy.MultiDeviceNaive")
+
+    @staticmethod
+    def DistributedDataParallel(*, devices: Sequence[Any], config: DistributedConfig | None = None) -> Execution:  # noqa: N802
+        """Burn's struct variant `DistributedDataParallel { devices, config }`: keywords, as its fields."""
+        return _ddp(devices, config, "LearningStrategy.DistributedDataParallel")
 
     @staticmethod
     def ddp(devices: Sequence[Any], config: DistributedConfig | None = None) -> Execution:
         return _ddp(devices, config, "LearningStrategy.ddp")
 
+    single_device = SingleDevice
+    multi_device_naive = MultiDeviceNaive
     distributed_data_parallel = ddp
 
 
+def ddp(devices: Sequence[Any], config: DistributedConfig | None = None) -> Execution:
+    """Burn 0.19/0.20's `burn::train::ddp(devices, config)`: the DDP strategy over `devices`."""
+    return _ddp(devices, config, "ddp")
+
+
 class ExecutionStrategy:
-    """Burn 0.21's `ExecutionStrategy::{single, multi, ddp}`."""
+    """Burn 0.21's `ExecutionStrategy::{SingleDevice, MultiDevice, DistributedDataParallel}` and its
+    constructors `single`, `multi`, `ddp`."""
+
+    @staticmethod
+    def SingleDevice(device: Any) -> Execution:  # noqa: N802 - Burn's variant name
+        return Execution(_devices([device], "ExecutionStrategy.SingleDevice"))
+
+    @staticmethod
+    def MultiDevice(devices: Sequence[Any], optim: MultiDeviceOptim = MultiDeviceOptim.OptimMainDevice) -> Execution:  # noqa: N802
+        return _multi(devices, MultiDeviceOptim(optim).value, "ExecutionStrategy.MultiDevice")
+
+    @staticmethod
+    def DistributedDataParallel(*, devices: Sequence[Any], config: DistributedConfig | None = None,  # noqa: N802
+                                runtime: Any = None) -> Execution:
+        """Burn's struct variant `DistributedDataParallel { devices, runtime }`: keywords; `runtime`
+        (Burn's communication session) has no Lightning counterpart and must be None; `config` is
+        what `ddp(devices, config)` takes."""
+        if runtime is not None:
+            raise TypeError("ExecutionStrategy.DistributedDataParallel: runtime is Burn's communication server; "
+                            "Lightning's DDP runs its own, so pass config=DistributedConfig(...) instead")
+        return _ddp(devices, config, "ExecutionStrategy.DistributedDataParallel")
 
     @staticmethod
     def single(device: Any) -> Execution:
         return Execution(_devices([device], "ExecutionStrategy.single"))
 
     @staticmethod
-    def multi(devices: Sequence[Any], optim: MultiDeviceOptim = MultiDeviceOptim.OPTIM_MAIN_DEVICE) -> Execution:
+    def multi(devices: Sequence[Any], optim: MultiDeviceOptim = MultiDeviceOptim.OptimMainDevice) -> Execution:
         return _multi(devices, MultiDeviceOptim(optim).value, "ExecutionStrategy.multi")
 
     @staticmethod
@@ -165,35 +210,45 @@ class ExecutionStrategy:
 
 
 class TrainingStrategy:
-    """Burn 0.20's `TrainingStrategy` (and 0.21's `Default(ExecutionStrategy)` / `Custom`)."""
+    """Burn 0.20's `TrainingStrategy::{SingleDevice, MultiDevice, Custom, DistributedDataParallel}`
+    and 0.21's `Default(ExecutionStrategy)` / `Custom`."""
 
     @staticmethod
-    def single_device(device: Any) -> Execution:
-        return ExecutionStrategy.single(device)
+    def SingleDevice(device: Any) -> Execution:  # noqa: N802 - Burn's variant name
+        return ExecutionStrategy.SingleDevice(device)
 
     @staticmethod
-    def multi_device(devices: Sequence[Any], optim: MultiDeviceOptim = MultiDeviceOptim.OPTIM_MAIN_DEVICE) -> Execution:
+    def MultiDevice(devices: Sequence[Any], optim: MultiDeviceOptim = MultiDeviceOptim.OptimMainDevice) -> Execution:  # noqa: N802
         return ExecutionStrategy.multi(devices, optim)
+
+    @staticmethod
+    def DistributedDataParallel(*, devices: Sequence[Any], config: DistributedConfig | None = None) -> Execution:  # noqa: N802
+        return _ddp(devices, config, "TrainingStrategy.DistributedDataParallel")
 
     @staticmethod
     def ddp(devices: Sequence[Any], config: DistributedConfig | None = None) -> Execution:
         return _ddp(devices, config, "TrainingStrategy.ddp")
 
     @staticmethod
-    def default(execution: Execution) -> Execution:
+    def Default(execution: Execution) -> Execution:  # noqa: N802
         return as_execution(execution)
 
     @staticmethod
-    def custom(strategy: Any, devices: Sequence[Any] = ()) -> Execution:
+    def Custom(strategy: Any, devices: Sequence[Any] = ()) -> Execution:  # noqa: N802
         """A Lightning `Strategy` (or its name): Burn's custom learning strategy, run by Lightning."""
-        return Execution(_devices(devices, "TrainingStrategy.custom") if devices else (), strategy)
+        return Execution(_devices(devices, "TrainingStrategy.Custom") if devices else (), strategy)
+
+    single_device = SingleDevice
+    multi_device = MultiDevice
+    default = Default
+    custom = Custom
 
 
 def as_execution(value: Any) -> Execution:
     if isinstance(value, Execution):
         return value
     raise TypeError(
-        "expected a device strategy such as LearningStrategy.single_device('cpu'), "
+        "expected a device strategy such as LearningStrategy.SingleDevice('cpu'), "
         f"ExecutionStrategy.ddp(['cuda:0', 'cuda:1']) or TrainingStrategy.custom(...), got {type(value).__name__}"
     )
 

@@ -119,3 +119,10 @@ def test_lbfgs_custom_loop_matches_burn_rule():
     for search, torch_name in ((LineSearchFn.NONE, None), (LineSearchFn.STRONG_WOLFE, "strong_wolfe")):
         built = LBFGSConfig(line_search_fn=search).init().build(list(model.parameters()), 1.0)
         assert built.defaults["line_search_fn"] == torch_name and built.defaults["max_eval"] == 25
+
+
+def test_line_search_fn_has_burns_variant_names():
+    """burn-optim/src/optim/lbfgs.rs (v0.21.0): `LineSearchFn::{None, StrongWolfe}`; `None` is a Python
+    keyword, so that one is `LineSearchFn.NONE`, whose JSON value is Burn's "None"."""
+    assert LineSearchFn.StrongWolfe is LineSearchFn.STRONG_WOLFE and LineSearchFn.NONE.value == "None"
+    assert LBFGSConfig.from_dict({"line_search_fn": "StrongWolfe"}).line_search_fn is LineSearchFn.StrongWolfe

@@ -94,3 +94,10 @@ def test_composed_scheduler_refuses_bad_json_naming_the_field(tmp_path):
                                                "reduction": "Avg"})
     assert two == ComposedLrSchedulerConfig([LinearLrSchedulerConfig(1.0, 0.0, 2),
                                              CosineAnnealingLrSchedulerConfig(1.0, 3)], SchedulerReduction.AVG)
+
+
+def test_reduction_and_variants_have_burns_names():
+    """burn-optim/src/lr_scheduler/composed.rs (v0.21.0): `SchedulerReduction::{Avg, Sum, Prod}`."""
+    assert SchedulerReduction.Avg is SchedulerReduction.AVG and SchedulerReduction.Prod is SchedulerReduction.PROD
+    assert SchedulerReduction.Sum is SchedulerReduction.SUM
+    assert ComposedLrSchedulerConfig().with_reduction(SchedulerReduction.Avg).to_dict()["reduction"] == "Avg"

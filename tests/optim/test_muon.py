@@ -174,3 +174,9 @@ def test_muon_state_and_param_groups_survive_a_checkpoint_resume(tmp_path):
     for i, state in saved["state"].items():
         for key, value in state.items():
             assert torch.equal(torch.as_tensor(restored["state"][i][key]), torch.as_tensor(value)), (i, key)
+
+
+def test_adjust_lr_fn_has_burns_variant_names():
+    """burn-optim/src/optim/muon.rs (v0.21.0): `AdjustLrFn::{Original, MatchRmsAdamW}`."""
+    assert AdjustLrFn.Original is AdjustLrFn.ORIGINAL and AdjustLrFn.MatchRmsAdamW is AdjustLrFn.MATCH_RMS_ADAMW
+    assert MuonConfig().adjust_lr_fn is AdjustLrFn.Original

@@ -601,3 +601,27 @@ def test_early_stopping_sits_out_a_fast_dev_run(tmp_path, caplog):
     assert strategy.best_value is None  # never consulted
     assert learner.trainer.early_stopping_callback.stopped_epoch == 0
     assert not [r for r in caplog.records if "stopping" in r.getMessage()]
+
+
+# --- Burn's spellings ---------------------------------------------------------------------------------
+def test_burns_early_stopping_call_ports_name_for_name():
+    """burn-train/src/learner/early_stopping.rs and metric/store/base.rs (v0.21.0):
+    `MetricEarlyStoppingStrategy::new(&LossMetric::new(), Aggregate::Mean, Direction::Lowest, Split::Valid,
+    StoppingCondition::NoImprovementSince { n_epochs: 1 })`, in Python with the same names."""
+    strategy = MetricEarlyStoppingStrategy(LossMetric(), Aggregate.Mean, Direction.Lowest, Split.Valid,
+                                           StoppingCondition.NoImprovementSince(n_epochs=1))
+    same = MetricEarlyStoppingStrategy(LossMetric(), Aggregate.MEAN, Direction.LOWEST, Split.VALID,
+                                       StoppingCondition.no_improvement_since(1))
+    assert (strategy.aggregate, strategy.direction, strategy.split, strategy.condition) == \
+        (same.aggregate, same.direction, same.split, same.condition)
+    store = loss_store({1: 0.5, 2: 0.6})
+    assert not strategy.should_stop(1, store) and strategy.should_stop(2, store)
+
+
+def test_checkpointing_actions_have_burns_variant_names():
+    """burn-train/src/checkpoint/strategy/base.rs (v0.21.0): `CheckpointingAction::{Save, Delete(epoch)}`;
+    a strategy written with them drives the checkpointer as burnlike's `Save()`/`Delete(n)`."""
+    assert CheckpointingAction.Save == Save() and isinstance(CheckpointingAction.Save, CheckpointingAction)
+    assert CheckpointingAction.Delete(3) == Delete(3) and isinstance(Delete(3), CheckpointingAction)
+    assert KeepLastNCheckpoints(1).checkpointing(2, MetricStore()) == [CheckpointingAction.Save,
+                                                                        CheckpointingAction.Delete(1)]

@@ -21,7 +21,7 @@ from burnlike.train import (
     ReduceOperation,
     TrainingStrategy,
 )
-from burnlike.train.strategy import trainer_devices
+from burnlike.train.strategy import ddp, trainer_devices
 from tests.helpers.toy import Classifier
 
 
@@ -91,17 +91,24 @@ def test_a_custom_strategy_reaches_the_trainer_with_or_without_devices(tmp_path)
 
 # --- errors ----------------------------------------------------------------------------------------
 @pytest.mark.parametrize(("make", "what"), [
-    (LearningStrategy.multi_device_naive, "LearningStrategy.multi_device_naive"),
+    (LearningStrategy.multi_device_naive, "LearningStrategy.MultiDeviceNaive"),  # the alias names Burn's variant
+    (LearningStrategy.MultiDeviceNaive, "LearningStrategy.MultiDeviceNaive"),
+    (functools.partial(LearningStrategy.DistributedDataParallel, config=None), "LearningStrategy.DistributedDataParallel"),
     (LearningStrategy.ddp, "LearningStrategy.ddp"),
+    (ddp, "ddp"),
     (TrainingStrategy.ddp, "TrainingStrategy.ddp"),
-    (functools.partial(TrainingStrategy.custom, "ddp"), "TrainingStrategy.custom"),
+    (functools.partial(TrainingStrategy.custom, "ddp"), "TrainingStrategy.Custom"),
     (ExecutionStrategy.multi, "ExecutionStrategy.multi"),
+    (ExecutionStrategy.MultiDevice, "ExecutionStrategy.MultiDevice"),
     (ExecutionStrategy.ddp, "ExecutionStrategy.ddp"),
 ])
 def test_strategies_refuse_a_single_device_naming_themselves(make, what):
     with pytest.raises(TypeError, match=rf"^{what} takes a list of devices, got the single device 'cpu': "
                                         r"use \['cpu'\]$"):
-        make("cpu")
+        if "DistributedDataParallel" in what:
+            make(devices="cpu")
+        else:
+            make("cpu")
 
 
 @pytest.mark.parametrize(("make", "what"), [(LearningStrategy.ddp, "LearningStrategy.ddp"),
@@ -120,7 +127,59 @@ def test_distributed_config_and_strategy_errors_say_what_to_use(tmp_path):
     for nodes in (0, 1.5):
         with pytest.raises(ValueError, match=rf"^DistributedConfig\.num_nodes must be an integer >= 1, got {nodes}$"):
             DistributedConfig(num_nodes=nodes)
-    with pytest.raises(TypeError, match=r"^expected a device strategy such as LearningStrategy\.single_device\('cpu'\), "
+    with pytest.raises(TypeError, match=r"^expected a device strategy such as LearningStrategy\.SingleDevice\('cpu'\), "
                                         r"ExecutionStrategy\.ddp\(\['cuda:0', 'cuda:1'\]\) or "
                                         r"TrainingStrategy\.custom\(\.\.\.\), got str$"):
         LearnerBuilder(tmp_path).learning_strategy("cpu")
+
+
+# --- Burn's spellings: Type::Variant(x) is Type.Variant(x) ------------------------------------------
+def trainer_of(tmp_path, strategy):
+    trainer = (LearnerBuilder(tmp_path).learning_strategy(strategy).progress_bar(False)
+               .build(Classifier(), AdamConfig(), 1e-3).trainer)
+    return (type(trainer.accelerator).__name__, type(trainer.strategy).__name__, trainer.num_devices,
+            trainer.num_nodes, [str(d) for d in trainer.device_ids], str(trainer.precision), trainer.max_epochs)
+
+
+def test_burns_variant_spelling_builds_the_same_trainer_as_the_snake_case_one(tmp_path):
+    """Issue 32, acceptance 2: `LearningStrategy::SingleDevice(device)` (burn-train/src/learner/strategies/
+    base.rs, v0.19.1) as `LearningStrategy.SingleDevice("cpu")` builds the Trainer `single_device` builds."""
+    assert LearningStrategy.SingleDevice("cpu") == LearningStrategy.single_device("cpu")
+    assert trainer_of(tmp_path, LearningStrategy.SingleDevice("cpu")) == \
+        trainer_of(tmp_path, LearningStrategy.single_device("cpu")) == \
+        ("CPUAccelerator", "SingleDeviceStrategy", 1, 1, ["0"], "32-true", 1)
+    assert trainer_of(tmp_path, LearningStrategy.MultiDeviceNaive(["cpu", "cpu"])) == \
+        trainer_of(tmp_path, LearningStrategy.multi_device_naive(["cpu", "cpu"]))
+
+
+def test_every_burn_strategy_variant_has_its_python_twin():
+    """burn-train/src/learner/strategies/base.rs (v0.19.1), learner/supervised/strategies/base.rs
+    (v0.20.1 and v0.21.0): each variant and constructor under Burn's name, equal to burnlike's alias."""
+    cfg = DistributedConfig(ReduceOperation.Mean, num_nodes=2)
+    assert LearningStrategy.DistributedDataParallel(devices=["cpu", "cpu"], config=cfg) == \
+        LearningStrategy.ddp(["cpu", "cpu"], cfg) == ddp(["cpu", "cpu"], cfg)
+    assert TrainingStrategy.SingleDevice("cpu") == TrainingStrategy.single_device("cpu") == ExecutionStrategy.single("cpu")
+    assert TrainingStrategy.MultiDevice(["cpu", "cpu"], MultiDeviceOptim.OptimSharded) == \
+        TrainingStrategy.multi_device(["cpu", "cpu"], MultiDeviceOptim.OPTIM_SHARDED)
+    assert TrainingStrategy.MultiDevice(["cpu", "cpu"], MultiDeviceOptim.OptimSharded).strategy == "fsdp"
+    assert TrainingStrategy.DistributedDataParallel(devices=["cpu"], config=cfg) == TrainingStrategy.ddp(["cpu"], cfg)
+    assert TrainingStrategy.Default(ExecutionStrategy.SingleDevice("cpu")) == TrainingStrategy.default(
+        ExecutionStrategy.single("cpu"))
+    assert TrainingStrategy.Custom("ddp_spawn", ["cpu", "cpu"]) == TrainingStrategy.custom("ddp_spawn", ["cpu", "cpu"])
+    assert ExecutionStrategy.MultiDevice(["cpu", "cpu"], MultiDeviceOptim.OptimMainDevice) == \
+        ExecutionStrategy.multi(["cpu", "cpu"])
+    assert ExecutionStrategy.DistributedDataParallel(devices=["cpu", "cpu"], config=cfg) == \
+        ExecutionStrategy.ddp(["cpu", "cpu"], cfg)
+    with pytest.raises(TypeError, match="runtime is Burn's communication server"):
+        ExecutionStrategy.DistributedDataParallel(devices=["cpu"], runtime=object())
+    assert MultiDeviceOptim.OptimMainDevice is MultiDeviceOptim.OPTIM_MAIN_DEVICE
+    assert ReduceOperation.Mean is ReduceOperation.MEAN and ReduceOperation.Sum is ReduceOperation.SUM
+
+
+def test_main_device_is_the_first_device():
+    """burn-train/src/learner/supervised/strategies/base.rs (v0.21.0), `ExecutionStrategy::main_device`."""
+    assert ExecutionStrategy.SingleDevice("cpu").main_device() == "cpu"
+    assert ExecutionStrategy.MultiDevice(["cuda:1", "cuda:0"]).main_device() == "cuda:1"
+    assert ExecutionStrategy.ddp([torch.device("cpu"), "cpu"]).main_device() == torch.device("cpu")
+    with pytest.raises(ValueError, match="names no device"):
+        TrainingStrategy.Custom("ddp").main_device()

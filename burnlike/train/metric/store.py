@@ -19,14 +19,23 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 class Split(str, Enum):
+    """Burn's `Split::{Train, Valid, Test}` (a tagged test split logs under test/<tag>/: the evaluator);
+    the UPPERCASE names are aliases."""
+
+    Train = "train"
+    Valid = "valid"
+    Test = "test"
     TRAIN = "train"
     VALID = "valid"
-    TEST = "test"  # Burn 0.21's Split::Test; a tagged test split logs under test/<tag>/ (the evaluator)
+    TEST = "test"
 
 
 class Direction(str, Enum):
-    """Which way is better; values are Lightning's `mode` names."""
+    """Burn's `Direction::{Lowest, Highest}`: which way is better; values are Lightning's `mode`
+    names; the UPPERCASE names are aliases."""
 
+    Lowest = "min"
+    Highest = "max"
     LOWEST = "min"
     HIGHEST = "max"
 
@@ -50,6 +59,7 @@ class Aggregate(str, Enum):
     """How steps become an epoch value. Burn has only the mean (count-weighted), which the store
     holds; strategies take the argument to keep Burn's signature and reject anything else."""
 
+    Mean = "mean"
     MEAN = "mean"
 
 

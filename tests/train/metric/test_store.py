@@ -121,3 +121,13 @@ def test_a_nan_first_epoch_neither_wins_nor_crashes():
     assert store.find_epoch("Loss", Split.VALID, Direction.HIGHEST) == 2
     only_nan = store_of({1: NAN, 2: NAN})
     assert only_nan.find_epoch("Loss", Split.VALID, Direction.LOWEST) is None  # nothing to compare: not logged
+
+
+def test_split_direction_and_aggregate_have_burns_variant_names():
+    """burn-train/src/metric/store/base.rs (v0.21.0): `Split::{Train, Valid, Test}`,
+    `Direction::{Lowest, Highest}`, `Aggregate::Mean`; the UPPERCASE names are aliases of them."""
+    assert (Split.Train, Split.Valid, Split.Test) == (Split.TRAIN, Split.VALID, Split.TEST)
+    assert Split.Valid is Split("valid") and Split.Valid.name == "Valid"
+    assert Direction.Lowest is Direction.LOWEST and Direction.Highest is Direction.HIGHEST
+    assert Aggregate.Mean is Aggregate.MEAN
+    assert [m.name for m in Split] == ["Train", "Valid", "Test"]
