@@ -1,0 +1,440 @@
+"""README.md and docs/: every command runs as written, and the generated pages cover the code.
+
+Blocks marked runnable (a `<!-- runnable -->` line right before a ```bash or ```python fence) run in
+order, page by page, in a scratch folder laid out like a checkout (train.py, conf/, examples/), with
+the venv's `python` and `burnlike` first on PATH and BURNLIKE_DATA at tiny MNIST files
+(tests/helpers/idx.py). The other shell blocks need a GPU, a cluster, a cloud account or data the
+reader has; their commands are checked without running them: `train.py` overrides go through the
+app's key check, are composed by Hydra (every job of a `-m` sweep) and validated as the app
+validates them; `burnlike` commands are parsed by the CLI's parser; `make` targets must be in the
+Makefile, pip extras in pyproject.toml; scripts must exist and take the options given. Python
+blocks that don't run are compiled and their burnlike imports resolved, and inline code such as
+`Split.VALID` must name a member that exists. The generated Hydra keys page (docs/hooks/hydra_keys.py)
+must list every option in burnlike/conf/ and every key; the API reference (docs/hooks/api_pages.py)
+every name in the package's `__all__` lists.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import functools
+import importlib
+import importlib.util
+import inspect
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.idx import write_mnist_idx
+from tests.helpers.paths import REPO
+
+MARKER = "<!-- runnable -->"
+SHELL = {"bash", "sh", "shell"}
+PAGES = [REPO / "README.md", *sorted(p for p in (REPO / "docs").rglob("*.md") if "hooks" not in p.parts)]
+HOOKS = REPO / "docs" / "hooks"
+
+
+@dataclass
+class Block:
+    page: str
+    line: int
+    lang: str
+    text: str
+    runnable: bool
+
+    def __str__(self) -> str:
+        return f"{self.page}:{self.line} ({self.lang})"
+
+
+def blocks(text: str, page: str) -> list[Block]:
+    """The fenced blocks of a Markdown page (indented ones in lists too), with their runnable mark."""
+    found = []
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        m = re.match(r"^(\s*)```(\S*)", lines[i])
+        if not m:
+            i += 1
+            continue
+        indent, lang = m.group(1), m.group(2).lower()
+        j = i + 1
+        while j < len(lines) and lines[j].strip() != "```":
+            j += 1
+        body = textwrap.dedent("\n".join(line[len(indent):] if line.startswith(indent) else line
+                                         for line in lines[i + 1:j]))
+        previous = next((lines[k].strip() for k in range(i - 1, -1, -1) if lines[k].strip()), "")
+        found.append(Block(page, i + 1, lang, body, previous == MARKER))
+        i = j + 1
+    return found
+
+
+def page_blocks(path: Path) -> list[Block]:
+    return blocks(path.read_text(), str(path.relative_to(REPO)))
+
+
+def load_hook(name: str):
+    """A module of docs/hooks (they import each other by name, as mkdocs loads them)."""
+    if str(HOOKS) not in sys.path:
+        sys.path.insert(0, str(HOOKS))
+    return importlib.import_module(name)
+
+
+@functools.cache
+def generated_keys_page() -> str:
+    """The page the docs build generates; Hydra's global state (the `conf` fixture's) is put back after."""
+    from hydra.core.global_hydra import GlobalHydra
+
+    saved = GlobalHydra.instance().hydra if GlobalHydra.instance().is_initialized() else None
+    GlobalHydra.instance().clear()
+    try:
+        return load_hook("hydra_keys").markdown()
+    finally:
+        GlobalHydra.instance().clear()
+        if saved is not None:
+            GlobalHydra.instance().initialize(saved)
+
+
+# --- the marks themselves ---------------------------------------------------------------------------
+
+def test_every_runnable_mark_sits_on_a_shell_or_python_fence():
+    for path in PAGES:
+        lines = path.read_text().splitlines()
+        for n, line in enumerate(lines):
+            if line.strip() != MARKER:
+                continue
+            following = next((rest for rest in lines[n + 1:] if rest.strip()), "")
+            lang = following.strip()[3:].strip().lower() if following.strip().startswith("```") else None
+            assert lang in SHELL | {"python"}, f"{path.name}:{n + 1}: {MARKER} must precede a bash or python fence"
+
+
+def test_readme_is_a_front_page():
+    text = (REPO / "README.md").read_text()
+    assert len(text.splitlines()) <= 250
+    assert not re.search(r"\bsessions?\b", text, re.IGNORECASE)
+    assert any(b.runnable for b in page_blocks(REPO / "README.md"))
+
+
+# --- runnable blocks ----------------------------------------------------------------------------------
+
+RUNNABLE_PAGES = [p for p in PAGES if any(b.runnable for b in page_blocks(p))]
+
+
+@pytest.fixture(scope="module")
+def tiny_mnist(tmp_path_factory):
+    return write_mnist_idx(tmp_path_factory.mktemp("mnist"), n_train=256, n_test=128)
+
+
+def checkout(where: Path) -> Path:
+    """A folder laid out like the repository root, as the docs' commands expect it."""
+    where.mkdir()
+    shutil.copy(REPO / "train.py", where / "train.py")
+    for folder in ("conf", "examples"):
+        shutil.copytree(REPO / folder, where / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    return where
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("page", RUNNABLE_PAGES, ids=lambda p: str(p.relative_to(REPO)))
+def test_runnable_blocks_run_as_written(page, tiny_mnist, tmp_path):
+    cwd = checkout(tmp_path / "checkout")
+    env = {**os.environ, "BURNLIKE_DATA": str(tiny_mnist), "CUDA_VISIBLE_DEVICES": "",
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    for block in page_blocks(page):
+        if not block.runnable:
+            continue
+        if block.lang in SHELL:
+            cmd = ["bash", "-euo", "pipefail", "-c", block.text]
+        else:
+            cmd = [sys.executable, "-c", block.text]
+        done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, (f"{block} exited {done.returncode}\n--- block\n{block.text}\n--- stdout\n"
+                                      f"{done.stdout[-4000:]}\n--- stderr\n{done.stderr[-4000:]}")
+
+
+# --- shown commands: checked without running them -------------------------------------------------------
+
+ALLOWED = {"cd", "ls", ".", "source", "export", "sbatch", "tensorboard", "mlflow", "git", "cat", "pytest"}
+SEPARATORS = {"&&", "||", ";", "|"}
+
+
+def commands(text: str) -> list[list[str]]:
+    """Each command of a shell block as argv: continuation lines joined, comments dropped, chains and
+    pipes split, `VAR=value` prefixes left out."""
+    joined = re.sub(r"\\\n", " ", text)
+    result = []
+    for line in joined.splitlines():
+        lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|")
+        lexer.whitespace_split = True
+        lexer.commenters = "#"
+        current: list[str] = []
+        for token in lexer:
+            if token in SEPARATORS:
+                result.append(current)
+                current = []
+            else:
+                current.append(token)
+        result.append(current)
+    cleaned = []
+    for argv in result:
+        while argv and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", argv[0]):
+            argv = argv[1:]
+        if argv:
+            cleaned.append(argv)
+    return cleaned
+
+
+@pytest.fixture(scope="module")
+def compose_job(conf):
+    """`compose_job(overrides)`: the composed config of one job, resolved, checked by the app's `validate`."""
+    from omegaconf import OmegaConf
+
+    from burnlike.app.run import AppConfigError, validate
+
+    def check(overrides: list[str]) -> None:
+        cfg = conf(*overrides, return_hydra_config=True)
+        for key in cfg:
+            if key != "hydra" and OmegaConf.is_config(cfg[key]):  # interpolations resolve
+                OmegaConf.to_container(cfg[key], resolve=True)
+        try:
+            validate(cfg)
+        except AppConfigError as e:
+            if not re.search(r"needs the \S+ package", str(e)):  # an extra this checkout lacks
+                raise
+
+    return check
+
+
+def check_app(args: list[str], compose_job) -> None:
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from burnlike.app.overrides import override_error
+
+    multirun, overrides = False, []
+    rest = iter(args)
+    for arg in rest:
+        if arg in ("-m", "--multirun"):
+            multirun = True
+        elif arg in ("--help", "-h", "--hydra-help", "--info", "--resolve"):
+            return
+        elif arg in ("--cfg", "-c"):
+            assert next(rest) in ("job", "hydra", "all")
+        elif arg.startswith("-"):
+            raise AssertionError(f"train.py: unknown flag {arg}")
+        else:
+            overrides.append(arg)
+    assert override_error(overrides) is None, override_error(overrides)
+    kept = []
+    for override in overrides:
+        key, _, value = override.partition("=")
+        if key == "hydra/launcher":  # a launcher plugin this checkout may lack: the option file must exist
+            assert (REPO / "burnlike" / "conf" / "hydra" / "launcher" / f"{value}.yaml").exists(), override
+            if importlib.util.find_spec("hydra_plugins.hydra_submitit_launcher") is None:
+                continue
+        kept.append(override)
+    if multirun:
+        parsed = OverridesParser.create().parse_overrides(kept)
+        jobs = [job for batch in BasicSweeper.split_arguments(parsed, None) for job in batch]
+    else:
+        jobs = [kept]
+    for job in jobs:
+        compose_job(job)
+
+
+def check_burnlike(args: list[str], monkeypatch) -> None:
+    import burnlike.cli as cli
+    import burnlike.cli_runs as cli_runs
+
+    parsed = []
+    for module, name in ((cli, "cmd_inspect"), (cli, "cmd_convert"), (cli_runs, "cmd_summary"), (cli_runs, "cmd_compare")):
+        monkeypatch.setattr(module, name, lambda a, name=name: parsed.append((name, a)) or 0)
+    try:
+        status = cli.main(args)
+    except SystemExit as e:  # --version and --help exit 0; a parse error exits 2
+        status = e.code
+    assert status == 0, f"burnlike {' '.join(args)}: the CLI's parser refuses it"
+
+
+def check_script(argv: list[str]) -> None:
+    script = REPO / argv[0]
+    assert script.is_file(), f"{argv[0]}: no such script"
+    source = script.read_text()
+    for arg in argv[1:]:
+        if arg.startswith("--"):
+            flag = arg.split("=", 1)[0]
+            assert f'"{flag}"' in source or f"'{flag}'" in source, f"{argv[0]} takes no {flag}"
+
+
+def check_pip(argv: list[str]) -> None:
+    assert argv[0] == "install", argv
+    section = (REPO / "pyproject.toml").read_text().split("[project.optional-dependencies]")[1].split("\n[")[0]
+    extras = set(re.findall(r"^([A-Za-z][\w-]*) = \[", section, re.MULTILINE))
+    for arg in argv[1:]:
+        m = re.search(r"\[([\w,-]+)\]", arg)
+        if m:
+            for extra in m.group(1).split(","):
+                assert extra in extras, f"pip install {arg}: no extra {extra!r} in pyproject.toml"
+
+
+def check_command(argv: list[str], compose_job, monkeypatch) -> None:
+    head = argv[0]
+    if head in ("python", "python3"):
+        if len(argv) == 1:
+            return
+        if argv[1] == "-c":
+            compile(argv[2], "<python -c>", "exec")
+        elif argv[1] == "-m":
+            assert argv[2] in ("venv", "pytest", "pip", "mkdocs"), argv
+        elif argv[1] == "train.py":
+            check_app(argv[2:], compose_job)
+        else:
+            check_script(argv[1:])
+    elif head == "burnlike":
+        check_burnlike(argv[1:], monkeypatch)
+    elif head == "make":
+        targets = set(re.findall(r"^([a-z][\w-]*):", (REPO / "Makefile").read_text(), re.MULTILINE))
+        for target in argv[1:]:
+            if "=" not in target:
+                assert target in targets, f"make {target}: no such target"
+    elif head == "pip":
+        check_pip(argv[1:])
+    elif head in ("srun", "torchrun"):
+        at = next(i for i, a in enumerate(argv) if a == "train.py")
+        check_app(argv[at + 1:], compose_job)
+    else:
+        assert head in ALLOWED, f"{head}: a command this test doesn't know how to check"
+
+
+def shown_shell_blocks() -> list[Block]:
+    found = [b for p in PAGES for b in page_blocks(p) if b.lang in SHELL and not b.runnable]
+    found += [b for b in blocks(generated_keys_page(), "docs/hydra/keys.md (generated)") if b.lang in SHELL]
+    return found
+
+
+def test_shown_commands_are_valid(compose_job, monkeypatch):
+    checked = 0
+    for block in shown_shell_blocks():
+        for argv in commands(block.text):
+            try:
+                check_command(argv, compose_job, monkeypatch)
+            except Exception as e:
+                raise AssertionError(f"{block}: {shlex.join(argv)}\n{type(e).__name__}: {e}") from e
+            checked += 1
+    assert checked > 30
+
+
+def test_a_wrong_key_is_caught(compose_job, monkeypatch):
+    """The checker itself: a stale key, a wrong value, an unknown CLI option and a missing target fail."""
+    for argv in (["python", "train.py", "trainer.max_epochs=3"], ["python", "train.py", "learner.num_epochs=many"],
+                 ["python", "train.py", "learner.recorder=pickle"], ["burnlike", "inspect", "--bogus", "x.mpk"],
+                 ["make", "deploy"], ["pip", "install", "-e", ".[nope]"], ["python", "benchmarks/gpu.py", "--fast"]):
+        with pytest.raises(BaseException):  # noqa: B017 - each check raises its own kind
+            check_command(argv, compose_job, monkeypatch)
+
+
+# --- python blocks and inline names ------------------------------------------------------------------
+
+def test_python_blocks_compile_and_their_imports_resolve():
+    for path in PAGES:
+        for block in page_blocks(path):
+            if block.lang != "python":
+                continue
+            tree = compile(block.text, str(block), "exec", ast.PyCF_ONLY_AST)
+            for node in ast.walk(tree):
+                if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("burnlike"):
+                    module = importlib.import_module(node.module)
+                    for alias in node.names:
+                        assert hasattr(module, alias.name), f"{block}: {node.module} has no {alias.name}"
+                elif isinstance(node, ast.Import):
+                    for alias in node.names:
+                        if alias.name.startswith("burnlike"):
+                            importlib.import_module(alias.name)
+
+
+def public_names() -> dict[str, object]:
+    api = load_hook("api_pages")
+    names: dict[str, object] = {}
+    for module_path, exported in api.exported().items():
+        module = importlib.import_module(module_path)
+        for name in exported:
+            names.setdefault(name, getattr(module, name))
+    return names
+
+
+def has_member(obj: object, member: str) -> bool:
+    """An attribute, a dataclass field, or an instance attribute the class sets (`self.store = ...`)."""
+    if hasattr(obj, member):
+        return True
+    if dataclasses.is_dataclass(obj) and member in {f.name for f in dataclasses.fields(obj)}:
+        return True
+    if inspect.isclass(obj):
+        try:
+            return re.search(rf"self\.{member}\b", inspect.getsource(obj)) is not None
+        except (OSError, TypeError):
+            return False
+    return False
+
+
+def test_inline_code_names_exist():
+    pytest.importorskip("griffe")
+    names = public_names()
+    missing = []
+    for path in PAGES:
+        for m in re.finditer(r"`([A-Z][A-Za-z0-9]*)\.([A-Za-z_][A-Za-z0-9_]*)", path.read_text()):
+            owner, member = m.group(1), m.group(2)
+            if owner in names and not has_member(names[owner], member):
+                missing.append(f"{path.relative_to(REPO)}: {owner}.{member}")
+    assert not missing, "inline code naming members that don't exist:\n" + "\n".join(missing)
+
+
+# --- generated pages ----------------------------------------------------------------------------------
+
+def test_hydra_keys_page_lists_every_option_and_key(conf):
+    from omegaconf import OmegaConf
+
+    page = generated_keys_page()
+    options = [p for p in (REPO / "burnlike" / "conf").rglob("*.yaml") if p.name != "train.yaml"]
+    assert len(options) >= 25
+    for path in options:
+        group = path.parent.relative_to(REPO / "burnlike" / "conf").as_posix()
+        assert f"### `{group}={path.stem}`" in page, f"{group}={path.stem} is not on the keys page"
+    for group in ("model", "data", "optimizer"):
+        for path in (REPO / "burnlike" / "conf" / group).glob("*.yaml"):
+            node = OmegaConf.to_container(conf(f"{group}={path.stem}")[group], resolve=False)
+            for key in node:
+                assert f"`{group}.{key}" in page, f"{group}={path.stem}: key {key} is not on the keys page"
+    base = OmegaConf.to_container(conf(), resolve=False)
+    for group in ("trainer", "learner", "logger"):
+        for key in base[group]:
+            assert f"| `{group}.{key}` |" in page
+    for key, value in base.items():
+        if not isinstance(value, dict):
+            assert f"| `{key}` |" in page, f"top-level key {key} is not on the keys page"
+
+
+def test_api_reference_covers_every_public_name():
+    pytest.importorskip("griffe")
+    api = load_hook("api_pages")
+    pages = api.build()
+    rendered = {(module, name) for page in pages for module, names in page.sections for name in names}
+    rendered_objects = {id(getattr(importlib.import_module(m), n)) for m, n in rendered}
+    exported = api.exported()
+    assert {"burnlike", "burnlike.train", "burnlike.record", "burnlike.data.dataset"} <= set(exported)
+    for module, names in exported.items():
+        for name in names:
+            value = getattr(importlib.import_module(module), name)
+            assert (module, name) in rendered or id(value) in rendered_objects, f"{module}.{name} has no reference entry"
+    for page in pages:
+        text = api.markdown(page)
+        for module, names in page.sections:
+            for name in names:
+                assert f"::: {module}.{name}\n" in text or f"#{module}.{name} }}" in text
