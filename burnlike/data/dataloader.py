@@ -2,14 +2,20 @@
 
 The result is a plain DataLoader with a standard sampler, so Lightning can swap in a
 DistributedSampler under DDP. When the dataset has `__getitems__`, the DataLoader fetches each batch
-in one call and the batcher gets that result directly (stacked tensors for MNIST), instead of a list
-of per-sample objects.
+in one call and the batcher gets that result directly (stacked tensors for MNIST, a `BatchedItems`
+that is also the list of items for a batcher that iterates), instead of a list of per-sample objects.
+
+Burn's `DataLoader` trait is there too: `loader.iter()` (with `progress()`), `num_items()`,
+`slice(start, end)`, `to_device(device)`, and the builder's `set_device(device)`; a batcher gets the
+device as Burn's `Batcher::batch(items, device)` does.
 """
 
 from __future__ import annotations
 
+import inspect
 import itertools
 from collections.abc import Iterator, Sized
+from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 import torch
@@ -30,21 +36,79 @@ class Batcher(Protocol[I, O]):
     """Burn's `Batcher::batch(items, device)`: turns the items of one batch into the model's input.
 
     `items` is a list of dataset items, or whatever the dataset's `__getitems__` returns (a batcher
-    that knows its dataset can take that faster form too). `device` is optional because the
-    DataLoader batches on the CPU (often in workers) and Lightning moves the batch afterwards.
+    that knows its dataset can take that faster form too; burnlike's are also sequences of the items).
+    A batcher written as Burn's, `batch(self, items, device)`, gets a device: the builder's
+    `set_device(...)` one, else the CPU, where the DataLoader batches (often in workers; Lightning
+    moves the batch afterwards). One with `device=None` gets it only when `set_device` names one; one
+    without the parameter, never.
     """
 
     def batch(self, items: list[I], device: Any = None) -> O: ...
 
 
-class _Collate(Generic[T]):
-    """A picklable collate_fn (a lambda would break workers and DDP spawn)."""
+_CPU = torch.device("cpu")
 
-    def __init__(self, batcher: Batcher[Any, T]) -> None:
+
+class _Collate(Generic[T]):
+    """A picklable collate_fn (a lambda would break workers and DDP spawn) that calls the batcher as
+    its signature asks: `batch(items, device)` (Burn's), `batch(items, device=None)`, `batch(items)`;
+    with a `device` (`set_device`, `to_device`), the batch's tensors end up there whatever the batcher did."""
+
+    def __init__(self, batcher: Batcher[Any, T], device: torch.device | None = None) -> None:
         self.batcher = batcher
+        self.device = device
+        self.takes_device, self.needs_device = _device_parameter(batcher)
+
+    def with_device(self, device: torch.device | None) -> _Collate[T]:
+        return _Collate(self.batcher, device)
 
     def __call__(self, items: Any) -> T:
-        return self.batcher.batch(items)
+        device = self.device
+        if device is None:
+            return self.batcher.batch(items, _CPU) if self.needs_device else self.batcher.batch(items)
+        batch = self.batcher.batch(items, device) if self.takes_device else self.batcher.batch(items)
+        return map_tensors(lambda t: t.to(device), batch)  # a batcher that leaves them elsewhere too
+
+
+def _device_parameter(batcher: Any) -> tuple[bool, bool]:
+    """(whether `batcher.batch` takes a device after the items, whether it must be given one)."""
+    try:
+        params = list(inspect.signature(batcher.batch).parameters.values())
+    except (TypeError, ValueError):  # no signature to read (a builtin): call it with the items alone
+        return False, False
+    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params):
+        return True, False
+    positional = [p for p in params if p.kind in (inspect.Parameter.POSITIONAL_ONLY,
+                                                  inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    if len(positional) < 2:
+        return False, False
+    return True, positional[1].default is inspect.Parameter.empty
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Burn's `Progress { items_processed, items_total }` of a data loader's iterator."""
+
+    items_processed: int
+    items_total: int
+
+
+class DataLoaderIterator(Iterator[T]):
+    """Burn's `DataLoaderIterator`: the batches, and `progress()` in dataset items."""
+
+    def __init__(self, batches: Iterator[T], batch_size: int, items_total: int, done: int = 0) -> None:
+        self._batches = batches
+        self._batch_size = batch_size
+        self._total = items_total
+        self._done = done
+
+    def __next__(self) -> T:
+        batch = next(self._batches)
+        self._done += 1
+        return batch
+
+    def progress(self) -> Progress:
+        return Progress(min(self._done * self._batch_size, self._total), self._total)
 
 
 class DataLoaderBuilder(Generic[T]):
@@ -67,6 +131,7 @@ class DataLoaderBuilder(Generic[T]):
         self._persistent = True
         self._extra: dict[str, Any] = {}
         self._device: torch.device | None = None
+        self._batch_device: torch.device | None = None
 
     def batch_size(self, batch_size: int) -> DataLoaderBuilder[T]:
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
@@ -102,6 +167,13 @@ class DataLoaderBuilder(Generic[T]):
     def dataloader_kwargs(self, **kwargs: Any) -> DataLoaderBuilder[T]:
         """Any other `DataLoader` argument (`prefetch_factor`, `multiprocessing_context`, ...)."""
         self._extra.update(kwargs)
+        return self
+
+    def set_device(self, device: str | torch.device) -> DataLoaderBuilder[T]:
+        """Burn's `set_device`: batches come out on `device`. A batcher that takes a device gets it
+        (with workers and a non-CPU device, the batcher gets the CPU in the workers and the loader
+        moves each batch to `device`)."""
+        self._batch_device = torch.device(device)
         return self
 
     def on_device(self, device: str | torch.device) -> DataLoaderBuilder[T]:
@@ -140,7 +212,7 @@ class DataLoaderBuilder(Generic[T]):
             "persistent_workers": self._persistent and self._num_workers > 0,
         }
         kwargs.update(self._extra)
-        return ResumableDataLoader(dataset, shuffle_seed=self._seed, **kwargs)
+        return ResumableDataLoader(dataset, shuffle_seed=self._seed, device=self._batch_device, **kwargs)
 
 
 class ResumableDataLoader(DataLoader[T]):
@@ -156,7 +228,15 @@ class ResumableDataLoader(DataLoader[T]):
     the loader with a DistributedSampler."""
 
     def __init__(self, *args: Any, start_epoch: int = 0, skip: int = 0, shuffle_seed: int | None = None,
-                 **kwargs: Any) -> None:
+                 device: str | torch.device | None = None, **kwargs: Any) -> None:
+        self.device = torch.device(device) if device is not None else None
+        self._move_to: torch.device | None = None
+        collate = kwargs.get("collate_fn")
+        if self.device is not None and isinstance(collate, _Collate):
+            in_workers = kwargs.get("num_workers", 0) > 0 and self.device.type != "cpu"
+            kwargs["collate_fn"] = collate.with_device(_CPU if in_workers else self.device)
+            self._move_to = self.device if in_workers else None
+        self._build = (args, dict(kwargs))
         super().__init__(*args, **kwargs)
         self.start_epoch, self.skip, self.shuffle_seed = start_epoch, skip, shuffle_seed
         self._passes = 0
@@ -175,7 +255,41 @@ class ResumableDataLoader(DataLoader[T]):
         if self.generator is not None and self.shuffle_seed is not None:  # workers' seeds: the epoch's too
             epoch = getattr(self.sampler, "epoch", self.start_epoch + self._passes - 1)
             self.generator.manual_seed(epoch_seed(self.shuffle_seed + _WORKER_SEED_OFFSET, int(epoch)))
-        return super().__iter__()
+        batches = super().__iter__()
+        if self._move_to is not None:
+            return _moved(batches, self._move_to, bool(self.pin_memory))
+        return batches
+
+    # Burn's DataLoader trait ---------------------------------------------------------------------
+    def iter(self) -> DataLoaderIterator[T]:
+        """Burn's `iter()`: the next pass's batches, with `progress()` in dataset items."""
+        return DataLoaderIterator(iter(self), self.batch_size or 1, self.num_items())
+
+    def num_items(self) -> int:
+        """Burn's `num_items()`: the dataset's items (not the batches: `len(loader)`)."""
+        return len(self.dataset)  # type: ignore[arg-type]
+
+    def to_device(self, device: str | torch.device) -> ResumableDataLoader[T]:
+        """Burn's `to_device(device)`: the same loader (dataset, batcher, shuffle) with batches on `device`."""
+        return self._rebuilt(self.dataset, device=device)
+
+    def slice(self, start: int, end: int) -> ResumableDataLoader[T]:
+        """Burn's `slice(start, end)`: the same loader over items `start..end` of the dataset
+        (Burn's `PartialDataset`); a shuffle draws from the same seed over those items."""
+        from burnlike.data.dataset.transform.partial import PartialDataset
+
+        return self._rebuilt(PartialDataset(self.dataset, start, end), device=self.device)
+
+    def _rebuilt(self, dataset: Any, device: str | torch.device | None) -> ResumableDataLoader[T]:
+        args, kwargs = self._build
+        kwargs = dict(kwargs)
+        kwargs.pop("dataset", None)
+        collate = kwargs.get("collate_fn")
+        if isinstance(collate, _Collate):  # the builder's batcher, before any device was given to it
+            kwargs["collate_fn"] = collate.with_device(None)
+        if isinstance(kwargs.get("sampler"), SeededShuffle) and self.shuffle_seed is not None:
+            kwargs["sampler"] = SeededShuffle(dataset, self.shuffle_seed)
+        return type(self)(dataset, *args[1:], shuffle_seed=self.shuffle_seed, device=device, **kwargs)
 
     @property
     def _index_sampler(self) -> Any:  # what DataLoader's iterators draw batch indices from
@@ -183,6 +297,11 @@ class ResumableDataLoader(DataLoader[T]):
         if self._skip_now:
             return _Skipping(base, self._skip_now)
         return base
+
+
+def _moved(batches: Iterator[T], device: torch.device, non_blocking: bool) -> Iterator[T]:
+    for batch in batches:
+        yield map_tensors(lambda t: t.to(device, non_blocking=non_blocking), batch)
 
 
 class _Skipping:
@@ -256,7 +375,7 @@ class DeviceDataLoader(Generic[T]):
         n = len(dataset)  # type: ignore[arg-type]
         getitems = getattr(dataset, "__getitems__", None)
         items = getitems(list(range(n))) if callable(getitems) else [dataset[i] for i in range(n)]
-        whole = batcher.batch(items)
+        whole = _Collate(batcher)(items)
         leaves = tensors(whole)
         if not leaves:
             raise TypeError(f"on_device: {type(batcher).__name__}.batch(...) returned no tensors "
@@ -268,7 +387,7 @@ class DeviceDataLoader(Generic[T]):
                     f"all {n} items gave a tensor of shape {tuple(t.shape)}, expected a first dimension of {n}")
         self.data: T = map_tensors(lambda t: t.to(device), whole)
         self.device = device
-        self.num_items = n
+        self.items = n
         self.batch_size = batch_size
         self.sampler = sampler
         self.drop_last = drop_last
@@ -279,8 +398,38 @@ class DeviceDataLoader(Generic[T]):
         """As `ResumableDataLoader.resume_at`: the next pass is epoch `epoch`'s, past `skip` batches."""
         self.start_epoch, self.skip, self._passes = epoch, skip, 0
 
+    # Burn's DataLoader trait ---------------------------------------------------------------------
+    def iter(self) -> DataLoaderIterator[T]:
+        """Burn's `iter()`: the next pass's batches, with `progress()` in dataset items."""
+        return DataLoaderIterator(iter(self), self.batch_size, self.items)
+
+    def num_items(self) -> int:
+        """Burn's `num_items()`: the dataset's items (not the batches: `len(loader)`)."""
+        return self.items
+
+    def to_device(self, device: str | torch.device) -> DeviceDataLoader[T]:
+        """Burn's `to_device(device)`: the same loader with its data moved to `device`."""
+        target = torch.device(device)
+        return self._with(map_tensors(lambda t: t.to(target), self.data), self.items, target)
+
+    def slice(self, start: int, end: int) -> DeviceDataLoader[T]:
+        """Burn's `slice(start, end)`: items `start..end` (rows of the data, which the batcher built item
+        by item); a shuffle draws from the same seed over those items."""
+        start, end = max(0, min(start, self.items)), max(0, min(end, self.items))
+        end = max(start, end)
+        return self._with(map_tensors(lambda t: t[start:end], self.data), end - start, self.device)
+
+    def _with(self, data: T, items: int, device: torch.device) -> DeviceDataLoader[T]:
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        new.data, new.items, new.device = data, items, device
+        if self.shuffle_seed is not None and isinstance(self.sampler, SeededShuffle):
+            new.sampler = SeededShuffle(range(items), self.shuffle_seed)
+        new.start_epoch = new.skip = new._passes = 0
+        return new
+
     def __len__(self) -> int:
-        full, rest = divmod(self.num_items, self.batch_size)
+        full, rest = divmod(self.items, self.batch_size)
         return full if self.drop_last or not rest else full + 1
 
     def __iter__(self) -> Iterator[T]:
@@ -305,7 +454,7 @@ class DeviceDataLoader(Generic[T]):
             pass
 
     def __repr__(self) -> str:
-        return (f"DeviceDataLoader({self.num_items} items on {self.device}, batch_size={self.batch_size}, "
+        return (f"DeviceDataLoader({self.items} items on {self.device}, batch_size={self.batch_size}, "
                 f"shuffle={self.sampler is not None}, batches={len(self)})")
 
 

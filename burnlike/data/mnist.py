@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from burnlike.data.dataset.base import Dataset
+from burnlike.data.dataset.base import BatchedItems, Dataset
 
 MEAN, STD = 0.1307, 0.3081
 _SCALE = np.float32(1.0 / (255.0 * STD))
@@ -104,11 +104,18 @@ class MnistItem:
 
 
 @dataclass
-class MnistItems:
-    """What one batched fetch returns: stacked uint8 images and int64 labels."""
+class MnistItems(BatchedItems[MnistItem]):
+    """What one batched fetch returns: stacked uint8 images and int64 labels; also the list of its
+    `MnistItem`s for a batcher that iterates (`BatchedItems`)."""
 
     images: Tensor  # uint8 [B, 28, 28]
     labels: Tensor  # int64 [B]
+
+    def __len__(self) -> int:
+        return int(self.labels.shape[0])
+
+    def item(self, index: int) -> MnistItem:
+        return MnistItem(self.images[index], int(self.labels[index]))
 
 
 class MnistDataset(Dataset[MnistItem]):

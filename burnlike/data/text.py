@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import Any, ClassVar, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 import torch
@@ -23,6 +23,7 @@ from burnlike.data.dataset.nlp import TextClassificationItem, TextDatasetItem
 __all__ = [
     "ByteTokenizer",
     "CharTokenizer",
+    "GeneratePaddingMask",
     "SeqLengthOption",
     "TextClassificationBatch",
     "TextClassificationBatcher",
@@ -154,10 +155,20 @@ def _positive(length: int) -> int:
     return length
 
 
+class GeneratePaddingMask(NamedTuple):
+    """Burn's `GeneratePaddingMask { tensor, mask }`: the padded int64 tokens `[B, L]` and the mask,
+    `True` where a token is the pad token. A named tuple, so `tokens, mask = ...` works too."""
+
+    tensor: Tensor
+    mask: Tensor
+
+
 def generate_padding_mask(pad_token: int, tokens_list: Sequence[Sequence[int]],
-                          seq_length: SeqLengthOption | int | None = None) -> tuple[Tensor, Tensor]:
-    """Tokens padded (or truncated) to one length, and the mask that is `True` where a token is the
-    pad token (Burn's `generate_padding_mask`: `tensor`, `mask`). An empty batch has length 1."""
+                          seq_length: SeqLengthOption | int | None = None, device: Any = None) -> GeneratePaddingMask:
+    """Burn's `generate_padding_mask(pad_token, tokens_list, seq_length, &device)` (burn-nn
+    `modules/attention/mask.rs`): the tokens padded (or truncated) to one length — the longest
+    (`NoMax`), at most n (`Max(n)`, or an int), exactly n (`Fixed(n)`) — on `device`, and the mask
+    that is `True` where a token is the pad token. An empty batch has length 1."""
     longest = max((len(t) for t in tokens_list), default=1)
     size = SeqLengthOption.of(seq_length).resolve(longest)
     tokens = np.full((len(tokens_list), size), pad_token, dtype=np.int64)
@@ -165,7 +176,9 @@ def generate_padding_mask(pad_token: int, tokens_list: Sequence[Sequence[int]],
         n = min(len(seq), size)
         tokens[row, :n] = seq[:n]
     tensor = torch.from_numpy(tokens)
-    return tensor, tensor == pad_token
+    if device is not None:
+        tensor = tensor.to(device)
+    return GeneratePaddingMask(tensor, tensor == pad_token)
 
 
 @dataclasses.dataclass

@@ -3,7 +3,9 @@ options reach the loader (batch size, workers, pinning, drop_last), a seed gives
 run and a new one each epoch without touching the global RNG, workers give the batches a single
 process gives, and the batcher gets the dataset's batched fetch when there is one. With
 `.on_device(...)` it builds a `DeviceDataLoader` that keeps the data and the order on the device and
-yields, epoch after epoch, the batches the host loader yields, in a Lightning fit too."""
+yields, epoch after epoch, the batches the host loader yields, in a Lightning fit too. Burn's
+`DataLoader` methods (`iter`, `num_items`, `slice`, `to_device`), `set_device`, and a batcher written
+as Burn's `batch(items, device)`."""
 
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from burnlike.data import (
     MnistBatcher,
     MnistDataset,
 )
+from burnlike.data.dataloader import Progress
 from burnlike.optim import AdamConfig
 from burnlike.train import LearnerBuilder
 from burnlike.train.metric import AccuracyMetric
@@ -339,3 +342,81 @@ def test_a_device_loader_validates_in_lightnings_fit(tmp_path):
                .with_application_logger(False).build(Classifier(), AdamConfig(), 1e-2))
     learner.fit(data.shuffle(1).on_device("cpu").build(blobs(100)), data.on_device("cpu").build(blobs(50, seed=2)))
     assert len(learner.module.store.epochs(Split.VALID, "Accuracy")) == 1
+
+
+# --- Burn's DataLoader trait and Batcher signature ---------------------------------------------------
+class BurnBatcher:
+    """A batcher as Burn 0.19+ writes it: `batch(&self, items: Vec<I>, device: &Device) -> O`
+    (burn-core/src/data/dataloader/batcher.rs, v0.21.0)."""
+
+    def __init__(self) -> None:
+        self.devices: list[torch.device] = []
+
+    def batch(self, items, device):
+        self.devices.append(device)
+        xs, ys = zip(*items)
+        return Batch(torch.stack(xs).to(device), torch.stack(ys).to(device))
+
+
+def test_a_burn_batcher_gets_a_device_and_set_device_chooses_it():
+    batcher = BurnBatcher()
+    first = next(iter(DataLoaderBuilder(batcher).batch_size(4).build(blobs(8))))
+    assert batcher.devices == [torch.device("cpu")] and first.x.shape == (4, 4)
+    meta = next(iter(DataLoaderBuilder(batcher).batch_size(4).set_device("meta").build(blobs(8))))
+    assert batcher.devices[-1] == torch.device("meta") and meta.x.device.type == "meta"
+
+
+def test_set_device_with_workers_moves_the_batch_after_the_workers_batched_it():
+    loader = DataLoaderBuilder(StackingBatcher()).batch_size(4).num_workers(1).set_device("meta").build(blobs(8))
+    batches = list(loader)
+    assert len(batches) == 2 and all(b.x.device.type == "meta" for b in batches)
+
+
+def test_batchers_without_a_device_or_with_an_optional_one_are_called_as_before():
+    class ItemsOnly:
+        def batch(self, items):
+            xs, ys = zip(*items)
+            return Batch(torch.stack(xs), torch.stack(ys))
+
+    class Optional:
+        seen: list = []
+
+        def batch(self, items, device=None):
+            self.seen.append(device)
+            return ItemsOnly().batch(items)
+
+    assert next(iter(DataLoaderBuilder(ItemsOnly()).batch_size(2).build(blobs(4)))).x.shape == (2, 4)
+    optional = Optional()
+    next(iter(DataLoaderBuilder(optional).batch_size(2).build(blobs(4))))
+    next(iter(DataLoaderBuilder(optional).batch_size(2).set_device("cpu").build(blobs(4))))
+    assert optional.seen == [None, torch.device("cpu")]
+
+
+@pytest.mark.parametrize("on_device", [False, True])
+def test_burns_dataloader_methods(on_device):
+    """burn-core/src/data/dataloader/base.rs (v0.21.0): `iter()` (its iterator's `progress()`),
+    `num_items()` (the dataset's items), `slice(start, end)` (a `PartialDataset`, batch.rs) and
+    `to_device(device)`; the same on a device-resident loader."""
+    builder = DataLoaderBuilder(StackingBatcher()).batch_size(4)
+    loader = (builder.on_device("cpu") if on_device else builder).build(blobs(10))
+    assert loader.num_items() == 10 and len(loader) == 3
+    it = loader.iter()
+    assert it.progress() == Progress(0, 10)
+    next(it)
+    assert it.progress() == Progress(4, 10)
+    assert len(list(it)) == 2 and it.progress() == Progress(10, 10)
+    part = loader.slice(2, 7)
+    assert part.num_items() == 5 and len(part) == 2
+    whole = torch.cat([b.y for b in loader])
+    assert torch.equal(torch.cat([b.y for b in part]), whole[2:7])
+    moved = loader.to_device("meta")
+    assert moved.num_items() == 10 and all(b.x.device.type == "meta" for b in moved)
+    assert all(b.x.device.type == "cpu" for b in loader)  # the original stays where it was
+
+
+def test_a_shuffled_slice_shuffles_its_own_items():
+    loader = DataLoaderBuilder(StackingBatcher()).batch_size(3).shuffle(5).build(blobs(12))
+    part = loader.slice(0, 6)
+    seen = torch.cat([b.y for b in part])
+    assert sorted(seen.tolist()) == sorted(torch.stack([blobs(12)[i][1] for i in range(6)]).tolist())
+    assert part.shuffle_seed == 5 and isinstance(part.sampler, type(loader.sampler))

@@ -467,3 +467,21 @@ def test_idx_test_helper_writes_learnable_valid_idx_digits():
     assert (predicted == labels).mean() > 0.99
     data = idx_bytes(images)
     assert int.from_bytes(data[:4], "big") == 2051 and len(data) == 16 + 200 * 784
+
+
+def test_a_batcher_that_iterates_gets_mnist_items(mnist_root):
+    """The batched fetch is also the list of `MnistItem`s a Burn batcher iterates
+    (burn-core/src/data/dataloader/batcher.rs, v0.21.0: `batch(items: Vec<I>, device)`)."""
+    ds = MnistDataset.train(mnist_root)
+    fetched = ds.__getitems__([4, 0, 2])
+    assert isinstance(fetched, MnistItems) and len(fetched) == 3
+    items = list(fetched)
+    assert all(isinstance(i, MnistItem) for i in items) and [i.label for i in items] == [ds[k].label for k in (4, 0, 2)]
+    assert torch.equal(items[0].image, ds[4].image)
+
+    class Labels:
+        def batch(self, items, device):
+            return torch.tensor([item.label for item in items], device=device)
+
+    labels = next(iter(DataLoaderBuilder(Labels()).batch_size(5).build(ds)))
+    assert labels.tolist() == [ds[k].label for k in range(5)]

@@ -21,7 +21,7 @@ from burnlike.data import (
     TextClassificationInferenceBatch,
 )
 from burnlike.data.dataset import TextClassificationItem
-from burnlike.data.text import generate_padding_mask
+from burnlike.data.text import GeneratePaddingMask, generate_padding_mask
 from tests.helpers.expect import raises_exactly
 
 
@@ -89,6 +89,18 @@ def test_padding_mask_follows_burns_seq_length_options():
     assert generate_padding_mask(0, [], None)[0].shape == (0, 1)
     with pytest.raises(ValueError):
         SeqLengthOption.Fixed(0)
+
+
+def test_padding_mask_is_burns_struct_on_the_device_and_seq_length_is_a_burn_enum():
+    """burn-nn/src/modules/attention/mask.rs (v0.21.0): `generate_padding_mask(pad_token, tokens_list,
+    seq_length, &device) -> GeneratePaddingMask { tensor, mask }`, `SeqLengthOption::NoMax` a unit variant."""
+    out = generate_padding_mask(0, [[5, 6, 7], [8]], SeqLengthOption.NoMax, "meta")
+    assert isinstance(out, GeneratePaddingMask) and out.tensor.device.type == "meta" and out.mask.device.type == "meta"
+    cpu = generate_padding_mask(0, [[5, 6, 7], [8]], SeqLengthOption.NoMax, torch.device("cpu"))
+    assert cpu.tensor.tolist() == [[5, 6, 7], [8, 0, 0]] and cpu.mask.tolist() == [[False] * 3, [False, True, True]]
+    tokens, mask = cpu  # still a pair
+    assert tokens is cpu.tensor and mask is cpu.mask
+    assert SeqLengthOption.NoMax is SeqLengthOption.NoMax() is SeqLengthOption.of(None)
 
 
 def test_padding_tokens_are_int64_whatever_the_pad_tokens_type():

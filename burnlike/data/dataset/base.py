@@ -15,7 +15,7 @@ from torch.utils.data import Dataset as TorchDataset
 
 T = TypeVar("T")
 
-__all__ = ["Dataset", "WrappedDataset", "as_dataset", "fetch_many"]
+__all__ = ["BatchedItems", "Dataset", "WrappedDataset", "as_dataset", "fetch_many"]
 
 
 class Dataset(TorchDataset[T], Generic[T]):
@@ -58,6 +58,28 @@ class Dataset(TorchDataset[T], Generic[T]):
 
     def __iter__(self) -> Iterator[T]:
         return self.iter()
+
+
+class BatchedItems(Sequence[T]):
+    """What a batched fetch (`__getitems__`) returns — stacked tensors, for the batchers that know the
+    dataset — that is also the list of items Burn's `Batcher::batch(items: Vec<I>)` gets: `len`,
+    indexing and iteration give the dataset's items, so a batcher that iterates never sees the
+    difference. Subclasses implement `__len__` and `item(i)`."""
+
+    def item(self, index: int) -> T:
+        raise NotImplementedError
+
+    def __getitem__(self, index: int | slice) -> Any:
+        if isinstance(index, slice):
+            return [self.item(i) for i in range(*index.indices(len(self)))]
+        i = operator.index(index)
+        n = len(self)
+        if not -n <= i < n:
+            raise IndexError(f"index {index} is out of range for a batch of {n} items")
+        return self.item(i % n)
+
+    def __iter__(self) -> Iterator[T]:
+        return (self.item(i) for i in range(len(self)))
 
 
 class WrappedDataset(Dataset[T]):

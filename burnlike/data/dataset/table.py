@@ -15,7 +15,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from burnlike.data.dataset.base import Dataset
+from burnlike.data.dataset.base import BatchedItems, Dataset
 from burnlike.data.dataset.errors import DatasetError, EmptySplitError, MissingColumnError
 from burnlike.data.dataset.in_memory import open_text
 from burnlike.data.dataset.rows import encode_labels
@@ -32,14 +32,18 @@ class TabularItem:
 
 
 @dataclasses.dataclass
-class TabularItems:
-    """A batch as `__getitems__` returns it: one gather per tensor."""
+class TabularItems(BatchedItems[TabularItem]):
+    """A batch as `__getitems__` returns it: one gather per tensor; also the list of its
+    `TabularItem`s for a batcher that iterates (`BatchedItems`)."""
 
     features: Tensor  # float32 [B, F]
     targets: Tensor  # int64 [B] or float32 [B, T]
 
     def __len__(self) -> int:
-        return self.features.shape[0]
+        return int(self.features.shape[0])
+
+    def item(self, index: int) -> TabularItem:
+        return TabularItem(self.features[index], self.targets[index])
 
 
 class TabularDataset(Dataset[TabularItem]):

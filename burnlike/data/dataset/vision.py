@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from burnlike.data.dataset.base import Dataset
+from burnlike.data.dataset.base import BatchedItems, Dataset
 from burnlike.data.dataset.decode import DECODERS, decode_image
 from burnlike.data.dataset.errors import DatasetError, DatasetNotFoundError, EmptySplitError, ImageDecodeError
 
@@ -80,8 +80,10 @@ class ImageDatasetItem:
 
 
 @dataclasses.dataclass
-class ImageItems:
-    """A batch as `__getitems__` returns it: images stacked into one `[B, H, W, C]` tensor."""
+class ImageItems(BatchedItems[ImageDatasetItem]):
+    """A batch as `__getitems__` returns it: images stacked into one `[B, H, W, C]` tensor; also the
+    list of its `ImageDatasetItem`s for a batcher that iterates, as Burn's batchers get them
+    (`BatchedItems`)."""
 
     images: Tensor
     annotations: list[Annotation]
@@ -89,6 +91,11 @@ class ImageItems:
 
     def __len__(self) -> int:
         return len(self.image_paths)
+
+    def item(self, index: int) -> ImageDatasetItem:
+        image = self.images[index]
+        return ImageDatasetItem(image, int(image.shape[1]), int(image.shape[0]), self.annotations[index],
+                                self.image_paths[index])
 
 
 @dataclasses.dataclass(frozen=True)

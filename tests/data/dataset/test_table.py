@@ -143,3 +143,11 @@ def test_tabular_csv_errors_name_the_file_line_and_column(tmp_path):
     label = write_csv(tmp_path, "a,y\n1,cat\n\n3,cow\n", "label.csv")
     with pytest.raises(DatasetError, match=r"^\S*label\.csv line 4: label 'cow' is not one of the classes \['cat'\]$"):
         TabularDataset.from_csv(label, "y", classes=["cat"])
+
+
+def test_tabular_batched_fetch_is_also_the_list_of_items():
+    data = TabularDataset(torch.arange(6.0).reshape(3, 2), torch.tensor([0, 1, 0]), ["x", "y"], ["label"], ["a", "b"])
+    fetched = data.__getitems__([2, 0])
+    assert isinstance(fetched, TabularItems) and len(fetched) == 2
+    rows = [(item.features.tolist(), int(item.target)) for item in fetched]
+    assert rows == [([4.0, 5.0], 0), ([0.0, 1.0], 0)]

@@ -336,3 +336,26 @@ def test_a_thousand_pngs_feed_a_one_epoch_learner_run_that_learns(tmp_path):
     losses = [float(line.split(",")[0]) for line in lines]
     assert len(losses) == 20 and np.mean(losses[-5:]) < np.mean(losses[:5])  # it learns from what it reads
     assert read_metric_log(tmp_path / "run" / "valid" / "epoch-1" / "Accuracy.log") > 25.0  # above chance
+
+
+def test_a_batcher_that_iterates_gets_the_items_from_the_batched_fetch(image_tree):
+    """Burn's `Batcher::batch(items: Vec<I>, device)` (burn-core/src/data/dataloader/batcher.rs, v0.21.0)
+    gets the items: a user's batcher over `ImageFolderDataset` iterates, indexes and counts them,
+    while the batched fetch stays underneath (burnlike's `ImageBatcher` still takes its fast path)."""
+    ds = ImageFolderDataset.new_classification(image_tree)
+
+    class MyBatcher:
+        def batch(self, items, device):
+            assert len(items) == 4 and items[0].image_path == items[:1][0].image_path
+            images = torch.stack([item.image for item in items]).to(device)
+            labels = torch.tensor([item.annotation.label for item in items], device=device)
+            return images, labels
+
+    images, labels = next(iter(DataLoaderBuilder(MyBatcher()).batch_size(4).build(ds)))
+    assert images.shape == (4, 16, 16, 3) and labels.tolist() == [ds[i].annotation.label for i in range(4)]
+    fast = ds.__getitems__([3, 9])
+    assert isinstance(fast, ImageItems) and [i.image_path for i in fast] == [ds[3].image_path, ds[9].image_path]
+    assert torch.equal(fast[1].image, ds[9].image) and fast[-1].annotation == ds[9].annotation
+    assert (fast[0].image_width, fast[0].image_height) == (16, 16) and list(fast)[0].image_path == ds[3].image_path
+    with pytest.raises(IndexError, match="out of range for a batch of 2 items"):
+        fast[2]
