@@ -30,6 +30,19 @@ def rust_f64(x: float) -> str:
     return text
 
 
+def rust_f64_debug(x: float) -> str:
+    """Format like Rust's `{:?}` for f64 (Burn's `{:?}` of `Threshold(0.5)` in metric names): the
+    shortest digits, `.0` on whole numbers, an exponent below 1e-4 and from 1e16 (1.0 → "1.0",
+    1e-7 → "1e-7")."""
+    if math.isnan(x) or math.isinf(x):
+        return rust_f64(x)
+    if x != 0 and (abs(x) < 1e-4 or abs(x) >= 1e16):
+        mantissa, exponent = repr(float(x)).split("e")  # Python's repr switches to exponents at the same bounds
+        return f"{mantissa}e{int(exponent)}"
+    text = rust_f64(x)
+    return text if "." in text else text + ".0"
+
+
 def tagged_test_split(tag: str | None = None) -> str:
     """Burn 0.21's `Split::Test(tag)` folder: `test`, or `test/<tag>` (trimmed, spaces → '-', lower case)."""
     return "test" if tag is None else f"test/{tag.strip().replace(' ', '-').lower()}"

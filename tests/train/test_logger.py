@@ -16,6 +16,7 @@ from burnlike.train.logger import (
     read_metric_log,
     remove_experiment_log,
     rust_f64,
+    rust_f64_debug,
     tagged_test_split,
 )
 
@@ -62,3 +63,14 @@ def test_the_experiment_log_takes_lightning_fabric_records_and_lets_go_of_every_
     finally:
         remove_experiment_log(handler)
     assert not any(handler in logging.getLogger(n).handlers for n in names)
+
+
+@pytest.mark.parametrize(("x", "display", "debug"), [
+    (0.5, "0.5", "0.5"), (1.0, "1", "1.0"), (0.0, "0", "0.0"), (2.5e-5, "0.000025", "2.5e-5"),
+    (1e-7, "0.0000001", "1e-7"), (1e16, "10000000000000000", "1e16"), (0.0001, "0.0001", "0.0001"),
+    (123.25, "123.25", "123.25"), (float("nan"), "NaN", "NaN"), (float("inf"), "inf", "inf"),
+])
+def test_numbers_in_names_are_formatted_as_rusts_display_and_debug(x, display, debug):
+    """Rust's `format!("{}", f64)` and `format!("{:?}", f64)` (core::fmt::float), which Burn's metric
+    names use (burn-train/src/metric/fbetascore.rs, precision.rs, hamming.rs at v0.21.0)."""
+    assert rust_f64(x) == display and rust_f64_debug(x) == debug

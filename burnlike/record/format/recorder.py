@@ -111,9 +111,15 @@ class Recorder:
         only ever decided wider); 0 when gzipped, where it can't be known."""
         return 0 if self.gzip else sum(tb.likely_nbytes for tb in tensor_bytes_in(record))
 
-    def load(self, path: str | os.PathLike[str] | RemotePath, *, exact_path: bool = True, module: nn.Module | None = None) -> Any:
-        """Read a record and return its item; any malformed input raises RecordError."""
-        return self.read_record(path, exact_path=exact_path, module=module)[1]
+    def load(self, path: str | os.PathLike[str] | RemotePath, device: torch.device | str | None = None, *,
+             exact_path: bool = False, module: nn.Module | None = None) -> Any:
+        """Burn's `recorder.load(file_path, &device)`: read a record and return its item; any malformed
+        input raises RecordError. As Burn's file recorders add their extension, `path` without it (or
+        with another) reads `path` with this recorder's extension, unless `path` itself exists or
+        `exact_path`. `device` is Burn's argument: the item holds the tensors' bytes, which go to a
+        device when loaded into a module (`load_module(module, path, device)`, `module.load_file`)."""
+        target = as_path(path) if exact_path else self.resolve(path)
+        return self.read_record(target, exact_path=True, module=module)[1]
 
     def read_record(self, path: str | os.PathLike[str] | RemotePath, *, exact_path: bool = True,
                     module: nn.Module | None = None) -> tuple[dict[str, str], Any]:

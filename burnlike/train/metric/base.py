@@ -9,8 +9,6 @@ to write Burn's `value,count` log lines once per epoch.
 from __future__ import annotations
 
 import copy
-import decimal
-import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -139,26 +137,3 @@ def _floats(xs: list[Number]) -> list[float]:
             out[i] = v
     return out
 
-
-def rust_display(x: float) -> str:
-    """`format!("{}", x)` of a Rust f64, as Burn writes numbers into metric names: the shortest digits
-    that read back as `x`, never an exponent, no `.0` on whole numbers (1.0 → "1", 1e-7 → "0.0000001")."""
-    if math.isnan(x):
-        return "NaN"
-    if math.isinf(x):
-        return "inf" if x > 0 else "-inf"
-    if x == int(x):
-        return ("-" if math.copysign(1.0, x) < 0 else "") + str(abs(int(x)))
-    return format(decimal.Decimal(repr(x)), "f")
-
-
-def rust_debug(x: float) -> str:
-    """`format!("{:?}", x)` of a Rust f64 (Burn's `{:?}` of `Threshold(0.5)`): the shortest digits,
-    `.0` on whole numbers, an exponent below 1e-4 and from 1e16 (1.0 → "1.0", 1e-7 → "1e-7")."""
-    if math.isnan(x) or math.isinf(x):
-        return rust_display(x)
-    if x != 0 and (abs(x) < 1e-4 or abs(x) >= 1e16):
-        mantissa, exponent = repr(x).split("e")  # Python's repr switches to exponents at the same bounds
-        return f"{mantissa}e{int(exponent)}"
-    text = rust_display(x)
-    return text if "." in text else text + ".0"

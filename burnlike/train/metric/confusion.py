@@ -13,7 +13,8 @@ from typing import Any, ClassVar, TypeVar
 import torch
 import torchmetrics.functional.classification as tmf
 
-from burnlike.train.metric.base import Metric, MetricContext, Number, rust_debug, rust_display
+from burnlike.train.logger import rust_f64, rust_f64_debug
+from burnlike.train.metric.base import Metric, MetricContext, Number
 from burnlike.train.output import CONFUSION, HAMMING
 
 
@@ -45,9 +46,9 @@ class _ConfusionMetric(Metric):
         self.reduction, self.beta = ClassReduction(reduction), beta
         # Burn's names (burn-train metric/precision.rs, recall.rs, fbetascore.rs): `{:?}` of the
         # decision rule and the reduction (binary keeps the default Macro), `{}` of beta
-        label = self.base_name if beta is None else f"{self.base_name} ({rust_display(beta)})"
+        label = self.base_name if beta is None else f"{self.base_name} ({rust_f64(beta)})"
         red = self.reduction.value.capitalize()
-        rule = f"TopK({top_k})" if task == "multiclass" else f"Threshold({rust_debug(threshold)})"
+        rule = f"TopK({top_k})" if task == "multiclass" else f"Threshold({rust_f64_debug(threshold)})"
         self.name = f"{label} @ {rule} [{red if task != 'binary' else 'Macro'}]"
 
     @classmethod
@@ -141,7 +142,7 @@ class HammingScore(Metric):
     def __init__(self, threshold: float = 0.5, sigmoid: bool = False) -> None:
         super().__init__()
         self.threshold, self.sigmoid = threshold, sigmoid
-        self.name = f"Hamming Score @ Threshold({rust_display(threshold)})"  # Burn's `{}` (hamming.rs)
+        self.name = f"Hamming Score @ Threshold({rust_f64(threshold)})"  # Burn's `{}` (hamming.rs)
 
     def with_threshold(self, threshold: float) -> HammingScore:
         return HammingScore(threshold, self.sigmoid)

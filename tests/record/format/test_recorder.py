@@ -164,3 +164,15 @@ def test_a_record_too_large_to_decode_names_its_file(tmp_path, monkeypatch):
     with pytest.raises(RecordError) as e:
         recorder.load(path)
     assert "record too large to decode" in str(e.value) and str(path) in str(e.value)
+
+
+def test_load_takes_burns_device_argument_and_adds_the_extension(tmp_path):
+    """burn-core/src/record/recorder.rs (v0.21.0): `recorder.load(file_path, &device)`; file.rs's readers
+    set the recorder's extension (`str2reader!`), so `load("model", device)` reads `model.mpk`."""
+    recorder = CompactRecorder()
+    written = recorder.record({"x": 3}, tmp_path / "model")
+    assert written == tmp_path / "model.mpk"
+    assert recorder.load(tmp_path / "model", torch.device("cpu")) == {"x": 3}
+    assert recorder.load(str(tmp_path / "model"), "cpu") == recorder.load(written) == {"x": 3}
+    with pytest.raises(RecordError, match="model"):
+        recorder.load(tmp_path / "model", "cpu", exact_path=True)  # exactly that path: no such file

@@ -11,7 +11,6 @@ import torch
 from burnlike.optim import SgdConfig
 from burnlike.train import ClassificationOutput, LearnerBuilder
 from burnlike.train.metric import AccuracyMetric, LossMetric, TopKAccuracyMetric
-from burnlike.train.metric.base import rust_debug, rust_display
 from tests.helpers.toy import Batch, Classifier, loader
 from tests.train.metric.helpers import CTX, classification_item, one_hot_logits
 
@@ -70,13 +69,3 @@ def test_trainer_epoch_value_is_the_float64_weighted_mean(tmp_path):
     assert lines == ["1,1", "0.00000005960464477539063,1"]  # 2**-24, exact in the log
     assert learner.module.store.epochs("valid", "Loss") == {1: (1 + 2.0**-24) / 2}  # Burn sums in f64
 
-
-@pytest.mark.parametrize(("x", "display", "debug"), [
-    (0.5, "0.5", "0.5"), (1.0, "1", "1.0"), (0.0, "0", "0.0"), (2.5e-5, "0.000025", "2.5e-5"),
-    (1e-7, "0.0000001", "1e-7"), (1e16, "10000000000000000", "1e16"), (0.0001, "0.0001", "0.0001"),
-    (123.25, "123.25", "123.25"), (float("nan"), "NaN", "NaN"), (float("inf"), "inf", "inf"),
-])
-def test_numbers_in_names_are_formatted_as_rusts_display_and_debug(x, display, debug):
-    """Rust's `format!("{}", f64)` and `format!("{:?}", f64)` (core::fmt::float), which Burn's metric
-    names use (burn-train/src/metric/fbetascore.rs, precision.rs, hamming.rs at v0.21.0)."""
-    assert rust_display(x) == display and rust_debug(x) == debug
