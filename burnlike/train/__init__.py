@@ -17,6 +17,8 @@ _EXPORTS = {
     "Evaluator": "evaluator",
     "EvaluatorBuilder": "evaluator",
     "Interrupter": "interrupter",
+    "ApplicationLoggerInstaller": "logger",
+    "FileApplicationLoggerInstaller": "logger",
     "SequenceOutput": "output",
     "InferenceStep": "step",
     "CollectiveConfig": "strategy",
@@ -56,6 +58,7 @@ _EXPORTS = {
 
 __all__ = [
     "Aggregate",
+    "ApplicationLoggerInstaller",
     "CheckpointingAction",
     "CheckpointingStrategy",
     "ClassificationOutput",
@@ -67,6 +70,7 @@ __all__ = [
     "Evaluator",
     "EvaluatorBuilder",
     "ExecutionStrategy",
+    "FileApplicationLoggerInstaller",
     "Gradients",
     "InferenceStep",
     "Interrupter",
@@ -127,6 +131,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from burnlike.train.evaluator import EvaluationResult, Evaluator, EvaluatorBuilder
     from burnlike.train.interrupter import Interrupter
     from burnlike.train.learner import TrainingResult
+    from burnlike.train.logger import ApplicationLoggerInstaller, FileApplicationLoggerInstaller
     from burnlike.train.metric.store import Aggregate, Direction, MetricStore, Split
     from burnlike.train.module import MetricInputError, StepModule
     from burnlike.train.output import (

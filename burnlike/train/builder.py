@@ -34,6 +34,7 @@ from burnlike.train.checkpoint import (
 from burnlike.train.graph_step import CudaGraphConfig
 from burnlike.train.interrupter import Interrupter, InterrupterCallback
 from burnlike.train.learner import Learner
+from burnlike.train.logger import ApplicationLogger, ApplicationLoggerInstaller, application_logger
 from burnlike.train.metric.base import Metric
 from burnlike.train.module import LrOrScheduler, StepModule
 from burnlike.train.preemption import Preemption, RandomState
@@ -66,7 +67,7 @@ class LearnerBuilder:
         self._checkpoint: int | str | None = None
         self._trainer_kwargs: dict[str, Any] = {}
         self._callbacks: list[L.Callback] = []
-        self._application_logger = True
+        self._application_logger: ApplicationLogger = True
         self._progress_bar = True
         self._loggers: list[Logger] = []
         self._log_every_n_steps = 0
@@ -179,8 +180,11 @@ class LearnerBuilder:
             self._checkpoint = _positive("checkpoint", epoch)
         return self
 
-    def with_application_logger(self, enabled: bool | None) -> LearnerBuilder:
-        self._application_logger = bool(enabled)
+    def with_application_logger(self, logger: ApplicationLoggerInstaller | bool | None) -> LearnerBuilder:
+        """Burn's `with_application_logger(Option<Box<dyn ApplicationLoggerInstaller>>)`: None (or
+        False) for none, an installer (`FileApplicationLoggerInstaller(path)`, or any object with
+        `install()`) for that one; True (the default) writes `experiment.log` in the artifact dir."""
+        self._application_logger = application_logger(logger, "with_application_logger")
         return self
 
     def with_logger(self, *loggers: Logger, every_n_steps: int | None = None,

@@ -19,8 +19,11 @@ from torch import nn
 
 from burnlike.train.builder import flat_metrics
 from burnlike.train.logger import (
+    ApplicationLogger,
+    ApplicationLoggerInstaller,
     FileMetricLogger,
-    install_experiment_log,
+    application_logger,
+    install_application_logger,
     remove_experiment_log,
     tagged_test_split,
 )
@@ -82,7 +85,7 @@ class Evaluator:
         split = tagged_test_split(str(name))
         module = _TestModule(self.model, b._metrics)
         trainer = L.Trainer(**b.trainer_kwargs_for(self.model))
-        handler = install_experiment_log(b.directory, "evaluation.log") if b._application_logger else None
+        handler = install_application_logger(b._application_logger, b.directory, "evaluation.log")
         try:
             log.info("evaluating %s on %s", type(self.model).__name__, split)
             trainer.test(module, dataloader, verbose=False)
@@ -120,7 +123,7 @@ class EvaluatorBuilder:
         self._metrics: list[Metric] = []
         self._numeric: set[str] = set()
         self._summary = False
-        self._application_logger = True
+        self._application_logger: ApplicationLogger = True
         self._progress_bar = True
         self._execution: Execution | None = None
         self._trainer_kwargs: dict[str, Any] = {}
@@ -150,8 +153,11 @@ class EvaluatorBuilder:
         self._summary = True
         return self
 
-    def with_application_logger(self, enabled: bool | None) -> EvaluatorBuilder:
-        self._application_logger = bool(enabled)
+    def with_application_logger(self, logger: ApplicationLoggerInstaller | bool | None) -> EvaluatorBuilder:
+        """Burn's `with_application_logger(Option<Box<dyn ApplicationLoggerInstaller>>)`: None (or
+        False) for none, an installer (`FileApplicationLoggerInstaller(path)`) for that one; True (the
+        default) writes `evaluation.log` in the directory."""
+        self._application_logger = application_logger(logger, "EvaluatorBuilder.with_application_logger")
         return self
 
     def progress_bar(self, enabled: bool = True) -> EvaluatorBuilder:

@@ -6,7 +6,6 @@ import contextlib
 import logging
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, cast
 
 import lightning as L
@@ -17,7 +16,12 @@ from burnlike.record.format import registry
 from burnlike.record.format.location import AnyPath
 from burnlike.train import components
 from burnlike.train.checkpoint import checkpoint_path, newest_checkpoint
-from burnlike.train.logger import FileMetricLogger, install_experiment_log, remove_experiment_log
+from burnlike.train.logger import (
+    ApplicationLogger,
+    FileMetricLogger,
+    install_application_logger,
+    remove_experiment_log,
+)
 from burnlike.train.metric.store import EpochEntry, Split
 from burnlike.train.module import STORE_RESULT, StepModule
 from burnlike.train.plot import plot_metrics
@@ -50,7 +54,7 @@ class Learner(components.Learner):
         summary: bool = False,
         checkpoint: int | str | None = None,
         checkpoint_extension: str | None = None,
-        application_logger: bool = True,
+        application_logger: ApplicationLogger = True,
     ) -> None:
         super().__init__(module.model, module.optim, module.lr_or_scheduler)
         self.trainer = trainer
@@ -115,9 +119,9 @@ class Learner(components.Learner):
 
     def fit(self, train_loader: Iterable[Any], valid_loader: Iterable[Any] | None = None) -> TrainingResult:
         self.artifact_dir.mkdir(parents=True, exist_ok=True)
-        # experiment.log is a local file (a logging handler): written for local artifact dirs only
-        handler = install_experiment_log(self.artifact_dir) \
-            if self.application_logger and isinstance(self.artifact_dir, Path) else None
+        # experiment.log is a local file (a logging handler): written for local artifact dirs only;
+        # or the user's installer (Burn's with_application_logger(Some(installer)))
+        handler = install_application_logger(self.application_logger, self.artifact_dir)
         try:
             ckpt = self.resume_path()
             log.info("fitting %s for %s epochs%s", type(self.model).__name__, self.trainer.max_epochs,

@@ -10,8 +10,11 @@ import logging
 import math
 from decimal import Decimal
 from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
 
 from burnlike.record.format.location import AnyPath, RemotePath, as_path
+
+log = logging.getLogger("burnlike.train")
 
 LOG_FORMAT = "%(asctime)s.%(msecs)03dZ  %(levelname)s %(name)s: %(message)s"
 
@@ -135,6 +138,56 @@ def install_experiment_log(artifact_dir: str | Path, file_name: str = "experimen
         if lg.level == logging.NOTSET or lg.level > logging.INFO:
             lg.setLevel(logging.INFO)
     return handler
+
+
+@runtime_checkable
+class ApplicationLoggerInstaller(Protocol):
+    """Burn's `ApplicationLoggerInstaller` trait: `install()` sets up where the run's log records go.
+    Burn's returns `Result<(), String>`; here a failure raises (the run goes on, with a warning, as
+    Burn's), and a returned `logging.Handler` is removed when the run ends."""
+
+    def install(self) -> Any: ...
+
+
+class FileApplicationLoggerInstaller:
+    """Burn's `FileApplicationLoggerInstaller::new(path)`: burnlike's and Lightning's log records,
+    INFO and up, into the file at `path` (what the default `experiment.log` is)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+
+    def install(self) -> logging.Handler:
+        return install_experiment_log(self.path.parent, self.path.name)
+
+
+ApplicationLogger = bool | ApplicationLoggerInstaller
+
+
+def application_logger(setting: Any, what: str = "with_application_logger") -> ApplicationLogger:
+    """`with_application_logger`'s argument: Burn's `Option<Box<dyn ApplicationLoggerInstaller>>`
+    (None: no application logger; an installer: that one), or a bool (True: the default file)."""
+    if setting is None or isinstance(setting, bool):
+        return bool(setting)
+    if isinstance(setting, ApplicationLoggerInstaller):
+        return setting
+    raise TypeError(f"{what}: expected an ApplicationLoggerInstaller (an object with install(), such as "
+                    f"FileApplicationLoggerInstaller(path)), None, True or False, got {type(setting).__name__}")
+
+
+def install_application_logger(setting: ApplicationLogger, artifact_dir: AnyPath,
+                               file_name: str = "experiment.log") -> logging.Handler | None:
+    """Install the run's application logger: the default file in `artifact_dir` (a local one), the
+    user's installer, or none. Returns the handler to remove when the run ends, if any."""
+    if setting is False:
+        return None
+    if setting is True:
+        return install_experiment_log(artifact_dir, file_name) if isinstance(artifact_dir, Path) else None
+    try:
+        installed = setting.install()
+    except Exception as e:  # Burn: log::warn!("Failed to install the experiment logger: {e}")
+        log.warning("Failed to install the experiment logger: %s", e)
+        return None
+    return installed if isinstance(installed, logging.Handler) else None
 
 
 def remove_experiment_log(handler: logging.Handler) -> None:

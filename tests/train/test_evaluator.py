@@ -21,6 +21,7 @@ import burnlike
 from burnlike.optim import AdamConfig
 from burnlike.train import (
     EvaluatorBuilder,
+    FileApplicationLoggerInstaller,
     Learner,
     LearnerBuilder,
     MetricInputError,
@@ -81,6 +82,18 @@ def test_evaluator_defaults_translate_to_a_quiet_test_trainer(tmp_path, capsys):
     assert any(line.endswith(" burnlike.train: evaluating Classifier on test/my-set")
                for line in (tmp_path / "evaluation.log").read_text().splitlines())
     assert "Learner Summary" not in capsys.readouterr().out
+
+
+def test_evaluator_takes_burns_application_logger_installer(tmp_path):
+    """burn-train/src/evaluator/builder.rs (v0.21.0): `with_application_logger(Option<Box<dyn
+    ApplicationLoggerInstaller>>)`: the installer's file gets the evaluation's log, not evaluation.log."""
+    installer = FileApplicationLoggerInstaller(tmp_path / "eval" / "mine.log")
+    builder = EvaluatorBuilder(tmp_path).metrics(LossMetric()).with_application_logger(installer).progress_bar(False)
+    builder.build(Classifier()).eval("a", loader(16, 16))
+    assert "evaluating Classifier on test/a" in (tmp_path / "eval" / "mine.log").read_text()
+    assert not (tmp_path / "evaluation.log").exists()
+    with pytest.raises(TypeError, match="^EvaluatorBuilder.with_application_logger: expected an ApplicationLoggerInstaller"):
+        EvaluatorBuilder(tmp_path).with_application_logger(1)
 
 
 def test_evaluator_progress_bar_switch_shows_or_hides_the_bar(tmp_path):

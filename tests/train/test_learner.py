@@ -15,7 +15,7 @@ import torch
 
 from burnlike.optim import AdamConfig, SgdConfig
 from burnlike.record import DefaultRecorder, load_checkpoint
-from burnlike.train import LearnerSummary, Split
+from burnlike.train import FileApplicationLoggerInstaller, LearnerSummary, Split
 from burnlike.train.logger import read_epochs, read_metric_log
 from burnlike.train.metric import LearningRateMetric
 from burnlike.train.metric.store import EpochEntry
@@ -64,6 +64,58 @@ def test_the_experiment_log_says_where_training_finished(tmp_path):
     learner = valid_loss_builder(tmp_path).with_application_logger(True).build(Classifier(), SgdConfig(), 0.01)
     learner.fit(loader(32, 16), loader(16, 16))
     assert "training finished at epoch 1" in (tmp_path / "experiment.log").read_text()
+
+
+class CountingInstaller:
+    """A user's `ApplicationLoggerInstaller` (Burn's trait: `install()`), writing to its own file."""
+
+    def __init__(self, path: Path) -> None:
+        self.installs = 0
+        self.inner = FileApplicationLoggerInstaller(path)
+
+    def install(self) -> logging.Handler:
+        self.installs += 1
+        return self.inner.install()
+
+
+def test_with_application_logger_takes_burns_installer(tmp_path):
+    """burn-train/src/learner/application_logger.rs and supervised/paradigm.rs (v0.21.0):
+    `with_application_logger(Some(Box::new(installer)))` installs that logger at launch (here: its own
+    file, not experiment.log); `None` installs none; a failing install warns and training goes on."""
+    installer = CountingInstaller(tmp_path / "logs" / "mine.log")
+    learner = valid_loss_builder(tmp_path).with_application_logger(installer).build(Classifier(), SgdConfig(), 0.01)
+    assert learner.application_logger is installer
+    learner.fit(loader(32, 16), loader(16, 16))
+    assert installer.installs == 1 and "training finished at epoch 1" in (tmp_path / "logs" / "mine.log").read_text()
+    assert not (tmp_path / "experiment.log").exists()
+    off = valid_loss_builder(tmp_path / "off").with_application_logger(None).build(Classifier(), SgdConfig(), 0.01)
+    assert off.application_logger is False
+    off.fit(loader(16, 16))
+    assert not (tmp_path / "off" / "experiment.log").exists()
+
+    class Broken:
+        def install(self) -> None:
+            raise RuntimeError("no file system")
+
+    broken = valid_loss_builder(tmp_path / "broken").with_application_logger(Broken()).build(
+        Classifier(), SgdConfig(), 0.01)
+    with_warning = logging.getLogger("burnlike.train")
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append  # type: ignore[method-assign]
+    with_warning.addHandler(handler)
+    try:
+        broken.fit(loader(16, 16))
+    finally:
+        with_warning.removeHandler(handler)
+    assert any(r.getMessage() == "Failed to install the experiment logger: no file system" for r in records)
+
+
+def test_with_application_logger_refuses_what_is_no_installer(tmp_path):
+    with pytest.raises(TypeError, match=r"^with_application_logger: expected an ApplicationLoggerInstaller "
+                                        r"\(an object with install\(\), such as FileApplicationLoggerInstaller\(path\)\), "
+                                        r"None, True or False, got str$"):
+        valid_loss_builder(tmp_path).with_application_logger("experiment.log")
 
 
 def test_summary_and_checkpoints_come_from_the_store_not_the_log_files(tmp_path, capsys):
