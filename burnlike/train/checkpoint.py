@@ -364,7 +364,9 @@ class StoppingCondition:
 class MetricEarlyStoppingStrategy:
     """Burn's: stop once `metric` in `split` has not strictly improved for `n_epochs` epochs.
 
-    A missing value (the split didn't run that epoch) never stops; NaN never improves."""
+    A missing value (the split didn't run that epoch) never stops; a NaN never improves, so NaN
+    epochs count towards `n_epochs` and stop the run as Burn's do (burn-train learner/early_stopping.rs:
+    `NaN < best` is false)."""
 
     def __init__(self, metric: Metric | str, aggregate: Aggregate = Aggregate.MEAN, direction: Direction | None = None,
                  split: Split = Split.VALID, condition: StoppingCondition = StoppingCondition(1)) -> None:
@@ -415,7 +417,8 @@ class MetricEarlyStopping(EarlyStopping):
     A Lightning `EarlyStopping` for its place in the loop (Lightning runs it after the module's
     epoch-end hook, so the train values are stored; `trainer.early_stopping_callback` finds it) and
     its DDP handling (any rank's stop stops all). The decision is Burn's, not Lightning's: epochs
-    since the best rather than checks, no stop on a NaN or a missing value. Lightning's own fields
+    since the best rather than checks; a NaN never improves (so it stops, as Burn's does), a missing
+    value never stops. Lightning's own fields
     (mode, patience, best_score) stay unused.
     """
 

@@ -429,6 +429,14 @@ def test_early_stopping_has_burns_semantics():
     assert stopping({1: 50.0, 2: 60.0, 3: 70.0}, 1, AccuracyMetric()) == []
 
 
+def test_nan_epochs_count_towards_the_stop_as_in_burn():
+    """burn-train/src/learner/early_stopping.rs (v0.21.0): `current_value < self.best_value` is false for
+    NaN, so a NaN epoch is no improvement and counts towards `NoImprovementSince { n_epochs }`: two NaN
+    epochs after the best stop a run with n_epochs = 2 (the docs said a NaN never stops: it does)."""
+    assert stopping({1: 0.5, 2: float("nan"), 3: float("nan")}, 2) == [3]
+    assert stopping({1: 0.5, 2: float("nan"), 3: 0.4, 4: float("nan")}, 2) == []
+
+
 def test_early_stopping_counts_from_epoch_one_when_no_value_ever_improves():
     """NaN never improves: the best remains Burn's initial epoch 1, whichever way the metric is named."""
     for strategy, store in ((MetricEarlyStoppingStrategy("Loss", direction=Direction.LOWEST), store_of({1: NAN, 2: NAN})),
