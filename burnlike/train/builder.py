@@ -111,7 +111,8 @@ class LearnerBuilder:
         return self
 
     def learning_strategy(self, strategy: Execution) -> LearnerBuilder:
-        """Burn 0.19: `LearningStrategy.single_device(d)`, `.multi_device_naive(ds)`, `.ddp(ds, config)`."""
+        """Burn 0.19: `LearningStrategy.SingleDevice(d)`, `.MultiDeviceNaive(ds)`,
+        `.DistributedDataParallel(devices=ds, config=c)` or `ddp(ds, config)` (0.20/0.21's strategies too)."""
         self._execution = as_execution(strategy)
         return self
 

@@ -156,7 +156,7 @@ class MetricStore:
         own = self._directions.get(name)
         if own is None:
             raise ValueError(f"metric {name!r} has no direction (higher_is_better=None, or not registered): "
-                             "pass direction=Direction.LOWEST or Direction.HIGHEST")
+                             "pass direction=Direction.Lowest or Direction.Highest")
         return own
 
     # Checkpoint state --------------------------------------------------------------------------
