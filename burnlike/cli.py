@@ -1,6 +1,7 @@
 """burnlike: look into and convert Burn record files.
 
   burnlike inspect FILE                 metadata + tensor tree (path, dtype, shape, bytes)
+  burnlike consolidate TRAINER_DIR      a sharded checkpoint's weights as one model record
   burnlike convert IN OUT [options]     between recorders/precisions, safetensors and .ckpt
   burnlike summary RUN_DIR              a run's Learner summary table and metrics.png
   burnlike compare DIR...               runs (or a multirun dir) ranked by their optimized metric
@@ -21,6 +22,7 @@ Examples:
   burnlike convert epoch=3-step=100.ckpt model.bin --burn-version 0.19.0 --model mypkg.net:Net
   burnlike convert model.mpk model.safetensors --model mypkg.net:Net
   burnlike convert model.json compact --recorder CompactRecorder      # -> compact.mpk
+  burnlike consolidate outputs/run/artifacts/checkpoint/trainer-3.mpk   # -> model-3.mpk beside it
 
 Files may be local paths or fsspec URLs (s3://, gs://, memory://…: any filesystem fsspec has
 installed), as for the training app's artifact dir.
@@ -43,6 +45,7 @@ from torch import nn
 
 from burnlike import __version__
 from burnlike.cli_runs import register as register_run_commands
+from burnlike.record.checkpoint.dcp import describe, is_sharded_checkpoint, whole_tensors
 from burnlike.record.checkpoint.lightning_dict import encode_checkpoint, is_checkpoint
 from burnlike.record.checkpoint.value import TAG, decode_value
 from burnlike.record.checkpoint.weights import weights_from_checkpoint
@@ -151,6 +154,9 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     if not path.exists():
         print(f"error: {path}: no such file", file=sys.stderr)
         return 2
+    if is_sharded_checkpoint(path):
+        print("\n".join(describe(path)))
+        return 0
     if path.suffix == ".safetensors":
         weights = read_safetensors(path)
         print(f"{path}: safetensors, {len(weights)} tensors")
@@ -175,6 +181,46 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         lines = _record_lines(path, metadata, item)  # every tensor checked before anything is printed
     print("\n".join(lines))
     return 0
+
+
+def cmd_consolidate(args: argparse.Namespace) -> int:
+    """A sharded `trainer-N` folder's model weights gathered into `model-N` (Burn's module record)."""
+    folder = as_path(args.folder)
+    if not is_sharded_checkpoint(folder):
+        alt = folder.parent / f"{folder.name}.{args.extension}"  # `trainer-N` named without its extension
+        if not is_sharded_checkpoint(alt):
+            raise CliError(f"{folder}: no sharded checkpoint (a folder holding .metadata.<ext>, as "
+                           "ShardedStrategy/CompactFSDPStrategy write checkpoint/trainer-N.<ext>)")
+        folder = alt
+    model = load_model(args.model) if args.model else _run_model(folder)
+    weights = whole_tensors(folder)
+    missing, unexpected = model.load_state_dict(weights, strict=False)
+    if missing or unexpected:
+        raise CliError(f"{folder}: the checkpoint's weights don't fit {type(model).__name__}: missing "
+                       f"{quote(', '.join(missing))}; unexpected {quote(', '.join(unexpected))}")
+    recorder = registry.sniff(next(p for p in folder.iterdir() if p.name.startswith("shard-")))
+    if args.recorder:
+        recorder = registry.by_name(args.recorder)
+    stem = folder.name.split(".")[0].replace("trainer-", "model-", 1)
+    out = as_path(args.out) if args.out else folder.parent / f"{stem}.{recorder.file_extension()}"
+    written = recorder.save_module(model, out, durable=True)
+    print(f"{folder} -> {written} ({len(weights)} tensors)")
+    return 0
+
+
+def _run_model(folder: AnyPath) -> nn.Module:
+    """The model of the app's run that wrote `folder` (RUN/.hydra/config.yaml, or RUN/artifacts/..)."""
+    for run in (folder.parent.parent, folder.parent.parent.parent):
+        config = run / ".hydra" / "config.yaml"
+        if isinstance(config, Path) and config.exists():
+            from omegaconf import OmegaConf
+
+            from burnlike.app.run import build_model
+
+            cfg = OmegaConf.load(config)
+            return build_model(cfg)  # type: ignore[arg-type]
+    raise CliError(f"{folder}: no app run around it (RUN/.hydra/config.yaml) to build the model from: pass "
+                   "--model package.module:ClassOrFactory")
 
 
 def _show(value: object) -> str:
@@ -311,7 +357,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="burnlike", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"burnlike {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{inspect,convert,summary,compare}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{inspect,consolidate,convert,summary,compare}")
     p = sub.add_parser("inspect", help="print a record's metadata and tensor tree (path, dtype, shape, bytes)",
                        description="Print a record's metadata and its tensors (path, dtype, shape, bytes). "
                                    "Works on .mpk/.mpk.gz/.json/.json.gz/.bin/.bin.gz records, burnlike "
@@ -319,6 +365,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("file")
     p.add_argument("--model", metavar="PKG.MOD:CLASS", help="module giving the field order of bincode (.bin) records")
     p.set_defaults(func=cmd_inspect)
+    p = sub.add_parser("consolidate", help="a sharded checkpoint's weights as one model record (model-N)",
+                       description="Gather the model weights of a sharded training checkpoint (a "
+                                   "checkpoint/trainer-N.<ext> folder written by ShardedStrategy or "
+                                   "CompactFSDPStrategy) into Burn's module record, in one process. The model "
+                                   "comes from --model, or from the app's run config around the folder.")
+    p.add_argument("folder", metavar="TRAINER_DIR", help="checkpoint/trainer-N.<ext> (or trainer-N)")
+    p.add_argument("--model", metavar="PKG.MOD:CLASS", help="importable factory of the model (default: the app "
+                                                             "run's model= config)")
+    p.add_argument("--out", metavar="FILE", help="where to write (default: model-N.<ext> beside the folder)")
+    p.add_argument("--recorder", choices=[*registry.SHORT_NAMES, *registry.ALIASES], default=None,
+                   help="format to write (default: the shards' own)")
+    p.add_argument("--extension", default="mpk", help=argparse.SUPPRESS)
+    p.set_defaults(func=cmd_consolidate)
     p = sub.add_parser("convert", help="convert between recorders/precisions, safetensors and Lightning .ckpt",
                        description="Convert IN to OUT; formats come from the extensions. Records convert to "
                                    "records without --model (precision changes keep the f16 guards). To or "

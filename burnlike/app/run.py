@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -166,8 +167,10 @@ def execution(cfg: DictConfig) -> Any:
         return ExecutionStrategy.single(names[0])
     if kind == "ddp":
         return ExecutionStrategy.ddp(names, DistributedConfig(num_nodes=int(t.num_nodes)))
-    optim = MultiDeviceOptim.OPTIM_SHARDED if kind == "multi_sharded" else MultiDeviceOptim.OPTIM_MAIN_DEVICE
-    return ExecutionStrategy.multi(names, optim)
+    if kind == "multi_sharded":  # several nodes shard the model as one group, as DDP's ranks do
+        sharded = ExecutionStrategy.multi(names, MultiDeviceOptim.OPTIM_SHARDED)
+        return dataclasses.replace(sharded, num_nodes=int(t.num_nodes)) if int(t.num_nodes) > 1 else sharded
+    return ExecutionStrategy.multi(names, MultiDeviceOptim.OPTIM_MAIN_DEVICE)
 
 
 def trainer_strategy(cfg: DictConfig, strategy: Any = None) -> Any:

@@ -40,6 +40,7 @@ from burnlike.train.module import LrOrScheduler, StepModule
 from burnlike.train.preemption import Preemption, RandomState
 from burnlike.train.quiet import quiet_lightning
 from burnlike.train.renderer import progress_display
+from burnlike.train.sharded import compact_strategy
 from burnlike.train.strategy import Device, Execution, as_execution, trainer_devices
 from burnlike.train.tracking import MetricLoggerBridge
 
@@ -302,6 +303,8 @@ class LearnerBuilder:
                 kwargs[key] = list(kwargs[key]) + list(value)
             else:
                 kwargs[key] = value
+        if self._recorder is not None and "strategy" in kwargs:  # sharded runs keep the recorder's format
+            kwargs["strategy"] = compact_strategy(kwargs["strategy"], kwargs.get("accelerator", "auto"))
         quiet_lightning()
         trainer = L.Trainer(**kwargs)
         return Learner(

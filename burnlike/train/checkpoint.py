@@ -9,6 +9,7 @@ read the epoch values from the run's metric store (`StepModule.store`).
 
 from __future__ import annotations
 
+import copy
 import logging
 import os
 from abc import ABC, abstractmethod
@@ -21,6 +22,7 @@ import lightning as L
 from lightning.pytorch.callbacks import Checkpoint, EarlyStopping
 from torch import nn
 
+from burnlike.record.checkpoint.dcp import is_sharded_checkpoint, read_training_state
 from burnlike.record.checkpoint.epoch_files import KINDS, epoch_file, epoch_of, save_parts
 from burnlike.record.checkpoint.lightning_dict import is_checkpoint
 from burnlike.record.error import RecordError
@@ -31,6 +33,7 @@ from burnlike.record.format.recorder import Recorder
 from burnlike.train.metric.base import Metric
 from burnlike.train.metric.store import Aggregate, Direction, MetricStore, Split
 from burnlike.train.module import StepModule
+from burnlike.train.sharded import CompactShards, full_model_state
 
 __all__ = [  # Split/Direction/Aggregate/MetricStore live in metric/store.py; kept importable here
     "Aggregate", "CheckpointingAction", "CheckpointingStrategy", "ComposedCheckpointingStrategy",
@@ -229,6 +232,9 @@ def newest_checkpoint(artifact_dir: str | os.PathLike[str] | RemotePath, extensi
 
 def _global_step(path: AnyPath) -> int | None:
     """A training checkpoint's `global_step`, None for a record that is not one (a module record)."""
+    if path.is_dir():  # a sharded checkpoint: a folder of shards and its training state
+        step = read_training_state(path).get("global_step") if is_sharded_checkpoint(path) else None
+        return step if isinstance(step, int) else None
     with registry.sniff(path).scan(path) as (_, item):
         step = item.get("global_step") if is_checkpoint(item) else None
     return step if isinstance(step, int) else None
@@ -273,6 +279,7 @@ class FileCheckpointer(Checkpoint):
         self.extension = recorder.file_extension()
         self.strategy = strategy
         self._saving: int | None = None  # the epoch whose files the current save splits out
+        self._skeleton: nn.Module | None = None  # the model's structure, on the meta device (sharded runs)
         # called with the epoch once its checkpoint is on disk (what a run's result may then list)
         self.epoch_saved: list[Callable[[int], None]] = []
 
@@ -280,11 +287,15 @@ class FileCheckpointer(Checkpoint):
         return checkpoint_path(self.artifact_dir, epoch, self.extension, kind)
 
     def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
-        """A run starts or resumes: remove temp files a killed save left (their writer is gone)."""
+        """A run starts or resumes: remove temp files a killed save left (their writer is gone).
+        Under a sharded strategy, keep the model's structure (no weights) before it is sharded:
+        model-N is written from it with the weights gathered from every rank."""
         if trainer.is_global_zero:
             parent = self.path(0).parent
             if isinstance(parent, Path):  # an object store has no temp files
                 remove_stale_temps(parent)
+        if isinstance(trainer.strategy, CompactShards) and self._skeleton is None:
+            self._skeleton = copy.deepcopy(store_model(pl_module)).to("meta")
 
     def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         if trainer.sanity_checking or _fast_dev_run(trainer):
@@ -315,9 +326,17 @@ class FileCheckpointer(Checkpoint):
 
     def on_save_checkpoint(self, trainer: L.Trainer, pl_module: L.LightningModule,
                            checkpoint: dict[str, Any]) -> None:
-        if self._saving is not None:
-            save_parts(checkpoint, store_model(pl_module), self.path(self._saving).parent, self._saving,
-                       self.recorder, write=trainer.is_global_zero)
+        if self._saving is None:
+            return
+        if self._skeleton is not None:  # sharded: trainer-N keeps the whole state; model-N is Burn's record
+            weights = full_model_state(trainer, pl_module)  # every rank: a gather
+            if trainer.is_global_zero:
+                model = self._skeleton.to_empty(device="cpu")
+                model.load_state_dict(weights)
+                self.recorder.save_module(model, self.path(self._saving), durable=True)
+            return
+        save_parts(checkpoint, store_model(pl_module), self.path(self._saving).parent, self._saving,
+                   self.recorder, write=trainer.is_global_zero)
 
     def delete(self, trainer: L.Trainer, epoch: int) -> None:
         """Every file of `epoch` (trainer-N first: an epoch without it is incomplete, never resumed)."""

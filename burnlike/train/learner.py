@@ -11,6 +11,7 @@ from typing import Any, cast
 import lightning as L
 from torch import nn
 
+from burnlike.record.checkpoint.dcp import read_training_state
 from burnlike.record.checkpoint.lightning_dict import is_checkpoint
 from burnlike.record.format import registry
 from burnlike.record.format.location import AnyPath
@@ -159,10 +160,14 @@ def resumes_exactly(loader: Iterable[Any]) -> bool:
 def resume_point(path: AnyPath) -> tuple[int, int]:
     """(whole epochs done, batches of the next epoch done) at a checkpoint: an epoch's end saves
     `epoch` = its 0-based index; a mid-epoch one also `BATCHES_DONE`."""
-    with registry.sniff(path).scan(path) as (_, item):
-        if not is_checkpoint(item):
-            return 0, 0
-        epoch, done = item.get("epoch"), item.get(BATCHES_DONE)
+    if path.is_dir():  # a sharded checkpoint (ShardedStrategy)
+        state = read_training_state(path)
+        epoch, done = state.get("epoch"), state.get(BATCHES_DONE)
+    else:
+        with registry.sniff(path).scan(path) as (_, item):
+            if not is_checkpoint(item):
+                return 0, 0
+            epoch, done = item.get("epoch"), item.get(BATCHES_DONE)
     epoch = epoch if isinstance(epoch, int) else 0
     if isinstance(done, int) and done > 0:
         return epoch, done

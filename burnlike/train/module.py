@@ -32,6 +32,7 @@ from burnlike.train.metric.store import EpochEntry, MetricStore, Split
 from burnlike.train.output import NONE, Adaptor
 from burnlike.train.preemption import BATCHES_DONE
 from burnlike.train.quiet import quiet_lightning
+from burnlike.train.sharded import ShardedStrategy, shard_model
 from burnlike.train.step import InferenceStep, TrainOutput, TrainStep, ValidStep, inference_fn
 
 log = logging.getLogger("burnlike.train")
@@ -238,6 +239,13 @@ class StepModule(StepHost):
 
     def setup(self, stage: str) -> None:
         quiet_lightning()  # in every process: ddp_spawn's don't inherit the warning filters
+
+    def configure_model(self) -> None:
+        """Under `ShardedStrategy`, shard the model over the processes (FSDP2), once."""
+        strategy = self.trainer.strategy
+        if isinstance(strategy, ShardedStrategy) and not getattr(self, "_sharded", False):
+            shard_model(self.model, strategy.data_parallel_mesh())
+            self._sharded = True
 
     def on_train_start(self) -> None:
         if self.graph_step is not None:

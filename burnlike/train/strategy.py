@@ -13,7 +13,7 @@ struct variant takes keywords), and the snake_case spellings stay as aliases:
 | `LearningStrategy::DistributedDataParallel { devices, config }`, `ddp(ds, cfg)` | `LearningStrategy.DistributedDataParallel(devices=ds, config=cfg)`, `ddp(ds, cfg)` (`.ddp`) | `"ddp"`, `num_nodes` |
 | `TrainingStrategy::SingleDevice(d)` | `TrainingStrategy.SingleDevice(d)` (`.single_device`) | one device |
 | `TrainingStrategy::MultiDevice(ds, MultiDeviceOptim::OptimMainDevice)` | `TrainingStrategy.MultiDevice(ds, MultiDeviceOptim.OptimMainDevice)` (`.multi_device`) | `"ddp"` |
-| `… MultiDeviceOptim::OptimSharded` | `….MultiDevice(ds, MultiDeviceOptim.OptimSharded)` | `"fsdp"` |
+| `… MultiDeviceOptim::OptimSharded` | `….MultiDevice(ds, MultiDeviceOptim.OptimSharded)` | `ShardedStrategy()` (FSDP2) |
 | `TrainingStrategy::Custom(..)` | `TrainingStrategy.Custom(lightning_strategy)` (`.custom`) | your `Strategy` |
 | `TrainingStrategy::Default(e)` (0.21) | `TrainingStrategy.Default(e)` (`.default`) | as `e` |
 | `ExecutionStrategy::SingleDevice(d)` / `MultiDevice(ds, optim)` / `DistributedDataParallel { devices, .. }` | same names; `single(d)` / `multi(ds, optim)` / `ddp(ds, DistributedConfig)` | as above |
@@ -48,12 +48,13 @@ __all__ = [
 
 
 class MultiDeviceOptim(str, Enum):
-    """Burn 0.20: where the optimizer runs with several devices (main device, or sharded → FSDP)."""
+    """Burn 0.20: where the optimizer runs with several devices (main device: DDP; sharded: FSDP2
+    through `ShardedStrategy`, any accelerator, Burn-format sharded checkpoints)."""
 
     OptimMainDevice = "ddp"
-    OptimSharded = "fsdp"
+    OptimSharded = "sharded"
     OPTIM_MAIN_DEVICE = "ddp"
-    OPTIM_SHARDED = "fsdp"
+    OPTIM_SHARDED = "sharded"
 
 
 class ReduceOperation(str, Enum):
@@ -111,7 +112,11 @@ class Execution:
 
     def trainer_kwargs(self) -> dict[str, Any]:
         kwargs: dict[str, Any] = trainer_devices(self.devices) if self.devices else {}
-        if self.strategy is not None:
+        if self.strategy == MultiDeviceOptim.OPTIM_SHARDED.value:  # a fresh strategy object per Trainer
+            from burnlike.train.sharded import ShardedStrategy
+
+            kwargs["strategy"] = ShardedStrategy()
+        elif self.strategy is not None:
             kwargs["strategy"] = self.strategy
         if self.num_nodes is not None:
             kwargs["num_nodes"] = self.num_nodes

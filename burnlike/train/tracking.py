@@ -26,6 +26,7 @@ from typing import Any, cast
 import lightning as L
 from lightning.pytorch.loggers import Logger
 
+from burnlike.record.checkpoint.dcp import read_training_state
 from burnlike.record.format.location import RemotePath, as_path
 from burnlike.train.metric.store import EpochEntry, Split
 from burnlike.train.module import StepModule
@@ -122,7 +123,8 @@ def continue_logger_runs(trainer: L.Trainer, ckpt_path: str | os.PathLike[str] |
     bridge = next((c for c in trainer.callbacks if isinstance(c, MetricLoggerBridge)), None)  # type: ignore[attr-defined]
     if bridge is None or not trainer.loggers:
         return
-    checkpoint = trainer.strategy.checkpoint_io.load_checkpoint(str(ckpt_path))
+    path = as_path(ckpt_path) if not isinstance(ckpt_path, RemotePath) else ckpt_path
+    checkpoint = read_training_state(path) if path.is_dir() else trainer.strategy.checkpoint_io.load_checkpoint(str(path))
     state = checkpoint.get("callbacks", {}).get(bridge.state_key, {})
     for logger, run in zip(trainer.loggers, state.get("runs", [])):
         continue_run(logger, run)

@@ -53,6 +53,7 @@ from burnlike.train import ExecutionStrategy, LearnerBuilder
 from burnlike.train.logger import read_epochs
 from burnlike.train.metric import AccuracyMetric, CudaMetric, LearningRateMetric, Metric
 from burnlike.train.metric.store import EpochEntry, MetricStore, Split
+from burnlike.train.sharded import ShardedStrategy
 from tests.app.helpers import APP_HIDDEN_SIZE, REGRESSION, SMALL, write_regression_table
 from tests.helpers.app import IMAGE
 from tests.helpers.images import write_corrupt, write_splits
@@ -286,10 +287,14 @@ def test_an_execution_strategy_on_another_accelerator_is_named(conf):
     assert str(error.value) == "learner.strategy=single needs trainer.accelerator=cpu or gpu, got mps"
 
 
-def test_multi_sharded_execution_is_fsdp_and_multi_is_not(conf):
+def test_multi_sharded_execution_is_the_sharded_strategy_and_multi_is_not(conf):
     multi = execution(conf("learner.strategy=multi", "trainer.accelerator=cpu", "trainer.devices=2"))
     sharded = execution(conf("learner.strategy=multi_sharded", "trainer.accelerator=cpu", "trainer.devices=2"))
-    assert multi.trainer_kwargs()["strategy"] != sharded.trainer_kwargs()["strategy"] == "fsdp"
+    assert multi.trainer_kwargs()["strategy"] == "ddp"
+    assert isinstance(sharded.trainer_kwargs()["strategy"], ShardedStrategy)
+    nodes = execution(conf("learner.strategy=multi_sharded", "trainer.accelerator=cpu", "trainer.devices=2",
+                           "trainer.num_nodes=2"))
+    assert nodes.trainer_kwargs()["num_nodes"] == 2
 
 
 def test_app_learner_strategy_picks_the_execution_and_refuses_conflicts(conf, data, tmp_path):
@@ -304,7 +309,8 @@ def test_app_learner_strategy_picks_the_execution_and_refuses_conflicts(conf, da
                                                "strategy": "ddp",
                                                "num_nodes": 2}
     sharded = conf("learner.strategy=multi_sharded", "trainer.accelerator=gpu", "trainer.devices=[0,2]")
-    assert execution(sharded).trainer_kwargs() == {"accelerator": "gpu", "devices": [0, 2], "strategy": "fsdp"}
+    kwargs = execution(sharded).trainer_kwargs()
+    assert (kwargs["accelerator"], kwargs["devices"], type(kwargs["strategy"])) == ("gpu", [0, 2], ShardedStrategy)
     with pytest.raises(AppConfigError, match="learner.strategy=.*trainer.strategy=ddp"):
         validate(conf("learner.strategy=ddp", "trainer=ddp"))
     with pytest.raises(AppConfigError, match="learner.strategy='fast'"):

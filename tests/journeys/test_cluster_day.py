@@ -22,7 +22,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -37,6 +36,7 @@ import pytest
 from burnlike.record.format.location import AnyPath, as_path
 from tests.helpers.idx import write_mnist_idx
 from tests.helpers.paths import REPO
+from tests.helpers.s3 import moto_s3
 
 PROCS = (1, 2)
 EVENTS = ("clean", "sigterm_launcher", "sigterm_every_rank", "sigusr1", "in_validation", "in_last_validation")
@@ -111,33 +111,8 @@ def mnist(tmp_path_factory):
 @pytest.fixture(scope="module")
 def s3():
     """An S3 server (moto) on loopback and the environment that points fsspec and boto at it."""
-    pytest.importorskip("s3fs")
-    server_module = pytest.importorskip("moto.server")
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = server_module.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    env = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1",
-           "FSSPEC_S3_ENDPOINT_URL": f"http://127.0.0.1:{port}",  # s3fs (fsspec's config)
-           "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}"}  # any boto client (TensorBoard's S3 writer)
-    before = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    import fsspec.config
-
-    fsspec.config.set_conf_env(fsspec.config.conf)  # this process's s3fs reads the endpoint too
-    import s3fs
-
-    s3fs.S3FileSystem.clear_instance_cache()
-    s3fs.S3FileSystem().mkdir("runs")
-    yield env
-    server.stop()
-    for k, v in before.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
-    fsspec.config.conf.pop("s3", None)
+    with moto_s3() as env:
+        yield env
 
 
 def job_args(case: Case) -> list[str]:

@@ -21,6 +21,7 @@ from burnlike.train import (
     ReduceOperation,
     TrainingStrategy,
 )
+from burnlike.train.sharded import ShardedStrategy
 from burnlike.train.strategy import ddp, trainer_devices
 from tests.helpers.toy import Classifier
 
@@ -42,7 +43,7 @@ def test_device_strategies_translate_to_lightning():
         "accelerator": "gpu", "devices": [0, 1], "strategy": "ddp"}
     assert ExecutionStrategy.multi(["cuda:0"]).trainer_kwargs() == {"accelerator": "gpu", "devices": [0]}
     sharded = TrainingStrategy.multi_device([0, 1], MultiDeviceOptim.OPTIM_SHARDED).trainer_kwargs()
-    assert sharded["strategy"] == "fsdp"
+    assert isinstance(sharded["strategy"], ShardedStrategy)
     ddp = ExecutionStrategy.ddp(["cuda:0", "cuda:1"], DistributedConfig(num_nodes=2)).trainer_kwargs()
     assert ddp == {"accelerator": "gpu", "devices": [0, 1], "strategy": "ddp", "num_nodes": 2}
     assert CollectiveConfig().with_num_nodes(3).num_nodes == 3
@@ -161,7 +162,7 @@ def test_every_burn_strategy_variant_has_its_python_twin():
     assert TrainingStrategy.SingleDevice("cpu") == TrainingStrategy.single_device("cpu") == ExecutionStrategy.single("cpu")
     assert TrainingStrategy.MultiDevice(["cpu", "cpu"], MultiDeviceOptim.OptimSharded) == \
         TrainingStrategy.multi_device(["cpu", "cpu"], MultiDeviceOptim.OPTIM_SHARDED)
-    assert TrainingStrategy.MultiDevice(["cpu", "cpu"], MultiDeviceOptim.OptimSharded).strategy == "fsdp"
+    assert TrainingStrategy.MultiDevice(["cpu", "cpu"], MultiDeviceOptim.OptimSharded).strategy == "sharded"
     assert TrainingStrategy.DistributedDataParallel(devices=["cpu"], config=cfg) == TrainingStrategy.ddp(["cpu"], cfg)
     assert TrainingStrategy.Default(ExecutionStrategy.SingleDevice("cpu")) == TrainingStrategy.default(
         ExecutionStrategy.single("cpu"))

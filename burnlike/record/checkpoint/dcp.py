@@ -61,6 +61,7 @@ from burnlike.record.format.recorder import Recorder
 from burnlike.record.tensor.precision import storage_dtype
 
 METADATA = ".metadata"  # + the recorder's extension
+TRAINING_STATE = "state"  # + the extension: what a training checkpoint holds besides weights and optimizers
 FORMAT = "burnlike-dcp/1"
 WEIGHT_PREFIXES = ("model.", "state_dict.", "module.")  # the model's weights in the state dicts Lightning saves
 
@@ -71,6 +72,33 @@ def shard_name(rank: int, extension: str) -> str:
 
 def metadata_path(folder: AnyPath, recorder: Recorder) -> AnyPath:
     return folder / f"{METADATA}.{recorder.file_extension()}"
+
+
+def training_state_path(folder: AnyPath, recorder: Recorder) -> AnyPath:
+    return folder / f"{TRAINING_STATE}.{recorder.file_extension()}"
+
+
+def write_training_state(folder: AnyPath, checkpoint: dict[str, Any], recorder: Recorder) -> None:
+    """The rest of a Lightning checkpoint (loops, callbacks, epoch, counters) beside the shards, one
+    record (Lightning's own FSDP strategy torch.saves it: a pickle)."""
+    from burnlike.record.checkpoint.lightning_dict import encode_checkpoint
+
+    recorder.record(encode_checkpoint(checkpoint, recorder, full=True), training_state_path(folder, recorder),
+                    exact_path=True, durable=True)
+
+
+def read_training_state(folder: str | os.PathLike[str] | AnyPath) -> dict[str, Any]:
+    """A sharded checkpoint's training state (any recorder's format: the file says which)."""
+    from burnlike.record.format import registry
+
+    path = as_path(folder)
+    found = [p for p in path.iterdir() if p.name.startswith(TRAINING_STATE + ".")] if path.is_dir() else []
+    if not found:
+        raise RecordError(f"no training state in this sharded checkpoint (expected {TRAINING_STATE}.<ext>)", str(path))
+    value = decode_value(registry.sniff(found[0]).load(found[0]), str(found[0]))
+    if not isinstance(value, dict):
+        raise RecordError("a sharded checkpoint's training state must be a map", str(found[0]))
+    return value
 
 
 def is_sharded_checkpoint(path: str | os.PathLike[str] | AnyPath) -> bool:
@@ -279,3 +307,75 @@ def _own_dtype(key: str, t: torch.Tensor) -> torch.dtype:
 
 def _index(index: MetadataIndex) -> list[Any]:
     return [index.fqn, None if index.offset is None else list(index.offset), index.index]
+
+
+MODEL_PREFIX = "state_dict.model."  # the Burn model's weights in a burnlike training checkpoint
+
+
+def whole_tensors(path: str | os.PathLike[str] | AnyPath, prefix: str = MODEL_PREFIX) -> dict[str, torch.Tensor]:
+    """The tensors under `prefix` (stripped), each put back together from its shards in one
+    process (no process group): what `burnlike consolidate` writes as `model-N`. Values keep the
+    saved dtype (a shard stored at f16 is widened back)."""
+    folder = as_path(path)
+    reader = CompactStorageReader(folder)
+    metadata = reader.read_metadata()
+    wanted = {fqn: meta for fqn, meta in metadata.state_dict_metadata.items()
+              if fqn.startswith(prefix) and isinstance(meta, TensorStorageMetadata)}
+    out = {fqn: torch.zeros(tuple(meta.size), dtype=meta.properties.dtype) for fqn, meta in wanted.items()}
+    files: dict[str, dict[str, Any]] = {}
+    for index, (file, key) in (metadata.storage_data or {}).items():
+        if index.fqn not in out:
+            continue
+        if file not in files:
+            entries = decode_value(reader._recorder_of(folder / file).load(folder / file), str(folder / file))
+            if not isinstance(entries, dict):
+                raise RecordError("a shard must be a map of its chunks", str(folder / file))
+            files[file] = entries
+        stored = files[file].get(key)
+        if not isinstance(stored, torch.Tensor):
+            raise RecordError(f"shard {file} has no tensor {key!r} (the metadata names it)", str(folder))
+        target = out[index.fqn]
+        offset = tuple(index.offset) if index.offset is not None else (0,) * target.dim()
+        region = target
+        for dim, (start, length) in enumerate(zip(offset, stored.shape)):
+            region = region.narrow(dim, start, length)
+        region.copy_(stored)
+    return {fqn[len(prefix):]: t for fqn, t in out.items()}
+
+
+def describe(path: str | os.PathLike[str] | AnyPath) -> list[str]:
+    """What `burnlike inspect` prints for a sharded checkpoint: its files, each tensor's global
+    shape, saved dtype, shard count and stored bytes, and the plain values' keys."""
+    folder = as_path(path)
+    reader = CompactStorageReader(folder)
+    metadata = reader.read_metadata()
+    storage = metadata.storage_data or {}
+    sizes: dict[str, int] = defaultdict(int)
+    files: set[str] = set()
+    stored_dtype: dict[str, str] = {}
+    loaded: dict[str, dict[str, Any]] = {}
+    for index, (file, key) in storage.items():
+        files.add(file)
+        if isinstance(metadata.state_dict_metadata.get(index.fqn), TensorStorageMetadata):
+            if file not in loaded:
+                entries = decode_value(reader._recorder_of(folder / file).load(folder / file), str(folder / file))
+                loaded[file] = entries if isinstance(entries, dict) else {}
+            t = loaded[file].get(key)
+            if isinstance(t, torch.Tensor):
+                sizes[index.fqn] += t.numel() * t.element_size()
+                stored_dtype[index.fqn] = str(t.dtype).removeprefix("torch.")
+    lines = [f"{folder}: sharded checkpoint ({FORMAT}), {len(files)} shard files: {', '.join(sorted(files))}"]
+    tensors = {k: m for k, m in metadata.state_dict_metadata.items() if isinstance(m, TensorStorageMetadata)}
+    lines.append(f"  {len(tensors)} tensors:")
+    for fqn, meta in sorted(tensors.items()):
+        lines.append(f"    {fqn:<50} {stored_dtype.get(fqn, '?'):<8} {str(list(meta.size)):<18} "
+                     f"{len(meta.chunks):>3} shards {sizes[fqn]:>12,} B")
+    lines.append(f"  tensor bytes: {sum(sizes.values()):,}")
+    values = sorted(k for k, m in metadata.state_dict_metadata.items() if isinstance(m, BytesStorageMetadata))
+    if values:
+        lines.append(f"  {len(values)} values: {', '.join(values)}")
+    state = [p for p in folder.iterdir() if p.name.startswith(TRAINING_STATE + ".")]
+    if state:
+        keys = read_training_state(folder)
+        lines.append(f"  training state ({state[0].name}): {', '.join(str(k) for k in keys)}")
+    return lines

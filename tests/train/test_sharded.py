@@ -1,0 +1,172 @@
+"""`burnlike.train.sharded`: fully sharded training (FSDP2 `fully_shard` over gloo on the CPU) whose
+checkpoints are Burn records: sharded ones resume at another process count, gathered ones through
+the plugin, `model-N` is the whole model, on local disks and object stores. Each run is a user's
+script (tests/helpers/sharded_fit.py) that Lightning re-runs for its other ranks."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from lightning.pytorch.strategies import FSDPStrategy, ModelParallelStrategy
+
+from burnlike.cli import main as cli
+from burnlike.optim import AdamConfig
+from burnlike.record import CompactRecorder, DefaultRecorder
+from burnlike.record.checkpoint.dcp import is_sharded_checkpoint
+from burnlike.record.format import registry
+from burnlike.record.format.location import as_path
+from burnlike.train import LearnerBuilder
+from burnlike.train.sharded import CompactFSDPStrategy, ShardedStrategy, compact_strategy
+from tests.helpers.paths import REPO
+from tests.helpers.s3 import moto_s3
+from tests.helpers.sharded_fit import Mlp
+
+pytestmark = pytest.mark.filterwarnings("ignore:torch.distributed is disabled")
+
+
+def fit(out: str | Path, *args: str) -> str:
+    """Run the script as a user would; its output (the test fails with it when the run fails)."""
+    proc = subprocess.run([sys.executable, "-m", "tests.helpers.sharded_fit", str(out), *args], cwd=REPO,
+                          capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "PYTHONWARNINGS": "ignore", "CUDA_VISIBLE_DEVICES": ""})
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc.stdout + proc.stderr
+
+
+def weights(path: Path) -> dict[str, torch.Tensor]:
+    with np.load(path) as z:
+        return {k: torch.from_numpy(z[k]) for k in z.files}
+
+
+def assert_equal(got: dict[str, torch.Tensor], want: dict[str, torch.Tensor], f16: bool = False) -> None:
+    assert sorted(got) == sorted(want)
+    for key, value in want.items():
+        expected = value.half().float() if f16 else value
+        assert torch.equal(got[key], expected), key
+
+
+def every_file_is_a_record(folder: Path) -> list[str]:
+    """Each file under `folder` read back as a record of a burnlike recorder (never a pickle or a torch
+    zip); their names, relative to `folder`."""
+    names = []
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        assert registry.torch_format(path) is None, path
+        registry.sniff(path).load(path)
+        names.append(str(path.relative_to(folder)))
+    return names
+
+
+def model_record(path: Path) -> dict[str, torch.Tensor]:
+    model = Mlp().load_file(path, DefaultRecorder() if path.suffix == ".mpk" else CompactRecorder())
+    return {k: v.detach() for k, v in model.state_dict().items()}
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_four_processes_save_shards_that_resume_at_four_two_and_one(tmp_path, capsys):
+    """Full precision: the weights each resumed run starts from are exactly the saved ones, and the
+    run resumed at 4 ends as the uninterrupted 3-epoch run does."""
+    saved = tmp_path / "saved"
+    fit(saved, "--devices", "4", "--epochs", "2", "--dump", str(tmp_path / "saved-dump"))
+    end = weights(tmp_path / "saved-dump" / "end.npz")
+    files = every_file_is_a_record(saved / "checkpoint")
+    assert [f for f in files if f.startswith("trainer-2.mpk/")] == [
+        "trainer-2.mpk/.metadata.mpk", *(f"trainer-2.mpk/shard-{r}.mpk" for r in range(4)), "trainer-2.mpk/state.mpk"]
+    assert_equal(model_record(saved / "checkpoint" / "model-2.mpk"), end)  # Module.load_file, unsharded
+
+    assert cli(["inspect", str(saved / "checkpoint" / "trainer-2.mpk")]) == 0
+    tree = capsys.readouterr().out
+    assert "4 shard files" in tree and "state_dict.model.linear.0.weight" in tree and "[16, 4]" in tree
+    assert cli(["consolidate", str(saved / "checkpoint" / "trainer-2"), "--model", "tests.helpers.sharded_fit:Mlp",
+                "--out", str(tmp_path / "consolidated.mpk")]) == 0
+    assert_equal(model_record(tmp_path / "consolidated.mpk"), end)
+
+    fit(tmp_path / "whole", "--devices", "4", "--epochs", "3")
+    for world in (4, 2, 1):
+        resumed = tmp_path / f"resumed-{world}"
+        shutil.copytree(saved, resumed)
+        fit(resumed, "--devices", str(world), "--epochs", "3", "--resume", "--dump", str(tmp_path / f"dump-{world}"))
+        assert_equal(weights(tmp_path / f"dump-{world}" / "start.npz"), end)
+        assert is_sharded_checkpoint(resumed / "checkpoint" / "trainer-3.mpk")
+        shards = sorted(p.name for p in (resumed / "checkpoint" / "trainer-3.mpk").glob("shard-*"))
+        assert len(shards) == world
+    assert_equal(model_record(tmp_path / "resumed-4" / "checkpoint" / "model-3.mpk"),
+                 model_record(tmp_path / "whole" / "checkpoint" / "model-3.mpk"))
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize(("mode", "resume_at"), [("sharded", 1), ("full", 2)])
+def test_compact_checkpoints_resume_within_f16_rounding(tmp_path, mode, resume_at):
+    """CompactRecorder: weights stored at f16 (optimizer state at full precision); sharded shards
+    reshard from 2 processes to 1, a gathered checkpoint is one record every rank reads."""
+    saved = tmp_path / "saved"
+    extra = ["--full"] if mode == "full" else []
+    fit(saved, "--devices", "2", "--epochs", "1", "--recorder", "compact", "--dump", str(tmp_path / "a"), *extra)
+    trainer = saved / "checkpoint" / "trainer-1.mpk"
+    assert trainer.is_dir() == (mode == "sharded")
+    every_file_is_a_record(saved / "checkpoint")
+    if mode == "sharded":
+        shard = registry.sniff(trainer / "shard-0.mpk").load(trainer / "shard-0.mpk")
+        assert shard["state_dict.model.linear.0.weight"]["data"]["dtype"] == "F16"
+        assert shard["optimizer_0.state.model.linear.0.weight.exp_avg"]["data"]["dtype"] == "F32"
+    fit(saved, "--devices", str(resume_at), "--epochs", "2", "--recorder", "compact", "--resume",
+        "--dump", str(tmp_path / "b"), *extra)
+    assert_equal(weights(tmp_path / "b" / "start.npz"), weights(tmp_path / "a" / "end.npz"), f16=True)
+    assert (saved / "checkpoint" / "model-2.mpk").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_a_sharded_run_saves_and_resumes_on_s3(tmp_path):
+    with moto_s3() as _:
+        url = "s3://runs/sharded"
+        fit(url, "--devices", "2", "--epochs", "1", "--dump", str(tmp_path / "a"))
+        trainer = as_path(url) / "checkpoint" / "trainer-1.mpk"
+        assert sorted(p.name for p in trainer.iterdir()) == [".metadata.mpk", "shard-0.mpk", "shard-1.mpk",
+                                                             "state.mpk"]
+        fit(url, "--devices", "2", "--epochs", "2", "--resume", "--dump", str(tmp_path / "b"))
+        assert_equal(weights(tmp_path / "b" / "start.npz"), weights(tmp_path / "a" / "end.npz"))
+        assert (as_path(url) / "checkpoint" / "model-2.mpk").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_a_sharded_run_saves_and_resumes_in_memory(tmp_path):
+    """memory:// lives as long as its process: one process fits, then resumes (`--twice`)."""
+    fit("memory://sharded-run", "--devices", "1", "--epochs", "2", "--twice", "--dump", str(tmp_path / "d"))
+    assert_equal(weights(tmp_path / "d" / "start.npz"), weights(tmp_path / "d" / "first-end.npz"))
+
+
+def test_fsdp_by_name_becomes_a_compact_strategy_and_lightnings_own_are_refused():
+    assert isinstance(compact_strategy("fsdp", "cpu"), ShardedStrategy)
+    assert type(compact_strategy("fsdp", "gpu")) is CompactFSDPStrategy
+    assert compact_strategy("ddp", "cpu") == "ddp"
+    with pytest.raises(ValueError, match="use burnlike.train.sharded.CompactFSDPStrategy"):
+        compact_strategy(FSDPStrategy())
+    with pytest.raises(ValueError, match="use burnlike.train.sharded.ShardedStrategy"):
+        compact_strategy(ModelParallelStrategy())
+    with pytest.raises(ValueError, match="fsdp_cpu_offload"):
+        compact_strategy("fsdp_cpu_offload")
+
+
+def test_the_builder_gives_a_file_checkpointed_fsdp_run_the_compact_strategy(tmp_path):
+    learner = (LearnerBuilder(tmp_path).with_file_checkpointer(CompactRecorder()).num_epochs(1)
+               .trainer_kwargs(strategy="fsdp", accelerator="cpu", devices=2).build(Mlp(), AdamConfig(), 1e-2))
+    assert isinstance(learner.trainer.strategy, ShardedStrategy)
+    with pytest.raises(ValueError, match="use burnlike.train.sharded.ShardedStrategy"):
+        (LearnerBuilder(tmp_path).with_file_checkpointer(CompactRecorder())
+         .trainer_kwargs(strategy=ModelParallelStrategy(), accelerator="cpu", devices=2).build(Mlp(), AdamConfig(), 1e-2))
+
+
+def test_a_sharded_strategy_saves_what_its_mode_says():
+    assert ShardedStrategy().sharded and not ShardedStrategy(sharded=False).sharded
+    assert CompactFSDPStrategy().sharded and not CompactFSDPStrategy(state_dict_type="full").sharded
+    assert isinstance(ShardedStrategy().recorder, CompactRecorder)  # without the plugin: Burn's compact format
