@@ -294,7 +294,7 @@ class FileCheckpointer(Checkpoint):
             parent = self.path(0).parent
             if isinstance(parent, Path):  # an object store has no temp files
                 remove_stale_temps(parent)
-        if isinstance(trainer.strategy, CompactShards) and self._skeleton is None:
+        if isinstance(getattr(trainer, "strategy", None), CompactShards) and self._skeleton is None:
             self._skeleton = copy.deepcopy(store_model(pl_module)).to("meta")
 
     def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
