@@ -98,7 +98,7 @@ def test_every_shipped_combination_composes_to_valid_config_classes(conf, combo)
     model, optimizer = OmegaConf.to_object(cfg.model), OmegaConf.to_object(cfg.optimizer)
     assert is_config(model) and callable(model.init)  # the @config classes themselves, not dicts
     assert is_config(optimizer) and callable(optimizer.init) and optimizer.lr > 0
-    assert cfg.trainer.strategy in ("auto", "ddp", "ddp_spawn") and cfg.learner.num_epochs >= 1
+    assert cfg.trainer.strategy in ("auto", "ddp", "ddp_spawn", "fsdp") and cfg.learner.num_epochs >= 1
 
 
 @pytest.mark.parametrize("optimizer", ["adam", "adamw", "sgd"])
