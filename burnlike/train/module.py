@@ -242,7 +242,8 @@ class StepModule(StepHost):
 
     def configure_model(self) -> None:
         """Under `ShardedStrategy`, shard the model over the processes (FSDP2), once."""
-        strategy = self.trainer.strategy
+        trainer = self._trainer  # None: built outside a fit (load_from_checkpoint): nothing to shard
+        strategy = trainer.strategy if trainer is not None else None
         if isinstance(strategy, ShardedStrategy) and not getattr(self, "_sharded", False):
             shard_model(self.model, strategy.data_parallel_mesh())
             self._sharded = True

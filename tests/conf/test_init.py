@@ -49,7 +49,7 @@ def test_shipped_config_groups_have_the_documented_options():
     assert shipped_options("model") == ["cnn", "mlp", "mnist", "tabular"]
     assert shipped_options("data") == ["csv", "image_folder", "mnist"]
     assert GROUPS["optimizer"] == ["adagrad", "adam", "adamw", "adan", "lbfgs", "muon", "rmsprop", "sgd"]
-    assert GROUPS["trainer"] == ["cpu", "ddp", "ddp_spawn", "default", "gpu"]
+    assert GROUPS["trainer"] == ["cpu", "ddp", "ddp_spawn", "default", "fsdp", "gpu"]
     assert shipped_options("hparams_search") == ["mnist_optuna"] and GROUPS["debug"][1:] == ["fast", "limit"]
 
 
