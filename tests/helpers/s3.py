@@ -22,6 +22,10 @@ def moto_s3(bucket: str = "runs") -> Iterator[dict[str, str]]:
         port = probe.getsockname()[1]
     server = server_module.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
+    import urllib.request
+
+    # moto's backends live in this process, shared by every server started here: start empty
+    urllib.request.urlopen(urllib.request.Request(f"http://127.0.0.1:{port}/moto-api/reset", method="POST")).close()
     env = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1",
            "FSSPEC_S3_ENDPOINT_URL": f"http://127.0.0.1:{port}",  # s3fs (fsspec's config)
            "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}"}  # any boto client (TensorBoard's S3 writer)

@@ -280,6 +280,14 @@ def epoch_logs(artifacts: AnyPath) -> dict[str, str]:
             for split in ("train", "valid") for e in range(1, EPOCHS + 1) for name in ("Accuracy.log", "Loss.log")}
 
 
+def mlflow_client(outcome: Outcome):
+    """A client on the run dir's file store (which the app opts into, as this reader must)."""
+    from mlflow.tracking import MlflowClient
+
+    os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")
+    return MlflowClient(tracking_uri=(outcome.local / "mlruns").resolve().as_uri())
+
+
 def logger_runs(case: Case, outcome: Outcome) -> int:
     """How many runs the job's logger holds (a continued run is one)."""
     if case.logger == "csv":
@@ -287,9 +295,7 @@ def logger_runs(case: Case, outcome: Outcome) -> int:
     if case.logger == "tensorboard":
         return len([p for p in (outcome.artifacts / "tensorboard").iterdir() if p.name.startswith("version_")])
     if case.logger == "mlflow":
-        from mlflow.tracking import MlflowClient
-
-        client = MlflowClient(tracking_uri=(outcome.local / "mlruns").resolve().as_uri())
+        client = mlflow_client(outcome)
         return sum(len(client.search_runs([e.experiment_id])) for e in client.search_experiments())
     # offline-run-<date>_<time>-<run id>, with "-1" when both runs started in the same second
     runs = [re.fullmatch(r"offline-run-\d{8}_\d{6}-([a-z0-9]+)(-\d+)?", p.name)
@@ -307,9 +313,7 @@ def logged_epochs(case: Case, outcome: Outcome) -> list[int]:
         rows = csv.DictReader(io.StringIO((version / "metrics.csv").read_text()))
         return sorted(int(r["step"]) for r in rows if r.get("valid/Loss"))
     if case.logger == "mlflow":
-        from mlflow.tracking import MlflowClient
-
-        client = MlflowClient(tracking_uri=(outcome.local / "mlruns").resolve().as_uri())
+        client = mlflow_client(outcome)
         [run] = [r for e in client.search_experiments() for r in client.search_runs([e.experiment_id])]
         return sorted(m.step for m in client.get_metric_history(run.info.run_id, "valid/Loss"))
     return list(range(1, EPOCHS + 1))  # TensorBoard's and W&B's files: their run count is checked above
