@@ -2,7 +2,10 @@
 read one back (`load_checkpoint`, with torch.load's `map_location`).
 
 Model weights (`state_dict` floats) take the recorder's precision; optimizer state, counters, int
-tensors, scalars, and the ddp_spawn weight transport (`.temp.ckpt`) keep their own dtype.
+tensors, scalars, and the ddp_spawn weight transport (`.temp.ckpt`) keep their own dtype. The classes
+Lightning puts in a checkpoint are stored by name: a callback state's class key reads back as the
+class when its module is already loaded, an OmegaConf `hparams_type` as OmegaConf's class, any other
+as its name; reading never imports what a checkpoint names.
 """
 
 from __future__ import annotations
@@ -10,13 +13,15 @@ from __future__ import annotations
 import io
 import os
 import pickle
+import sys
+import types
 import warnings
 from collections.abc import Callable
 from typing import Any, TypeAlias
 
 import torch
 
-from burnlike.record.checkpoint.value import decode_value, encode_value
+from burnlike.record.checkpoint.value import TAG, ClassName, class_name, decode_value, encode_value
 from burnlike.record.error import RecordError
 from burnlike.record.format import registry
 from burnlike.record.format.location import AnyPath, RemotePath, as_path
@@ -24,6 +29,10 @@ from burnlike.record.format.recorder import Recorder
 from burnlike.record.tensor.precision import storage_dtype
 
 SPAWN_TRANSPORT = ".temp.ckpt"
+# Lightning's key of the class of a module's (a datamodule's) hparams, set when they are an OmegaConf
+# container, and the key of those hparams
+HPARAMS_TYPE = {"hparams_type": "hyper_parameters", "datamodule_hparams_type": "datamodule_hyper_parameters"}
+_OMEGACONF = {("omegaconf.dictconfig", "DictConfig"), ("omegaconf.listconfig", "ListConfig")}
 # torch.load's map_location: a device, a {from: to} map, or a callable(tensor, location)
 MapLocation: TypeAlias = (torch.device | str | int | dict[str, Any]
                           | Callable[[torch.Tensor, str], torch.Tensor | None] | None)
@@ -52,7 +61,12 @@ def encode_checkpoint(checkpoint: dict[str, Any], recorder: Recorder, full: bool
         warnings.warn(f"checkpoint key '{key}' holds a {kind}, which can't be stored without pickle; "
                       "it is saved as a marker and reads back as burnlike.record.Unstorable", stacklevel=4)
 
-    return encode_value(checkpoint, _dtype_rule(recorder, full), "", unstorable)
+    types = {k: v for k, v in checkpoint.items() if k in HPARAMS_TYPE and isinstance(v, type)}
+    encoded = encode_value({k: v for k, v in checkpoint.items() if k not in types}, _dtype_rule(recorder, full), "",
+                           unstorable)
+    if isinstance(encoded, dict) and TAG not in encoded:  # a checkpoint's keys are strings: a plain map
+        encoded.update({k: class_name(v) for k, v in types.items()})
+    return encoded
 
 
 def map_tensors(obj: Any, fn: Callable[[torch.Tensor], torch.Tensor]) -> Any:
@@ -110,7 +124,47 @@ def load_checkpoint(path: str | os.PathLike[str] | RemotePath, recorder: Recorde
     if not isinstance(value, dict) or ("state_dict" not in value and not spawn_weights):
         raise RecordError("not a training checkpoint (no 'state_dict')", str(target))
     checkpoint: dict[str, Any] = value if map_location is None else _map_location(value, map_location)
+    for type_key, params_key in HPARAMS_TYPE.items():
+        if isinstance(checkpoint.get(type_key), ClassName):
+            checkpoint[type_key] = _hparams_type(checkpoint, type_key, params_key)
+    if isinstance(checkpoint.get("callbacks"), dict):
+        checkpoint["callbacks"] = {_loaded_class(k) if isinstance(k, ClassName) else k: v
+                                   for k, v in checkpoint["callbacks"].items()}
     return checkpoint
+
+
+def _hparams_type(checkpoint: dict[str, Any], type_key: str, params_key: str) -> type | str:
+    """Lightning calls `checkpoint[type_key](hparams)` when it builds the module. An OmegaConf
+    container's class is given back, its hparams made that container again (they are stored as plain
+    maps); any other class only as its name, which Lightning reads as an AttributeDict (as in its
+    older checkpoints). No class a checkpoint names is ever called."""
+    name: ClassName = checkpoint[type_key]
+    params = checkpoint.get(params_key)
+    if (name.module, name.qualname) in _OMEGACONF and isinstance(params, (dict, list)):
+        from omegaconf import OmegaConf
+        from omegaconf.errors import OmegaConfBaseException
+
+        try:
+            container = OmegaConf.create(params)
+        except OmegaConfBaseException:  # e.g. an Unstorable marker inside: the plain maps stay
+            return str(name)
+        if type(container).__name__ == name.qualname:
+            checkpoint[params_key] = container
+            return type(container)
+    return str(name)
+
+
+def _loaded_class(name: ClassName) -> type | ClassName:
+    """The class a callback state is keyed by (Lightning matches a legacy state by
+    `type(callback)`), when its module is already imported; nothing is imported and no attribute
+    hook runs (only modules' and classes' `__dict__` lookups). Otherwise the name stays, and
+    matches no callback."""
+    obj: Any = sys.modules.get(name.module)
+    for part in name.qualname.split("."):
+        obj = vars(obj).get(part) if isinstance(obj, (types.ModuleType, type)) else None
+    if isinstance(obj, type) and obj.__module__ == name.module and obj.__qualname__ == name.qualname:
+        return obj
+    return name
 
 
 def load_torch_checkpoint(target: AnyPath, recorder: Recorder | None = None,

@@ -1,5 +1,6 @@
 """Python values ⇄ plain MessagePack values, for training checkpoints: what a Lightning checkpoint
-dict holds (tuples, OrderedDicts, int keys, tensors, dtypes, devices, big ints) as tagged maps.
+dict holds (tuples, OrderedDicts, int and class keys, tensors, dtypes, devices, big ints) as tagged
+maps.
 
 Nothing here uses pickle: every value is encoded as data, and decoding only builds tensors, numbers,
 strings, lists and dicts after checking each tag.
@@ -10,6 +11,7 @@ from __future__ import annotations
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import dataclass
 from enum import Enum
 from pathlib import PurePath
 from typing import Any
@@ -51,13 +53,13 @@ def encode_value(obj: Any, tensor_dtype: TensorDtype, key: str = "", on_unstorab
     if isinstance(obj, np.generic):
         return obj.item()
     if isinstance(obj, OrderedDict):
-        return {TAG: "odict", "items": [[encode_value(k, tensor_dtype, f"{key}.{k}", on_unstorable),
+        return {TAG: "odict", "items": [[_encode_key(k, tensor_dtype, f"{key}.{k}", on_unstorable),
                                          encode_value(v, tensor_dtype, _join(key, k), on_unstorable)]
                                         for k, v in obj.items()]}
     if isinstance(obj, dict):
         if all(isinstance(k, _PLAIN_KEYS) and not isinstance(k, bool) for k in obj) and TAG not in obj:
             return {k: encode_value(v, tensor_dtype, _join(key, k), on_unstorable) for k, v in obj.items()}
-        return {TAG: "dict", "items": [[encode_value(k, tensor_dtype, key, on_unstorable),
+        return {TAG: "dict", "items": [[_encode_key(k, tensor_dtype, key, on_unstorable),
                                         encode_value(v, tensor_dtype, _join(key, k), on_unstorable)]
                                        for k, v in obj.items()]}
     if isinstance(obj, tuple) and not hasattr(obj, "_fields"):
@@ -89,6 +91,19 @@ def encode_value(obj: Any, tensor_dtype: TensorDtype, key: str = "", on_unstorab
     return {TAG: "unstorable", "type": kind, "repr": repr(obj)[:200]}
 
 
+def _encode_key(k: Any, tensor_dtype: TensorDtype, key: str, on_unstorable: OnUnstorable | None) -> Any:
+    """A dict key: a class is kept as its name (Lightning keys a legacy callback's state by its
+    class, `Callback._legacy_state_key`); anything else as a value."""
+    if isinstance(k, type):
+        return class_name(k)
+    return encode_value(k, tensor_dtype, key, on_unstorable)
+
+
+def class_name(cls: type) -> dict[str, str]:
+    """A class as its module and qualified name: reads back as a `ClassName`."""
+    return {TAG: "class", "module": cls.__module__, "qualname": cls.__qualname__}
+
+
 def _join(key: str, k: Any) -> str:
     return f"{key}.{k}" if key else str(k)
 
@@ -101,6 +116,19 @@ class Unstorable:
 
     def __repr__(self) -> str:
         return f"<unstorable {self.type_name}: {self.text}>"
+
+
+@dataclass(frozen=True)
+class ClassName:
+    """What a class stored by name (a dict key; Lightning's `hparams_type`) reads back as: its
+    module and qualified name, never the class itself (reading a checkpoint imports nothing).
+    `lightning_dict` gives back the ones Lightning uses (see its `load_checkpoint`)."""
+
+    module: str
+    qualname: str
+
+    def __str__(self) -> str:
+        return f"{self.module}.{self.qualname}"
 
 
 def decode_value(obj: Any, path: RecordPath = None, key: str = "") -> Any:
@@ -131,6 +159,11 @@ def decode_value(obj: Any, path: RecordPath = None, key: str = "") -> Any:
             return torch.device(str(obj["name"]))
         if tag == "bigint":
             return int(str(obj["value"]))
+        if tag == "class":
+            module, qualname = obj["module"], obj["qualname"]
+            if not isinstance(module, str) or not isinstance(qualname, str):
+                raise TypeError("a class name is two strings")
+            return ClassName(module, qualname)
         if tag == "unstorable":
             return Unstorable(str(obj.get("type")), str(obj.get("repr")))
     except RecordError:

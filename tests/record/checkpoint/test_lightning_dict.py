@@ -3,7 +3,9 @@ back by `load_checkpoint`. Model weights take the recorder's precision while opt
 the ddp_spawn transport keep theirs; `map_location` (str, device, dict of exact location tags,
 callable) moves every tensor; snapshots for async saves reuse their buffers. A torch.save file is
 read with torch's `weights_only` loader only: a pickle that would run code is never unpickled,
-and every refusal says how to convert the file."""
+and every refusal says how to convert the file. A callback state keyed by its class (Lightning's
+legacy key) reads back under that class when it is loaded; hparams that were an OmegaConf container
+read back as one, with its class as `hparams_type`, and any other `hparams_type` as its name."""
 
 from __future__ import annotations
 
@@ -11,12 +13,15 @@ import json
 import pathlib
 import pickle
 import sys
+import warnings
 from collections import namedtuple
 from pathlib import Path
 from typing import Any
 
+import lightning as L
 import pytest
 import torch
+from omegaconf import DictConfig, OmegaConf
 
 from burnlike.record import (
     BinFileRecorder,
@@ -25,12 +30,14 @@ from burnlike.record import (
     PrettyJsonFileRecorder,
     RecorderCheckpointIO,
     RecordError,
+    Unstorable,
     load_checkpoint,
+    load_from_checkpoint,
 )
 from burnlike.record.checkpoint.lightning_dict import encode_checkpoint, map_tensors, snapshot_checkpoint
-from burnlike.record.checkpoint.value import TAG
+from burnlike.record.checkpoint.value import TAG, ClassName
 from tests.record.checkpoint.helpers import Opaque, save_checkpoint
-from tests.record.helpers import Tiny, lightning_checkpoint, randomised_params
+from tests.record.helpers import Tiny, lightning_checkpoint, randomised_params, repack, unpack
 
 
 class Evil:
@@ -317,3 +324,148 @@ def test_map_location_reaches_torchs_loader(tmp_path):
     path = torch_saved(tmp_path / "last.ckpt", {"state_dict": {"w": torch.ones(2)}})
     with pytest.warns(UserWarning, match="torch.save checkpoint"):
         assert load_checkpoint(path, map_location="meta")["state_dict"]["w"].device.type == "meta"
+
+
+# --- a callback state keyed by its class (Lightning's legacy state key) ---
+
+
+class Counter:
+    """A callback state key: Lightning keys a legacy callback's state by `type(callback)`."""
+
+
+def test_callback_states_keyed_by_a_loaded_class_read_back_under_that_class(tmp_path):
+    class Local:
+        pass
+
+    path = save_checkpoint(tmp_path / "c.ckpt", {}, callbacks={Counter: {"n": 1}, Local: {"n": 2}, "Named": {"n": 3}},
+                           other={Counter: 4})
+    back = load_checkpoint(path)
+    assert back["callbacks"] == {Counter: {"n": 1}, ClassName(__name__, Local.__qualname__): {"n": 2}, "Named": {"n": 3}}
+    assert back["other"] == {ClassName(__name__, "Counter"): 4}  # only Lightning's callback states are looked up
+
+
+class Hooked:
+    """An object whose attribute lookups run code (it has no `__dict__` to read)."""
+
+    __slots__ = ()
+    looked_up: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        Hooked.looked_up.append(name)
+        return Counter
+
+
+HOOKED = Hooked()
+
+
+@pytest.mark.parametrize("name", [ClassName("burnlike_not_imported_anywhere", "Counter"),
+                                  ClassName(__name__, "HOOKED.Counter"),
+                                  ClassName(__name__, "Missing"), ClassName(__name__, "torch_saved"),
+                                  ClassName("os", "path.join"), ClassName(__name__, "Counter.__module__")])
+def test_a_class_key_that_is_no_loaded_class_stays_a_name_and_nothing_is_imported(tmp_path, name):
+    path = save_checkpoint(tmp_path / "c.ckpt", {}, callbacks={"x": 1})
+    raw = unpack(path)
+    raw["item"]["callbacks"] = {TAG: "dict", "items": [[{TAG: "class", "module": name.module,
+                                                         "qualname": name.qualname}, 1]]}
+    repack(path, raw)
+    Hooked.looked_up.clear()  # pytest's collection looks up attributes of module globals
+    assert load_checkpoint(path)["callbacks"] == {name: 1}
+    assert "burnlike_not_imported_anywhere" not in sys.modules and Hooked.looked_up == []
+
+
+class KeyedByClass(L.Callback):
+    """A callback whose state is keyed by its class, as Lightning's checkpoints before 1.5 were."""
+
+    def __init__(self, state: int) -> None:
+        self.state = state
+
+    @property
+    def state_key(self) -> Any:
+        return type(self)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"state": self.state}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        self.state = state_dict["state"]
+
+
+class Line(L.LightningModule):
+    """One Linear fitted to zeros, four batches an epoch."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.net = torch.nn.Linear(2, 1)
+
+    def training_step(self, batch: list[torch.Tensor], _: int) -> torch.Tensor:
+        return self.net(batch[0]).pow(2).mean()
+
+    def configure_optimizers(self) -> torch.optim.Optimizer:
+        return torch.optim.SGD(self.parameters(), lr=0.1)
+
+    def train_dataloader(self) -> torch.utils.data.DataLoader:
+        return torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.ones(8, 2)), batch_size=2)
+
+
+def test_a_legacy_callback_state_keyed_by_its_class_is_restored_on_resume(tmp_path):
+    # as Lightning's test_resume_callback_state_saved_by_type_stateful, with the plugin
+    model = Line()
+    kw: dict[str, Any] = {"default_root_dir": tmp_path, "logger": False, "enable_progress_bar": False,
+                          "enable_model_summary": False}
+    L.Trainer(max_steps=1, callbacks=[KeyedByClass(111)], plugins=[RecorderCheckpointIO()], **kw).fit(model)
+    ckpt = next((tmp_path / "checkpoints").glob("*.ckpt"))
+    assert load_checkpoint(ckpt)["callbacks"][KeyedByClass] == {"state": 111}
+    callback = KeyedByClass(222)
+    L.Trainer(max_steps=2, callbacks=[callback], plugins=[RecorderCheckpointIO()], **kw).fit(model, ckpt_path=ckpt)
+    assert callback.state == 111
+
+
+# --- hparams that are an OmegaConf container (Lightning saves their class as `hparams_type`) ---
+
+
+@pytest.mark.parametrize(("type_key", "params_key"), [("hparams_type", "hyper_parameters"),
+                                                      ("datamodule_hparams_type", "datamodule_hyper_parameters")])
+@pytest.mark.parametrize("cfg", [OmegaConf.create({"lr": 0.1, "sub": {"x": [1, 2]}}), OmegaConf.create([1, {"a": 2}])])
+def test_omegaconf_hparams_read_back_as_their_container_with_its_class(tmp_path, type_key, params_key, cfg):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the class is stored by name, no marker
+        path = save_checkpoint(tmp_path / "c.ckpt", {}, **{params_key: cfg, type_key: type(cfg)})
+    back = load_checkpoint(path)
+    assert back[type_key] is type(cfg) and type(back[params_key]) is type(cfg) and back[params_key] == cfg
+
+
+@pytest.mark.parametrize("cls", [Counter, dict])
+def test_another_hparams_type_reads_back_as_its_name_which_lightning_takes_for_an_attribute_dict(tmp_path, cls):
+    path = save_checkpoint(tmp_path / "c.ckpt", {}, hyper_parameters={"lr": 0.1}, hparams_type=cls)
+    back = load_checkpoint(path)
+    assert back["hparams_type"] == f"{cls.__module__}.{cls.__qualname__}" and back["hyper_parameters"] == {"lr": 0.1}
+
+
+def test_omegaconf_hparams_holding_an_unstorable_value_stay_plain_maps(tmp_path):
+    cfg = OmegaConf.create({"opt": {"thing": Opaque()}}, flags={"allow_objects": True})
+    with pytest.warns(UserWarning, match="hyper_parameters.opt.thing"):
+        path = save_checkpoint(tmp_path / "c.ckpt", {}, hyper_parameters=cfg, hparams_type=type(cfg))
+    back = load_checkpoint(path)
+    assert back["hparams_type"] == "omegaconf.dictconfig.DictConfig"
+    assert type(back["hyper_parameters"]) is dict and isinstance(back["hyper_parameters"]["opt"]["thing"], Unstorable)
+
+
+class Configured(Line):
+    """`save_hyperparameters(cfg)` of one OmegaConf config, as a Hydra app does."""
+
+    def __init__(self, cfg: Any) -> None:
+        super().__init__()
+        self.save_hyperparameters(cfg)
+        assert self.hparams.sub.width == 2
+
+
+def test_a_module_whose_hparams_are_an_omegaconf_config_loads_back_from_the_plugins_checkpoint(tmp_path):
+    # Lightning saves `hparams_type` (DictConfig) and calls it on the hparams when it builds the module
+    trainer = L.Trainer(max_steps=1, logger=False, enable_progress_bar=False, enable_model_summary=False,
+                        default_root_dir=tmp_path, plugins=[RecorderCheckpointIO()])
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="checkpoint key")
+        trainer.fit(Configured(OmegaConf.create({"lr": 0.1, "sub": {"width": 2}})))
+        trainer.save_checkpoint(tmp_path / "c.ckpt")
+    back = load_from_checkpoint(Configured, tmp_path / "c.ckpt")
+    assert isinstance(back.hparams, DictConfig) and back.hparams.sub.width == 2 and back.hparams.lr == 0.1

@@ -28,7 +28,7 @@ from burnlike.record import (
     Unstorable,
     load_checkpoint,
 )
-from burnlike.record.checkpoint.value import TAG, decode_value, encode_value
+from burnlike.record.checkpoint.value import TAG, ClassName, decode_value, encode_value
 from burnlike.record.format.messagepack import read_msgpack, write_msgpack
 from tests.helpers.hostile import hostile_checkpoint, record
 from tests.record.checkpoint.helpers import Opaque
@@ -79,6 +79,28 @@ def test_plain_maps_decode_as_plain_dicts_and_ordered_ones_stay_ordered():
     decoded = decode_value(encoded)
     assert type(decoded["plain"]) is dict and decoded["plain"] == {(1, 2): "a"}
     assert type(decoded["ordered"]) is OrderedDict and decoded["ordered"] == OrderedDict([(2, "b")])
+
+
+def test_a_class_key_is_stored_by_name_and_reads_back_as_its_name_not_the_class():
+    # Lightning keys a legacy callback's state by its class (`Callback._legacy_state_key`)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        encoded = encode_value({"callbacks": {Opaque: {"state": 1}, "named": 2},
+                                "ordered": OrderedDict([(nn.Linear, 3)])}, same_dtype)
+    assert encoded["callbacks"][TAG] == "dict"
+    assert encoded["callbacks"]["items"][0][0] == {TAG: "class", "module": Opaque.__module__, "qualname": "Opaque"}
+    buf = io.BytesIO()
+    write_msgpack(encoded, buf)
+    decoded = decode_value(read_msgpack(io.BytesIO(buf.getvalue()), len(buf.getvalue()), None))
+    name = ClassName(Opaque.__module__, "Opaque")
+    assert decoded["callbacks"] == {name: {"state": 1}, "named": 2} and str(name) == f"{Opaque.__module__}.Opaque"
+    assert decoded["ordered"] == OrderedDict([(ClassName("torch.nn.modules.linear", "Linear"), 3)])
+
+
+@pytest.mark.parametrize("bad", [{"module": 1, "qualname": "X"}, {"module": "m"}])
+def test_a_malformed_class_name_is_a_record_error(bad):
+    with pytest.raises(RecordError, match="malformed 'class' value"):
+        decode_value({"callbacks": {TAG: "dict", "items": [[{TAG: "class", **bad}, 1]]}})
 
 
 def test_a_tensor_key_of_an_ordered_dict_is_stored_with_the_dtype_rule():
