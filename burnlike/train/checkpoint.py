@@ -9,7 +9,6 @@ read the epoch values from the run's metric store (`StepModule.store`).
 
 from __future__ import annotations
 
-import copy
 import logging
 import os
 from abc import ABC, abstractmethod
@@ -33,7 +32,7 @@ from burnlike.record.format.recorder import Recorder
 from burnlike.train.metric.base import Metric
 from burnlike.train.metric.store import Aggregate, Direction, MetricStore, Split
 from burnlike.train.module import StepModule
-from burnlike.train.sharded import CompactShards, full_model_state
+from burnlike.train.sharded import CompactShards, full_model_state, model_skeleton, whole_model
 
 __all__ = [  # Split/Direction/Aggregate/MetricStore live in metric/store.py; kept importable here
     "Aggregate", "CheckpointingAction", "CheckpointingStrategy", "ComposedCheckpointingStrategy",
@@ -295,7 +294,7 @@ class FileCheckpointer(Checkpoint):
             if isinstance(parent, Path):  # an object store has no temp files
                 remove_stale_temps(parent)
         if isinstance(getattr(trainer, "strategy", None), CompactShards) and self._skeleton is None:
-            self._skeleton = copy.deepcopy(store_model(pl_module)).to("meta")
+            self._skeleton = model_skeleton(store_model(pl_module))
 
     def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         if trainer.sanity_checking or _fast_dev_run(trainer):
@@ -331,9 +330,7 @@ class FileCheckpointer(Checkpoint):
         if self._skeleton is not None:  # sharded: trainer-N keeps the whole state; model-N is Burn's record
             weights = full_model_state(trainer, pl_module)  # every rank: a gather
             if trainer.is_global_zero:
-                model = self._skeleton.to_empty(device="cpu")
-                model.load_state_dict(weights)
-                self.recorder.save_module(model, self.path(self._saving), durable=True)
+                self.recorder.save_module(whole_model(self._skeleton, weights), self.path(self._saving), durable=True)
             return
         save_parts(checkpoint, store_model(pl_module), self.path(self._saving).parent, self._saving,
                    self.recorder, write=trainer.is_global_zero)

@@ -28,6 +28,7 @@ from burnlike.train.module import STORE_RESULT, StepModule
 from burnlike.train.plot import plot_metrics
 from burnlike.train.preemption import BATCHES_DONE, SkipFirst
 from burnlike.train.process_group import end_at_exit
+from burnlike.train.sharded import CompactShards, full_model_state, model_skeleton, whole_model
 from burnlike.train.summary import LearnerSummary
 from burnlike.train.tracking import continue_logger_runs
 
@@ -36,7 +37,8 @@ log = logging.getLogger("burnlike.train")
 
 @dataclass
 class TrainingResult:
-    """`model` is the trained model in eval mode (Burn returns the inner, non-autodiff module)."""
+    """`model` is the trained model in eval mode (Burn returns the inner, non-autodiff module); after
+    a sharded fit, the whole model on the CPU on rank 0 (the other ranks keep their shards)."""
 
     model: nn.Module
     summary: LearnerSummary | None = None
@@ -66,6 +68,7 @@ class Learner(components.Learner):
         self.checkpoint = checkpoint
         self.checkpoint_extension = checkpoint_extension
         self.application_logger = application_logger
+        self._skeleton: nn.Module | None = None  # the model's structure before a sharded fit
         self._file_logger = FileMetricLogger(artifact_dir)
         module.store.add_listener(self._write_logs)
 
@@ -123,6 +126,9 @@ class Learner(components.Learner):
         # experiment.log is a local file (a logging handler): written for local artifact dirs only;
         # or the user's installer (Burn's with_application_logger(Some(installer)))
         handler = install_application_logger(self.application_logger, self.artifact_dir)
+        skeleton = None
+        if isinstance(self.trainer.strategy, CompactShards):  # the fit shards the model: keep its structure
+            skeleton = self._skeleton = self._skeleton or model_skeleton(self.module.model)
         try:
             ckpt = self.resume_path()
             log.info("fitting %s for %s epochs%s", type(self.model).__name__, self.trainer.max_epochs,
@@ -148,6 +154,10 @@ class Learner(components.Learner):
             print(summary, flush=True)
             plot_metrics(summary, self.artifact_dir / "metrics.png")
         model = self.module.model
+        if skeleton is not None:  # every rank gathers; rank 0 gets the whole model, the others their shards
+            weights = full_model_state(self.trainer, self.module)
+            if self.trainer.is_global_zero:
+                model = whole_model(skeleton, weights)
         model.eval()
         return TrainingResult(model, summary, self.trainer)
 

@@ -261,6 +261,21 @@ def full_model_state(trainer: L.Trainer, pl_module: L.LightningModule, prefix: s
     return {k[len(prefix):]: v for k, v in state.items() if k.startswith(prefix) and isinstance(v, torch.Tensor)}
 
 
+def model_skeleton(model: nn.Module) -> nn.Module:
+    """`model`'s structure without its weights (on the meta device), taken before sharding turns its
+    parameters into shards: the whole model is rebuilt from it with `whole_model`."""
+    import copy
+
+    return copy.deepcopy(model).to("meta")
+
+
+def whole_model(skeleton: nn.Module, weights: dict[str, torch.Tensor]) -> nn.Module:
+    """A CPU model of `skeleton`'s structure holding `weights` (`full_model_state`'s)."""
+    model = skeleton.to_empty(device="cpu")
+    model.load_state_dict(weights)
+    return model
+
+
 def compact_strategy(strategy: Any, accelerator: Any = "auto") -> Any:
     """The strategy a run with Burn-format checkpoints uses for `strategy`: `"fsdp"` becomes
     `CompactFSDPStrategy` on GPUs and `ShardedStrategy` on the CPU (where torch's FSDP wrapper can't

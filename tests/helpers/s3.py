@@ -4,11 +4,12 @@ through the environment it sets."""
 from __future__ import annotations
 
 import os
-import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
+
+from tests.helpers.net import free_port
 
 
 @contextmanager
@@ -17,9 +18,7 @@ def moto_s3(bucket: str = "runs") -> Iterator[dict[str, str]]:
     `bucket`; yields the variables set, restored afterwards."""
     pytest.importorskip("s3fs")
     server_module = pytest.importorskip("moto.server")
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     server = server_module.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     import urllib.request

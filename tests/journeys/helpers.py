@@ -44,3 +44,24 @@ def run_helper_script(name, *args, timeout=280):
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
     return subprocess.run([sys.executable, str(HELPERS / name), *map(str, args)], capture_output=True, text=True,
                           timeout=timeout, env=env)
+
+
+def param_bytes(path):
+    """Every parameter's bytes in a module record (a local or remote path), by key: ParamIds differ
+    between runs, the weights of two equal runs don't."""
+    import msgpack
+
+    out: dict[str, bytes] = {}
+
+    def walk(node: object, key: str) -> None:
+        if isinstance(node, dict) and set(node) == {"id", "param"}:
+            out[key] = node["param"]["bytes"]
+        elif isinstance(node, dict):
+            for k, v in node.items():
+                walk(v, f"{key}.{k}")
+        elif isinstance(node, list):
+            for i, v in enumerate(node):
+                walk(v, f"{key}.{i}")
+
+    walk(msgpack.unpackb(path.read_bytes(), raw=False)["item"], "")
+    return out

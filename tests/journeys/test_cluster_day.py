@@ -30,13 +30,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import msgpack
 import pytest
 
 from burnlike.record.format.location import AnyPath, as_path
 from tests.helpers.idx import write_mnist_idx
 from tests.helpers.paths import REPO
 from tests.helpers.s3 import moto_s3
+from tests.journeys.helpers import param_bytes
 
 PROCS = (1, 2)
 EVENTS = ("clean", "sigterm_launcher", "sigterm_every_rank", "sigusr1", "in_validation", "in_last_validation")
@@ -260,21 +260,6 @@ def references(mnist, tmp_path_factory):
 
 
 # --- what must hold after a job -------------------------------------------------------------------------
-def param_bytes(path: AnyPath) -> dict[str, bytes]:
-    """Every parameter's bytes in a module record, by key (ParamIds differ between runs)."""
-    out: dict[str, bytes] = {}
-
-    def walk(node: object, key: str) -> None:
-        if isinstance(node, dict) and set(node) == {"id", "param"}:
-            out[key] = node["param"]["bytes"]
-        elif isinstance(node, dict):
-            for k, v in node.items():
-                walk(v, f"{key}.{k}")
-
-    walk(msgpack.unpackb(path.read_bytes(), raw=False)["item"], "")
-    return out
-
-
 def epoch_logs(artifacts: AnyPath) -> dict[str, str]:
     return {f"{split}/epoch-{e}/{name}": (artifacts / split / f"epoch-{e}" / name).read_text()
             for split in ("train", "valid") for e in range(1, EPOCHS + 1) for name in ("Accuracy.log", "Loss.log")}

@@ -10,9 +10,7 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
-import msgpack
 import pytest
 import torch
 
@@ -23,7 +21,7 @@ from tests.helpers.fit import SignalAfter, cpu_builder, fit, same_weights
 from tests.helpers.idx import write_mnist_idx
 from tests.helpers.paths import HELPERS
 from tests.helpers.toy import Classifier
-from tests.journeys.helpers import run_app, run_helper_script, start_app
+from tests.journeys.helpers import param_bytes, run_app, run_helper_script, start_app
 
 # Many short epochs: the signal must land while the run trains. With a few epochs, a loaded machine
 # can finish the remaining ones (~0.1 s of work) before the poll for the first epoch's file wakes up.
@@ -44,24 +42,6 @@ def own_sigusr1_handler():
     previous = signal.signal(signal.SIGUSR1, lambda signum, frame: calls.append(signum))
     yield calls
     signal.signal(signal.SIGUSR1, previous)
-
-
-def param_bytes(path: Path) -> dict[str, bytes]:
-    """Every parameter's bytes in a module record, by key (ParamIds differ between runs)."""
-    out: dict[str, bytes] = {}
-
-    def walk(node: object, key: str) -> None:
-        if isinstance(node, dict) and set(node) == {"id", "param"}:
-            out[key] = node["param"]["bytes"]
-        elif isinstance(node, dict):
-            for k, v in node.items():
-                walk(v, f"{key}.{k}")
-        elif isinstance(node, list):
-            for i, v in enumerate(node):
-                walk(v, f"{key}.{i}")
-
-    walk(msgpack.unpackb(path.read_bytes(), raw=False)["item"], "")
-    return out
 
 
 def test_a_signal_mid_epoch_saves_preempted_and_last_resumes_exactly(tmp_path, own_sigusr1_handler, capsys):

@@ -5,8 +5,6 @@ a checkpoint saved by N processes loads into M (DCP's resharding), on any fsspec
 
 from __future__ import annotations
 
-import socket
-
 import pytest
 import torch
 import torch.multiprocessing as mp
@@ -22,6 +20,7 @@ from burnlike.record.checkpoint.dcp import (
 )
 from burnlike.record.format import registry
 from tests.helpers import dcp_ranks
+from tests.helpers.net import free_port
 
 pytestmark = pytest.mark.filterwarnings("ignore:torch.distributed is disabled")
 
@@ -94,12 +93,6 @@ def test_a_memory_filesystem_holds_a_sharded_checkpoint():
     back = {"model.w": torch.zeros(5), "step": 0}
     load(back, storage_reader=CompactStorageReader(url), planner=CompactLoadPlanner())
     assert torch.equal(back["model.w"], w) and back["step"] == 3
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.mark.slow
