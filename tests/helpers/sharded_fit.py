@@ -19,7 +19,7 @@ from burnlike.optim import AdamConfig
 from burnlike.record.format import registry
 from burnlike.train import LearnerBuilder
 from burnlike.train.metric import AccuracyMetric, LossMetric
-from burnlike.train.sharded import ShardedStrategy, full_model_state
+from burnlike.train.sharded import CompactFSDPStrategy, ShardedStrategy, full_model_state
 from tests.helpers.toy import Classifier, loader
 
 
@@ -51,12 +51,18 @@ class Dump(L.Callback):
         self.write(trainer, pl_module, "end.npz")
 
 
+def strategy(args: argparse.Namespace) -> ShardedStrategy | CompactFSDPStrategy:
+    """FSDP2 (`--strategy sharded`, any accelerator) or torch's FSDP wrapper (`fsdp`, GPUs only)."""
+    if args.strategy == "fsdp":
+        return CompactFSDPStrategy(state_dict_type="full" if args.full else "sharded")
+    return ShardedStrategy(sharded=not args.full)
+
+
 def fit(args: argparse.Namespace, resume: bool, prefix: str = "") -> None:
     builder = (LearnerBuilder(args.out).metric_train_numeric(AccuracyMetric()).metric_valid_numeric(LossMetric())
                .with_file_checkpointer(registry.by_name(args.recorder)).num_epochs(args.epochs)
                .progress_bar(False)
-               .trainer_kwargs(strategy=ShardedStrategy(sharded=not args.full), accelerator="cpu",
-                               devices=args.devices))
+               .trainer_kwargs(strategy=strategy(args), accelerator=args.accelerator, devices=args.devices))
     if args.dump:
         builder = builder.callback(Dump(args.dump, prefix))
     if resume:
@@ -75,6 +81,8 @@ def main() -> None:
     parser.add_argument("--resume", action="store_true", help="learner checkpoint=last")
     parser.add_argument("--twice", action="store_true", help="fit --epochs - 1 epochs, then resume to --epochs")
     parser.add_argument("--dump", default="")
+    parser.add_argument("--accelerator", default="cpu")
+    parser.add_argument("--strategy", choices=["sharded", "fsdp"], default="sharded")
     args = parser.parse_args()
     if args.twice:
         first = argparse.Namespace(**{**vars(args), "epochs": args.epochs - 1})

@@ -24,6 +24,7 @@ from burnlike.record.format import registry
 from burnlike.record.format.location import as_path
 from burnlike.train import LearnerBuilder
 from burnlike.train.sharded import CompactFSDPStrategy, ShardedStrategy, compact_strategy
+from tests.helpers.fit import cuda
 from tests.helpers.paths import REPO
 from tests.helpers.s3 import moto_s3
 from tests.helpers.sharded_fit import Mlp
@@ -31,11 +32,13 @@ from tests.helpers.sharded_fit import Mlp
 pytestmark = pytest.mark.filterwarnings("ignore:torch.distributed is disabled")
 
 
-def fit(out: str | Path, *args: str) -> str:
-    """Run the script as a user would; its output (the test fails with it when the run fails)."""
+def fit(out: str | Path, *args: str, gpu: bool = False) -> str:
+    """Run the script as a user would (on the CPU unless `gpu`); its output (the test fails with it
+    when the run fails)."""
+    hide = {} if gpu else {"CUDA_VISIBLE_DEVICES": ""}
     proc = subprocess.run([sys.executable, "-m", "tests.helpers.sharded_fit", str(out), *args], cwd=REPO,
                           capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "PYTHONWARNINGS": "ignore", "CUDA_VISIBLE_DEVICES": ""})
+                          env={**os.environ, "PYTHONWARNINGS": "ignore", **hide})
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return proc.stdout + proc.stderr
 
@@ -170,3 +173,22 @@ def test_a_sharded_strategy_saves_what_its_mode_says():
     assert ShardedStrategy().sharded and not ShardedStrategy(sharded=False).sharded
     assert CompactFSDPStrategy().sharded and not CompactFSDPStrategy(state_dict_type="full").sharded
     assert isinstance(ShardedStrategy().recorder, CompactRecorder)  # without the plugin: Burn's compact format
+
+
+@cuda
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize(("strategy", "mode"), [("fsdp", "sharded"), ("fsdp", "full"), ("sharded", "sharded")])
+def test_on_a_gpu_both_sharding_strategies_save_records_and_resume_exactly(tmp_path, strategy, mode):
+    """torch's FSDP wrapper (CompactFSDPStrategy, GPUs only) and FSDP2 (ShardedStrategy) on CUDA
+    tensors: the checkpoint files are records, the resumed run starts from the saved weights
+    exactly (full precision), and model-N is the whole model."""
+    saved = tmp_path / "saved"
+    extra = ["--accelerator", "gpu", "--devices", "1", "--strategy", strategy, *(["--full"] if mode == "full" else [])]
+    fit(saved, "--epochs", "1", "--dump", str(tmp_path / "a"), *extra, gpu=True)
+    assert (saved / "checkpoint" / "trainer-1.mpk").is_dir() == (mode == "sharded")
+    every_file_is_a_record(saved / "checkpoint")
+    end = weights(tmp_path / "a" / "end.npz")
+    assert_equal(model_record(saved / "checkpoint" / "model-1.mpk"), end)
+    fit(saved, "--epochs", "2", "--resume", "--dump", str(tmp_path / "b"), *extra, gpu=True)
+    assert_equal(weights(tmp_path / "b" / "start.npz"), end)
+    assert (saved / "checkpoint" / "model-2.mpk").exists()

@@ -53,7 +53,7 @@ from torch.distributed.checkpoint.planner import (
 from torch.distributed.checkpoint.storage import StorageReader, StorageWriter, WriteResult
 from torch.futures import Future
 
-from burnlike.record.checkpoint.value import decode_value, encode_value
+from burnlike.record.checkpoint.value import TAG, decode_value, encode_value
 from burnlike.record.error import RecordError
 from burnlike.record.format.location import AnyPath, as_path
 from burnlike.record.format.named_mpk import CompactRecorder
@@ -252,28 +252,36 @@ class CompactStorageReader(StorageReader):
             by_file[file].append(item)
         for file, items in by_file.items():
             path = self.path / file
-            entries = decode_value(self._recorder_of(path).load(path), str(path))
-            for item in items:
-                _, key = self.storage[item.storage_index]
-                stored = entries[key]
-                if item.type == LoadItemType.BYTE_IO:
-                    if not isinstance(planner, CompactLoadPlanner):
-                        raise RecordError(f"{item.storage_index.fqn!r} is a plain value: load with "
-                                          "CompactLoadPlanner (DCP's default one would unpickle it)", str(path))
-                    planner.load_value(item, stored)
-                    continue
-                chunk = stored
-                for dim, (offset, length) in enumerate(zip(item.storage_offsets, item.lengths)):
-                    chunk = chunk.narrow(dim, offset, length)
-                target = planner.resolve_tensor(item).detach()
-                if target.shape != chunk.shape:
-                    raise RecordError(f"chunk {key} of {item.storage_index.fqn} has shape {list(chunk.shape)}, "
-                                      f"expected {list(target.shape)}", str(path))
-                target.copy_(chunk)
-                planner.commit_tensor(item, target)
+            with self._recorder_of(path).scan(path) as (_, entries):  # only the entries asked for are read
+                if not isinstance(entries, dict) or TAG in entries:
+                    raise RecordError("a shard file's item must be a map of entries", str(path))
+                self._read_items(path, entries, items, planner)
         future: Future[None] = Future()
         future.set_result(None)
         return future
+
+    def _read_items(self, path: AnyPath, entries: dict[str, Any], items: list[ReadItem], planner: LoadPlanner) -> None:
+        """Each item's stored value decoded (a tensor read from the file now) and handed to the planner."""
+        for item in items:
+            _, key = self.storage[item.storage_index]
+            if key not in entries:
+                raise RecordError(f"no entry {key!r} for {item.storage_index.fqn!r}", str(path))
+            stored = decode_value(entries[key], str(path), key)
+            if item.type == LoadItemType.BYTE_IO:
+                if not isinstance(planner, CompactLoadPlanner):
+                    raise RecordError(f"{item.storage_index.fqn!r} is a plain value: load with "
+                                      "CompactLoadPlanner (DCP's default one would unpickle it)", str(path))
+                planner.load_value(item, stored)
+                continue
+            chunk = stored
+            for dim, (offset, length) in enumerate(zip(item.storage_offsets, item.lengths)):
+                chunk = chunk.narrow(dim, offset, length)
+            target = planner.resolve_tensor(item).detach()
+            if target.shape != chunk.shape:
+                raise RecordError(f"chunk {key} of {item.storage_index.fqn} has shape {list(chunk.shape)}, "
+                                  f"expected {list(target.shape)}", str(path))
+            target.copy_(chunk)
+            planner.commit_tensor(item, target)
 
     @classmethod
     def validate_checkpoint_id(cls, checkpoint_id: str | os.PathLike[str]) -> bool:

@@ -13,6 +13,7 @@ import struct
 from typing import IO, Any
 
 import msgpack
+import numpy as np
 
 from burnlike.record.error import RecordError, RecordPath
 from burnlike.record.format.budget import MAX_DEPTH, Budget
@@ -176,7 +177,9 @@ class Reader:
             out = FileSlice(self.f, self.f.tell(), n)
             self.f.seek(n, 1)
             return out
-        buf = bytearray(n)  # writable: tensors view it without another copy
+        # writable, so tensors view it without another copy; uninitialised, as the read fills it
+        # (a bytearray's zero fill costs as much again as reading a large tensor)
+        buf = np.empty(n, dtype=np.uint8).data
         if self.f.readinto(buf) != n:  # type: ignore[attr-defined]
             raise self.fail("truncated bin")
         return buf

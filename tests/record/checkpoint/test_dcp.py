@@ -85,6 +85,20 @@ def test_malformed_metadata_is_a_record_error_naming_the_file(tmp_path):
         CompactStorageReader(tmp_path).read_metadata()
 
 
+def test_a_shard_file_missing_an_entry_or_not_a_map_is_a_record_error_naming_it(tmp_path):
+    save({"model.w": torch.ones(2), "model.b": torch.ones(1)}, storage_writer=CompactStorageWriter(tmp_path),
+         planner=CompactSavePlanner())
+    shard = tmp_path / "shard-0.mpk"
+    item = registry.sniff(shard).load(shard)
+    registry.sniff(shard).record({"model.w": item["model.w"]}, shard, exact_path=True)
+    with pytest.raises(BaseException, match=r"shard-0\.mpk: no entry 'model\.b' for 'model\.b'"):
+        load({"model.w": torch.zeros(2), "model.b": torch.zeros(1)}, storage_reader=CompactStorageReader(tmp_path),
+             planner=CompactLoadPlanner())
+    registry.sniff(shard).record([1, 2], shard, exact_path=True)
+    with pytest.raises(BaseException, match=r"shard-0\.mpk: a shard file's item must be a map of entries"):
+        load({"model.w": torch.zeros(2)}, storage_reader=CompactStorageReader(tmp_path), planner=CompactLoadPlanner())
+
+
 def test_a_memory_filesystem_holds_a_sharded_checkpoint():
     w = torch.randn(5)
     url = "memory://dcp-test/ckpt"
