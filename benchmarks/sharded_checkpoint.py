@@ -9,8 +9,10 @@
 through torch's `FileSystemWriter` (its default: full precision, pickled metadata), then load each
 back into the sharded model with the matching reader. The two are interleaved round by round, so a
 busy machine slows both alike; the first round is a warm-up, the medians of the others are
-reported, with the compact/DCP ratio of bytes on disk, save time and load time. A time is from a
-barrier before the call to a barrier after it on every rank: what a training step waits for.
+reported, with the compact/DCP ratio of bytes on disk, save time and load time; the order of the
+two alternates between rounds. A time is from a barrier before the call to a barrier after it on
+every rank (what a training step waits for); the CPU time is every rank's process time, summed,
+the steadier figure on a busy machine.
 `--adam` adds Adam's two moments per weight (kept at full precision by every recorder), the
 optimizer state a training checkpoint holds beside the weights.
 """
@@ -90,34 +92,44 @@ def rank_main(rank: int, world: int, port: int, args: argparse.Namespace, root: 
         times: dict[str, dict[str, list[float]]] = {k: {"save": [], "load": []} for k in kinds}
         sizes: dict[str, int] = {}
 
-        def timed(fn: Any) -> float:
+        cpu: dict[str, dict[str, list[float]]] = {k: {"save": [], "load": []} for k in kinds}
+
+        def timed(fn: Any) -> tuple[float, float]:
+            """Wall seconds (barrier to barrier) and CPU seconds summed over the ranks."""
             if cuda:
                 torch.cuda.synchronize()
             dist.barrier()
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
             fn()
             if cuda:
                 torch.cuda.synchronize()
+            spent = torch.tensor([time.process_time() - c], dtype=torch.float64,
+                                 device=f"cuda:{rank}" if cuda else "cpu")
             dist.barrier()
-            return time.perf_counter() - t
+            wall = time.perf_counter() - t
+            dist.all_reduce(spent)
+            return wall, float(spent.item())
 
         for round_ in range(args.repeats + 1):
-            for kind, (writer, reader) in kinds.items():
+            order = list(kinds) if round_ % 2 else list(reversed(kinds))  # neither always goes first
+            for kind in order:
+                writer, reader = kinds[kind]
                 path = str(Path(root) / f"{kind}-{round_}")
                 save_s = timed(lambda: save(state, **writer(path)))  # noqa: B023
                 load_s = timed(lambda: load(state, **reader(path)))  # noqa: B023
                 if rank == 0:
                     sizes[kind] = folder_bytes(Path(path))
-                dist.barrier()
-                if rank == 0:
                     shutil.rmtree(path)
+                dist.barrier()
                 if round_:
-                    times[kind]["save"].append(save_s)
-                    times[kind]["load"].append(load_s)
+                    for op, (wall, spent) in (("save", save_s), ("load", load_s)):
+                        times[kind][op].append(wall)
+                        cpu[kind][op].append(spent)
         if rank == 0:
             n = sum(p.numel() for p in model.parameters())
             results.put({"params": n, "sizes": sizes,
-                         "times": {k: {op: statistics.median(v) for op, v in ops.items()} for k, ops in times.items()}})
+                         "times": {k: {op: statistics.median(v) for op, v in ops.items()} for k, ops in times.items()},
+                         "cpu": {k: {op: statistics.median(v) for op, v in ops.items()} for k, ops in cpu.items()}})
     finally:
         dist.destroy_process_group()
 
@@ -147,12 +159,13 @@ def main() -> None:
     device = torch.cuda.get_device_name(0) if args.device == "cuda" else f"CPU ({os.cpu_count()} cores)"
     print(f"{out['params'] / 1e6:.0f}M weights{' + Adam moments' if args.adam else ''}, {args.procs} processes on "
           f"{device}, recorder {args.recorder}, medians of {args.repeats} rounds")
-    print(f"{'':<22} {'compact':>10} {'DCP default':>12} {'ratio':>7}")
-    print(f"{'bytes on disk (MiB)':<22} {sizes['compact'] / 2**20:10.1f} {sizes['dcp'] / 2**20:12.1f} "
+    print(f"{'':<24} {'compact':>10} {'DCP default':>12} {'ratio':>7}")
+    print(f"{'bytes on disk (MiB)':<24} {sizes['compact'] / 2**20:10.1f} {sizes['dcp'] / 2**20:12.1f} "
           f"{sizes['compact'] / sizes['dcp']:6.3f}x")
-    for op in ("save", "load"):
-        c, d = times["compact"][op], times["dcp"][op]
-        print(f"{op + ' (s)':<22} {c:10.3f} {d:12.3f} {c / d:6.3f}x")
+    for table, label in ((times, "{op} (s)"), (out["cpu"], "{op} CPU (s, all ranks)")):
+        for op in ("save", "load"):
+            c, d = table["compact"][op], table["dcp"][op]
+            print(f"{label.format(op=op):<24} {c:10.3f} {d:12.3f} {c / d:6.3f}x")
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ import io
 import os
 import uuid
 from collections import defaultdict
+from functools import partial
 from typing import Any
 
 import torch
@@ -58,11 +59,14 @@ from burnlike.record.error import RecordError
 from burnlike.record.format.location import AnyPath, as_path
 from burnlike.record.format.named_mpk import CompactRecorder
 from burnlike.record.format.recorder import Recorder
-from burnlike.record.tensor.precision import storage_dtype
+from burnlike.record.tensor.file_slice import FileSlice
+from burnlike.record.tensor.precision import PrecisionSettings, storage_dtype, target_dtype
+from burnlike.record.tensor.tensor_data import check_data, tensor_to_data
 
 METADATA = ".metadata"  # + the recorder's extension
 TRAINING_STATE = "state"  # + the extension: what a training checkpoint holds besides weights and optimizers
 FORMAT = "burnlike-dcp/1"
+STREAM_BLOCK = 1 << 22  # bytes read at a time when a stored tensor streams into its target
 WEIGHT_PREFIXES = ("model.", "state_dict.", "module.")  # the model's weights in the state dicts Lightning saves
 
 
@@ -99,6 +103,11 @@ def read_training_state(folder: str | os.PathLike[str] | AnyPath) -> dict[str, A
     if not isinstance(value, dict):
         raise RecordError("a sharded checkpoint's training state must be a map", str(found[0]))
     return value
+
+
+def _weight_dtype(tensor: torch.Tensor, peak: int | None, settings: PrecisionSettings | None) -> torch.dtype:
+    """The dtype a weight is stored at: the recorder's precision unless its values need more."""
+    return storage_dtype(tensor, settings, peak)
 
 
 def is_sharded_checkpoint(path: str | os.PathLike[str] | AnyPath) -> bool:
@@ -148,16 +157,19 @@ class CompactStorageWriter(StorageWriter):
                 if not callable(lookup):
                     raise RecordError(f"{type(planner).__name__} can't hand over {item.index.fqn!r} unpickled; "
                                       "save with CompactSavePlanner (or DCP's DefaultSavePlanner)", str(self.path))
-                entries[key] = lookup(item.index)
+                entries[key] = encode_value(lookup(item.index), _own_dtype, key)
                 size = 0
             else:
                 tensor = planner.resolve_data(item).detach().cpu().contiguous()  # type: ignore[union-attr]
+                target = tensor.dtype
                 if settings is not None and tensor.is_floating_point() and item.index.fqn.startswith(WEIGHT_PREFIXES):
-                    tensor = tensor.to(storage_dtype(tensor, settings))  # weights only: the recorder's precision
-                entries[key] = tensor
-                size = tensor.numel() * tensor.element_size()
+                    target = target_dtype(tensor, settings)  # weights only: the recorder's precision
+                # the cast, and the check that f16 holds the values, happen as the recorder writes
+                decide = partial(_weight_dtype, settings=settings) if target != tensor.dtype else None
+                entries[key] = {TAG: "tensor", "data": tensor_to_data(tensor, target, lazy=True, decide=decide)}
+                size = tensor.numel() * target.itemsize  # the likely size (a weight f16 can't hold stays wider)
             results.append(WriteResult(index=item.index, size_in_bytes=size, storage_data=[file, key]))
-        self.recorder.record(encode_value(entries, _own_dtype), self.path / file, exact_path=True, durable=True)
+        self.recorder.record(entries, self.path / file, exact_path=True, durable=True)
         future: Future[list[WriteResult]] = Future()
         future.set_result(results)
         return future
@@ -266,6 +278,8 @@ class CompactStorageReader(StorageReader):
             _, key = self.storage[item.storage_index]
             if key not in entries:
                 raise RecordError(f"no entry {key!r} for {item.storage_index.fqn!r}", str(path))
+            if item.type != LoadItemType.BYTE_IO and self._stream_whole(path, key, entries[key], item, planner):
+                continue
             stored = decode_value(entries[key], str(path), key)
             if item.type == LoadItemType.BYTE_IO:
                 if not isinstance(planner, CompactLoadPlanner):
@@ -282,6 +296,30 @@ class CompactStorageReader(StorageReader):
                                   f"expected {list(target.shape)}", str(path))
             target.copy_(chunk)
             planner.commit_tensor(item, target)
+
+    def _stream_whole(self, path: AnyPath, key: str, entry: Any, item: ReadItem, planner: LoadPlanner) -> bool:
+        """A stored tensor that is the whole of a contiguous CPU target (a resume at the same process
+        count) goes from the file into the target a block at a time, through one small buffer that
+        stays in cache: no tensor-sized allocation. False where it can't (the item then takes the
+        general path)."""
+        if not (isinstance(entry, dict) and entry.get(TAG) == "tensor" and isinstance(entry.get("data"), dict)
+                and isinstance(entry["data"].get("bytes"), FileSlice)):
+            return False
+        raw, dtype, shape = check_data(entry["data"], key, str(path))
+        if not isinstance(raw, FileSlice) or any(item.storage_offsets) or list(item.lengths) != shape:
+            return False
+        target = planner.resolve_tensor(item).detach()
+        if target.device.type != "cpu" or not target.is_contiguous() or list(target.shape) != shape:
+            return False
+        flat, size = target.view(-1), dtype.itemsize
+        step = max(1, STREAM_BLOCK // size)
+        buffer = torch.empty(min(step, flat.numel()), dtype=dtype)
+        for start in range(0, flat.numel(), step):
+            part = buffer[:min(step, flat.numel() - start)]
+            raw.part(start * size, part.numel() * size).readinto(part)
+            flat[start:start + part.numel()].copy_(part)
+        planner.commit_tensor(item, target)
+        return True
 
     @classmethod
     def validate_checkpoint_id(cls, checkpoint_id: str | os.PathLike[str]) -> bool:
