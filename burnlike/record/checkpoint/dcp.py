@@ -294,6 +294,8 @@ class CompactStorageReader(StorageReader):
             if target.shape != chunk.shape:
                 raise RecordError(f"chunk {key} of {item.storage_index.fqn} has shape {list(chunk.shape)}, "
                                   f"expected {list(target.shape)}", str(path))
+            if target.device != chunk.device:  # move the stored bytes (f16: half), cast on the device
+                chunk = chunk.to(target.device)
             target.copy_(chunk)
             planner.commit_tensor(item, target)
 
