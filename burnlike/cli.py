@@ -45,8 +45,8 @@ from torch import nn
 
 from burnlike import __version__
 from burnlike.cli_runs import register as register_run_commands
-from burnlike.record.checkpoint.dcp import describe, is_sharded_checkpoint, whole_tensors
 from burnlike.record.checkpoint.lightning_dict import encode_checkpoint, is_checkpoint
+from burnlike.record.checkpoint.shard_folder import is_sharded_checkpoint
 from burnlike.record.checkpoint.value import TAG, decode_value
 from burnlike.record.checkpoint.weights import weights_from_checkpoint
 from burnlike.record.error import MAX_MESSAGE, QUOTE_CHARS, RecordError, quote
@@ -155,6 +155,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         print(f"error: {path}: no such file", file=sys.stderr)
         return 2
     if is_sharded_checkpoint(path):
+        from burnlike.record.checkpoint.dcp import describe  # torch.distributed: only for a shard folder
+
         print("\n".join(describe(path)))
         return 0
     if path.suffix == ".safetensors":
@@ -193,6 +195,8 @@ def cmd_consolidate(args: argparse.Namespace) -> int:
                            "ShardedStrategy/CompactFSDPStrategy write checkpoint/trainer-N.<ext>)")
         folder = alt
     model = load_model(args.model) if args.model else _run_model(folder)
+    from burnlike.record.checkpoint.dcp import whole_tensors
+
     weights = whole_tensors(folder)
     missing, unexpected = model.load_state_dict(weights, strict=False)
     if missing or unexpected:

@@ -21,9 +21,9 @@ import lightning as L
 from lightning.pytorch.callbacks import Checkpoint, EarlyStopping
 from torch import nn
 
-from burnlike.record.checkpoint.dcp import is_sharded_checkpoint, read_training_state
 from burnlike.record.checkpoint.epoch_files import KINDS, epoch_file, epoch_of, save_parts
 from burnlike.record.checkpoint.lightning_dict import is_checkpoint
+from burnlike.record.checkpoint.shard_folder import is_sharded_checkpoint, read_training_state
 from burnlike.record.error import RecordError
 from burnlike.record.format import registry
 from burnlike.record.format.files import remove_stale_temps

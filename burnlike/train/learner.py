@@ -11,8 +11,8 @@ from typing import Any, cast
 import lightning as L
 from torch import nn
 
-from burnlike.record.checkpoint.dcp import read_training_state
 from burnlike.record.checkpoint.lightning_dict import is_checkpoint
+from burnlike.record.checkpoint.shard_folder import read_training_state
 from burnlike.record.format import registry
 from burnlike.record.format.location import AnyPath
 from burnlike.train import components

@@ -36,11 +36,13 @@ from burnlike.record.checkpoint.dcp import (
     CompactSavePlanner,
     CompactStorageReader,
     CompactStorageWriter,
+)
+from burnlike.record.checkpoint.plugin import RecorderCheckpointIO
+from burnlike.record.checkpoint.shard_folder import (
     is_sharded_checkpoint,
     read_training_state,
     write_training_state,
 )
-from burnlike.record.checkpoint.plugin import RecorderCheckpointIO
 from burnlike.record.format.location import RemotePath, as_path
 from burnlike.record.format.named_mpk import CompactRecorder
 from burnlike.record.format.recorder import Recorder

@@ -26,7 +26,7 @@ from typing import Any, cast
 import lightning as L
 from lightning.pytorch.loggers import Logger
 
-from burnlike.record.checkpoint.dcp import read_training_state
+from burnlike.record.checkpoint.shard_folder import read_training_state
 from burnlike.record.format.location import RemotePath, as_path
 from burnlike.train.metric.store import EpochEntry, Split
 from burnlike.train.module import StepModule

@@ -19,7 +19,7 @@ from lightning.pytorch.strategies import FSDPStrategy, ModelParallelStrategy
 from burnlike.cli import main as cli
 from burnlike.optim import AdamConfig
 from burnlike.record import CompactRecorder, DefaultRecorder
-from burnlike.record.checkpoint.dcp import is_sharded_checkpoint
+from burnlike.record.checkpoint.shard_folder import is_sharded_checkpoint
 from burnlike.record.format import registry
 from burnlike.record.format.location import as_path
 from burnlike.train import LearnerBuilder

@@ -54,6 +54,14 @@ from torch.distributed.checkpoint.planner import (
 from torch.distributed.checkpoint.storage import StorageReader, StorageWriter, WriteResult
 from torch.futures import Future
 
+from burnlike.record.checkpoint.shard_folder import (
+    FORMAT,
+    METADATA,
+    TRAINING_STATE,
+    metadata_path,
+    read_training_state,
+    shard_name,
+)
 from burnlike.record.checkpoint.value import TAG, decode_value, encode_value
 from burnlike.record.error import RecordError
 from burnlike.record.format.location import AnyPath, as_path
@@ -63,57 +71,13 @@ from burnlike.record.tensor.file_slice import FileSlice
 from burnlike.record.tensor.precision import PrecisionSettings, storage_dtype, target_dtype
 from burnlike.record.tensor.tensor_data import check_data, tensor_to_data
 
-METADATA = ".metadata"  # + the recorder's extension
-TRAINING_STATE = "state"  # + the extension: what a training checkpoint holds besides weights and optimizers
-FORMAT = "burnlike-dcp/1"
 STREAM_BLOCK = 1 << 22  # bytes read at a time when a stored tensor streams into its target
 WEIGHT_PREFIXES = ("model.", "state_dict.", "module.")  # the model's weights in the state dicts Lightning saves
-
-
-def shard_name(rank: int, extension: str) -> str:
-    return f"shard-{rank}.{extension}"
-
-
-def metadata_path(folder: AnyPath, recorder: Recorder) -> AnyPath:
-    return folder / f"{METADATA}.{recorder.file_extension()}"
-
-
-def training_state_path(folder: AnyPath, recorder: Recorder) -> AnyPath:
-    return folder / f"{TRAINING_STATE}.{recorder.file_extension()}"
-
-
-def write_training_state(folder: AnyPath, checkpoint: dict[str, Any], recorder: Recorder) -> None:
-    """The rest of a Lightning checkpoint (loops, callbacks, epoch, counters) beside the shards, one
-    record (Lightning's own FSDP strategy torch.saves it: a pickle)."""
-    from burnlike.record.checkpoint.lightning_dict import encode_checkpoint
-
-    recorder.record(encode_checkpoint(checkpoint, recorder, full=True), training_state_path(folder, recorder),
-                    exact_path=True, durable=True)
-
-
-def read_training_state(folder: str | os.PathLike[str] | AnyPath) -> dict[str, Any]:
-    """A sharded checkpoint's training state (any recorder's format: the file says which)."""
-    from burnlike.record.format import registry
-
-    path = as_path(folder)
-    found = [p for p in path.iterdir() if p.name.startswith(TRAINING_STATE + ".")] if path.is_dir() else []
-    if not found:
-        raise RecordError(f"no training state in this sharded checkpoint (expected {TRAINING_STATE}.<ext>)", str(path))
-    value = decode_value(registry.sniff(found[0]).load(found[0]), str(found[0]))
-    if not isinstance(value, dict):
-        raise RecordError("a sharded checkpoint's training state must be a map", str(found[0]))
-    return value
 
 
 def _weight_dtype(tensor: torch.Tensor, peak: int | None, settings: PrecisionSettings | None) -> torch.dtype:
     """The dtype a weight is stored at: the recorder's precision unless its values need more."""
     return storage_dtype(tensor, settings, peak)
-
-
-def is_sharded_checkpoint(path: str | os.PathLike[str] | AnyPath) -> bool:
-    """Whether `path` is a folder holding a sharded checkpoint of this format (any recorder)."""
-    folder = as_path(path)
-    return folder.is_dir() and any(p.name.startswith(METADATA + ".") for p in folder.iterdir())
 
 
 class CompactStorageWriter(StorageWriter):
@@ -401,17 +365,20 @@ def describe(path: str | os.PathLike[str] | AnyPath) -> list[str]:
     sizes: dict[str, int] = defaultdict(int)
     files: set[str] = set()
     stored_dtype: dict[str, str] = {}
-    loaded: dict[str, dict[str, Any]] = {}
+    by_file: dict[str, list[tuple[str, str]]] = defaultdict(list)
     for index, (file, key) in storage.items():
         files.add(file)
         if isinstance(metadata.state_dict_metadata.get(index.fqn), TensorStorageMetadata):
-            if file not in loaded:
-                entries = decode_value(reader._recorder_of(folder / file).load(folder / file), str(folder / file))
-                loaded[file] = entries if isinstance(entries, dict) else {}
-            t = loaded[file].get(key)
-            if isinstance(t, torch.Tensor):
-                sizes[index.fqn] += t.numel() * t.element_size()
-                stored_dtype[index.fqn] = str(t.dtype).removeprefix("torch.")
+            by_file[file].append((index.fqn, key))
+    for file, keys in by_file.items():  # the files' structure only: no tensor's bytes are read
+        path = folder / file
+        with reader._recorder_of(path).scan(path) as (_, entries):
+            for fqn, key in keys:
+                entry = entries.get(key) if isinstance(entries, dict) else None
+                if isinstance(entry, dict) and entry.get(TAG) == "tensor":
+                    raw, dtype, _ = check_data(entry.get("data"), key, str(path))
+                    sizes[fqn] += len(raw)
+                    stored_dtype[fqn] = str(dtype).removeprefix("torch.")
     lines = [f"{folder}: sharded checkpoint ({FORMAT}), {len(files)} shard files: {', '.join(sorted(files))}"]
     tensors = {k: m for k, m in metadata.state_dict_metadata.items() if isinstance(m, TensorStorageMetadata)}
     lines.append(f"  {len(tensors)} tensors:")
@@ -424,6 +391,5 @@ def describe(path: str | os.PathLike[str] | AnyPath) -> list[str]:
         lines.append(f"  {len(values)} values: {', '.join(values)}")
     state = [p for p in folder.iterdir() if p.name.startswith(TRAINING_STATE + ".")]
     if state:
-        keys = read_training_state(folder)
-        lines.append(f"  training state ({state[0].name}): {', '.join(str(k) for k in keys)}")
+        lines.append(f"  training state ({state[0].name}): {', '.join(str(k) for k in read_training_state(folder))}")
     return lines

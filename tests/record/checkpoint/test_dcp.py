@@ -16,8 +16,8 @@ from burnlike.record.checkpoint.dcp import (
     CompactSavePlanner,
     CompactStorageReader,
     CompactStorageWriter,
-    is_sharded_checkpoint,
 )
+from burnlike.record.checkpoint.shard_folder import is_sharded_checkpoint
 from burnlike.record.format import registry
 from tests.helpers import dcp_ranks
 from tests.helpers.net import free_port
