@@ -35,6 +35,10 @@ ELSEWHERE = {
     "batch_size": "data.batch_size",
     "devices": "trainer.devices",
 }
+# where the app's key behaves otherwise than the name asked for, what differs
+DIFFERS = {
+    "trainer.accumulate_grad_batches": "it sums the gradients of n batches, as Burn does, where Lightning averages them",
+}
 
 
 def _fields(cls: type) -> list[str]:
@@ -74,7 +78,8 @@ def override_error(args: list[str]) -> str | None:
 
 def _message(key: str, keys: dict[str, list[str]]) -> str:
     if key in ELSEWHERE:
-        return f"{key}: no such key; the app's key for it is {ELSEWHERE[key]}"
+        note = f" ({DIFFERS[key]})" if key in DIFFERS else ""
+        return f"{key}: no such key; the app's key for it is {ELSEWHERE[key]}{note}"
     head, _, rest = key.partition(".")
     group = head if rest else ""
     leaf = rest.split(".", 1)[0] if rest else head

@@ -71,7 +71,7 @@ class DistributedConfig:
     """Burn 0.21's `DistributedConfig{all_reduce_op}`, plus what a multi-node Lightning run needs.
 
     `num_nodes` and `process_group_backend` ("gloo", "nccl"; None lets Lightning pick) are burnlike's;
-    the nodes themselves are started by torchrun/srun (docs/hydra.md).
+    the nodes themselves are started by torchrun/srun (docs/clusters.md).
     """
 
     all_reduce_op: ReduceOperation = ReduceOperation.MEAN

@@ -11,7 +11,7 @@ from burnlike.app.overrides import override_error
 
 @pytest.mark.parametrize(("arg", "names"), [
     ("trainer.max_epochs=3", "the app's key for it is learner.num_epochs"),  # Lightning's own name
-    ("trainer.accumulate_grad_batches=4", "the app's key for it is learner.grads_accumulation"),
+    ("trainer.accumulate_grad_batches=4", "the app's key for it is learner.grads_accumulation (it sums the gradients"),
     ("learner.devices=2", "the app's key for it is trainer.devices"),
     ("epochs=3", "the app's key for it is learner.num_epochs"),
     ("learner.num_epoch=3", "did you mean learner.num_epochs?"),  # a typo: the nearest key
