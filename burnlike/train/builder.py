@@ -39,7 +39,8 @@ from burnlike.train.metric.base import Metric
 from burnlike.train.module import LrOrScheduler, StepModule
 from burnlike.train.preemption import Preemption, RandomState
 from burnlike.train.quiet import quiet_lightning
-from burnlike.train.renderer import progress_display
+from burnlike.train.renderer import MetricsRendererTraining, progress_display
+from burnlike.train.renderer.processor import MetricsRendererCallback, check_renderer
 from burnlike.train.sharded import compact_strategy
 from burnlike.train.strategy import Device, Execution, as_execution, trainer_devices
 from burnlike.train.tracking import MetricLoggerBridge
@@ -70,6 +71,7 @@ class LearnerBuilder:
         self._callbacks: list[L.Callback] = []
         self._application_logger: ApplicationLogger = True
         self._progress_bar = True
+        self._renderer: MetricsRendererTraining | None = None
         self._loggers: list[Logger] = []
         self._log_every_n_steps = 0
         self._hyperparams: dict[str, Any] = {}
@@ -213,6 +215,14 @@ class LearnerBuilder:
         self._progress_bar = enabled
         return self
 
+    def renderer(self, renderer: MetricsRendererTraining) -> LearnerBuilder:
+        """Burn's `renderer(r)`: `r` (a `MetricsRenderer`, see `burnlike.train.renderer`) replaces the
+        progress display. It gets every train and valid step's metric states and progress (one host
+        sync per step, as in Burn), `register_metric` before the first step and
+        `on_train_end(summary)` at the end; it is `TrainingResult.renderer` afterwards."""
+        self._renderer = check_renderer(renderer)
+        return self
+
     def cuda_graph(self, enabled: bool = True, generators: Sequence[torch.Generator] = ()) -> LearnerBuilder:
         """The fast path: capture the whole training step in CUDA graphs and replay it per batch.
 
@@ -255,7 +265,10 @@ class LearnerBuilder:
         callbacks: list[L.Callback] = []
         plugins: list[Any] = []
         own = [*self._callbacks, *self._trainer_kwargs.get("callbacks", ())]
-        if self._progress_bar and not any(isinstance(c, ProgressBar) for c in own):
+        own_bar = any(isinstance(c, ProgressBar) for c in own)
+        if self._renderer is not None:  # Burn: a renderer of one's own replaces the default display
+            callbacks.append(MetricsRendererCallback(self._renderer, self._numeric))
+        elif self._progress_bar and not own_bar:
             callbacks.append(progress_display())  # a progress bar passed as a callback replaces it
         if self._async_checkpoints and self._recorder is None:
             raise ValueError("async_checkpoints() needs with_file_checkpointer(recorder): there is nothing to write")
@@ -288,7 +301,7 @@ class LearnerBuilder:
             "logger": list(self._loggers) if self._loggers else False,
             "enable_checkpointing": self._recorder is not None,
             "enable_model_summary": False,
-            "enable_progress_bar": self._progress_bar,
+            "enable_progress_bar": self._progress_bar and (self._renderer is None or own_bar),
             "num_sanity_val_steps": 0,  # Burn runs no sanity validation
             "callbacks": callbacks,
         }
@@ -316,6 +329,7 @@ class LearnerBuilder:
             checkpoint=self._checkpoint,
             checkpoint_extension=self._recorder.file_extension() if self._recorder is not None else None,
             application_logger=self._application_logger,
+            renderer=self._renderer,
         )
 
 

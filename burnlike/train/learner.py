@@ -38,11 +38,13 @@ log = logging.getLogger("burnlike.train")
 @dataclass
 class TrainingResult:
     """`model` is the trained model in eval mode (Burn returns the inner, non-autodiff module); after
-    a sharded fit, the whole model on the CPU on rank 0 (the other ranks keep their shards)."""
+    a sharded fit, the whole model on the CPU on rank 0 (the other ranks keep their shards).
+    `renderer`: the metrics renderer given to the builder (Burn's `renderer` field), else None."""
 
     model: nn.Module
     summary: LearnerSummary | None = None
     trainer: L.Trainer | None = field(default=None, repr=False)
+    renderer: Any = field(default=None, repr=False)
 
 
 class Learner(components.Learner):
@@ -58,6 +60,7 @@ class Learner(components.Learner):
         checkpoint: int | str | None = None,
         checkpoint_extension: str | None = None,
         application_logger: ApplicationLogger = True,
+        renderer: Any = None,
     ) -> None:
         super().__init__(module.model, module.optim, module.lr_or_scheduler)
         self.trainer = trainer
@@ -68,6 +71,7 @@ class Learner(components.Learner):
         self.checkpoint = checkpoint
         self.checkpoint_extension = checkpoint_extension
         self.application_logger = application_logger
+        self.renderer = renderer
         self._skeleton: nn.Module | None = None  # the model's structure before a sharded fit
         self._file_logger = FileMetricLogger(artifact_dir)
         module.store.add_listener(self._write_logs)
@@ -151,15 +155,20 @@ class Learner(components.Learner):
         summary = None
         if self.show_summary and self.trainer.is_global_zero:
             summary = LearnerSummary.from_store(self.module.store, self.numeric["train"], self.numeric["valid"])
-            print(summary, flush=True)
+            if self.renderer is None:
+                print(summary, flush=True)
             plot_metrics(summary, self.artifact_dir / "metrics.png")
+        if self.renderer is not None and self.trainer.is_global_zero:
+            end = getattr(self.renderer, "on_train_end", None)
+            if callable(end):  # Burn's default prints the summary
+                end(summary)
         model = self.module.model
         if skeleton is not None:  # every rank gathers; rank 0 gets the whole model, the others their shards
             weights = full_model_state(self.trainer, self.module)
             if self.trainer.is_global_zero:
                 model = whole_model(skeleton, weights)
         model.eval()
-        return TrainingResult(model, summary, self.trainer)
+        return TrainingResult(model, summary, self.trainer, self.renderer)
 
 
 def resumes_exactly(loader: Iterable[Any]) -> bool:

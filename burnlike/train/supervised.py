@@ -19,7 +19,7 @@ from burnlike.train.strategy import Execution, ExecutionStrategy, as_execution
 
 @dataclass
 class LearningResult(TrainingResult):
-    """Burn 0.20's name for the result: `model` (eval mode), `summary`, and the `trainer`."""
+    """Burn 0.20's name for the result: `model` (eval mode), `summary`, the `trainer` and the `renderer`."""
 
 
 class SupervisedTraining(LearnerBuilder):
@@ -45,4 +45,4 @@ class SupervisedTraining(LearnerBuilder):
                 self._execution = ExecutionStrategy.single(device)
         built = self.build(learner.model, learner.optim, learner.lr_scheduler)
         result = built.fit(self.dataloader_train, self.dataloader_valid)
-        return LearningResult(result.model, result.summary, result.trainer)
+        return LearningResult(result.model, result.summary, result.trainer, result.renderer)

@@ -1,8 +1,15 @@
-"""`burnlike.train.renderer`: the progress displays. `progress_display` picks the live view on a
-terminal and plain lines anywhere else (a stream without `isatty` included). `PlainProgress` writes
-a line every `interval` seconds (time since its last line) and one at each split's end, with
-thousands grouped and speeds rounded from 10 it/s up. `BurnProgressBar`, Lightning's tqdm bar in
-Burn's words, counts epochs from 1 and shows the metrics' running means under Burn's names."""
+"""`burnlike.train.renderer`: the progress displays and Burn's metrics renderers.
+
+`progress_display` picks the live view on a terminal and plain lines anywhere else (a stream
+without `isatty` included). `PlainProgress` writes a line every `interval` seconds (time since its
+last line) and one at each split's end, with thousands grouped and speeds rounded from 10 it/s up.
+`BurnProgressBar`, Lightning's tqdm bar in Burn's words, counts epochs from 1 and shows the metrics'
+running means under Burn's names.
+
+A renderer given to `.renderer(r)` replaces the display: it gets each metric's definition before the
+first step, each train and valid step's metric states (numeric for metrics registered as numeric,
+their values those the metric logs hold) and progress, in the order the steps run, and the summary
+at the end; Burn ≤ 0.20's one-argument `render_train(item)` works too."""
 
 import io
 import re
@@ -14,9 +21,33 @@ import torch
 from lightning.pytorch.callbacks import Callback
 from lightning.pytorch.loggers import CSVLogger
 
+import burnlike
+from burnlike.data.dataloader import Progress
 from burnlike.optim import AdamConfig
-from burnlike.train import ClassificationOutput
-from burnlike.train.metric import MetricContext
+from burnlike.train import (
+    ClassificationOutput,
+    CliMetricsRenderer,
+    Learner,
+    LearnerBuilder,
+    MetricsRenderer,
+    MetricsRendererTraining,
+    MetricState,
+    ProgressType,
+    SupervisedTraining,
+    TrainingProgress,
+)
+from burnlike.train.metric import (
+    AccuracyMetric,
+    LossMetric,
+    MetricContext,
+    MetricDefinition,
+    MetricEntry,
+    MetricId,
+    NumericAttributes,
+    NumericEntry,
+    SerializedEntry,
+)
+from burnlike.train.metric.entry import format_float
 from burnlike.train.metric.store import Split
 from burnlike.train.preemption import Preempted
 from burnlike.train.renderer import BurnProgressBar, PlainProgress, progress_display
@@ -189,3 +220,198 @@ def test_the_progress_bar_shows_the_valid_running_means_while_validating(tmp_pat
     silent_builder(tmp_path).progress_bar(True).callback(bar, probe).build(Classifier(), AdamConfig(), 1e-2).fit(
         loader(64, 16), loader(32, 16))
     assert len(probe.seen) == 2 and all(shown == valid for shown, valid in probe.seen)
+
+
+# --- metrics renderers ----------------------------------------------------------------------------
+class Recorder(MetricsRenderer):
+    """Records every call, in order."""
+
+    def __init__(self):
+        self.calls = []
+
+    def update_train(self, state):
+        self.calls.append(("update_train", state))
+
+    def update_valid(self, state):
+        self.calls.append(("update_valid", state))
+
+    def render_train(self, item, progress_indicators):
+        self.calls.append(("render_train", item, progress_indicators))
+
+    def render_valid(self, item, progress_indicators):
+        self.calls.append(("render_valid", item, progress_indicators))
+
+    def update_test(self, name, state):
+        self.calls.append(("update_test", name, state))
+
+    def render_test(self, item, progress_indicators):
+        self.calls.append(("render_test", item))
+
+    def manual_close(self):
+        self.calls.append(("manual_close",))
+
+    def register_metric(self, definition):
+        self.calls.append(("register_metric", definition))
+
+    def on_train_end(self, summary):
+        self.calls.append(("on_train_end", summary))
+
+
+def renderer_fit(tmp_path, renderer, builder=None, epochs=2):
+    """Fit the toy classifier (seed 0) for `epochs` with `renderer`: 4 train and 2 valid steps an epoch."""
+    burnlike.seed(0)
+    builder = builder or LearnerBuilder(tmp_path).metrics(AccuracyMetric(), LossMetric())
+    learner = (builder.devices(["cpu"]).num_epochs(epochs).with_application_logger(False).renderer(renderer)
+               .build(Classifier(), AdamConfig(), 1e-2))
+    return learner, learner.fit(loader(64, 16), loader(32, 16, seed=1))
+
+
+def test_a_renderer_gets_each_steps_metric_states_then_its_progress_in_the_order_the_steps_run(tmp_path):
+    renderer = Recorder()
+    _, result = renderer_fit(tmp_path, renderer)
+    assert result.renderer is renderer
+    kinds = [call[0] for call in renderer.calls]
+    train_step = ["update_train", "update_train", "render_train"]
+    valid_step = ["update_valid", "update_valid", "render_valid"]
+    assert kinds == ["register_metric"] * 2 + (train_step * 4 + valid_step * 2) * 2 + ["on_train_end"]
+    assert [call[1] for call in renderer.calls[:2]] == [
+        MetricDefinition(MetricId("Accuracy"), "Accuracy", None, NumericAttributes("%", True)),
+        MetricDefinition(MetricId("Loss"), "Loss", None, NumericAttributes(None, False))]
+    assert renderer.calls[-1] == ("on_train_end", None)  # no summary without .summary()
+    train = [(c[1], c[2]) for c in renderer.calls if c[0] == "render_train"]
+    valid = [(c[1], c[2]) for c in renderer.calls if c[0] == "render_valid"]
+    assert [item for item, _ in train] == [
+        TrainingProgress(Progress(16 * i, 64), Progress(epoch, 2), i) for epoch in (1, 2) for i in range(1, 5)]
+    assert [item for item, _ in valid] == [
+        TrainingProgress(Progress(16 * i, 32), Progress(epoch, 2), i) for epoch in (1, 2) for i in range(1, 3)]
+    item, indicators = train[5]
+    assert indicators == [ProgressType.Detailed("Epoch", Progress(2, 2)), ProgressType.Value("Iteration", 2),
+                          ProgressType.Detailed("Items", Progress(32, 64))]
+    assert (item.epoch, item.epoch_total) == (2, 2)  # Burn <= 0.20's fields
+
+
+def test_a_renderers_metric_states_are_the_steps_the_metric_logs_hold(tmp_path):
+    renderer = Recorder()
+    learner, _ = renderer_fit(tmp_path, renderer)
+    for split in ("train", "valid"):
+        for epoch in (1, 2):
+            states = [c[1] for c in steps_of(renderer, split, epoch)]
+            assert all(s.numeric_entry is not None for s in states)  # registered as numeric
+            for name in ("Accuracy", "Loss"):
+                mine = [s for s in states if s.entry.metric_id == MetricId(name)]
+                logged = (tmp_path / split / f"epoch-{epoch}" / f"{name}.log").read_text().splitlines()
+                assert [s.entry.serialized_entry.serialized for s in mine] == logged
+                assert [s.numeric_entry for s in mine] == [NumericEntry.deserialize(line) for line in logged]
+                # the last step's running value is the epoch's, as the store holds it
+                stored = learner.module.store.epochs(Split(split), name)[epoch]
+                unit = " %" if name == "Accuracy" else ""
+                assert mine[-1].entry.serialized_entry.formatted.startswith(f"epoch {format_float(stored, 2)}{unit} - ")
+
+
+def steps_of(renderer, split, epoch):
+    """The update calls of `split` during `epoch` (each step's updates come before its render)."""
+    out, pending = [], []
+    for call in renderer.calls:
+        if call[0] == f"update_{split}":
+            pending.append(call)
+        elif call[0] == f"render_{split}":
+            if call[1].global_progress.items_processed == epoch:
+                out += pending
+            pending = []
+    return out
+
+
+def test_metrics_not_registered_as_numeric_give_generic_states(tmp_path):
+    renderer = Recorder()
+    builder = LearnerBuilder(tmp_path).metric_train(AccuracyMetric()).metric_train_numeric(LossMetric())
+    renderer_fit(tmp_path, renderer, builder, epochs=1)
+    states = {c[1].entry.metric_id.id: c[1] for c in renderer.calls if c[0] == "update_train"}
+    assert states["Accuracy"] == MetricState.Generic(states["Accuracy"].entry)
+    assert states["Loss"].numeric_entry is not None and states["Loss"].numeric_entry.count == 1
+    assert not any(c[0] == "update_valid" for c in renderer.calls)  # no valid metric: renders only
+    assert sum(c[0] == "render_valid" for c in renderer.calls) == 2
+
+
+def test_a_renderer_replaces_the_progress_display_and_gets_the_summary_instead_of_stdout(tmp_path, capsys):
+    renderer = Recorder()
+    learner, result = renderer_fit(tmp_path, renderer, LearnerBuilder(tmp_path).metrics(LossMetric()).summary())
+    assert learner.trainer.progress_bar_callback is None
+    assert not any(isinstance(c, (PlainProgress, LiveView, BurnProgressBar)) for c in learner.trainer.callbacks)
+    assert renderer.calls[-1] == ("on_train_end", result.summary) and result.summary is not None
+    assert "Loss" not in capsys.readouterr().out  # the renderer had the summary: nothing printed it
+
+
+def test_the_default_on_train_end_prints_the_summary_as_burns_does(tmp_path, capsys):
+    class Quiet(CliMetricsRenderer):
+        def render_train(self, item, progress_indicators):
+            pass
+
+        def render_valid(self, item, progress_indicators):
+            pass
+
+    _, result = renderer_fit(tmp_path, Quiet(), LearnerBuilder(tmp_path).metrics(LossMetric()).summary(), epochs=1)
+    assert capsys.readouterr().out.strip() == str(result.summary).strip()
+
+
+def test_a_burn_0_20_renderer_with_one_argument_renders_and_a_duck_typed_one_works(tmp_path):
+    class Old:  # not a subclass: the four training methods are enough; Burn <= 0.20's render_*(item)
+        def __init__(self):
+            self.items = []
+
+        def update_train(self, state):
+            pass
+
+        def update_valid(self, state):
+            pass
+
+        def render_train(self, item):
+            self.items.append(("train", item.epoch, item.iteration))
+
+        def render_valid(self, item):
+            self.items.append(("valid", item.epoch, item.iteration))
+
+    renderer = Old()
+    renderer_fit(tmp_path, renderer, epochs=1)
+    assert renderer.items == [("train", 1, i) for i in range(1, 5)] + [("valid", 1, 1), ("valid", 1, 2)]
+
+
+def test_renderer_refuses_an_object_without_the_training_methods(tmp_path):
+    class Half:
+        def update_train(self, state):
+            pass
+
+    with pytest.raises(TypeError, match="render_train, render_valid"):
+        LearnerBuilder(tmp_path).renderer(Half())
+    with pytest.raises(TypeError, match="abstract"):
+        MetricsRendererTraining()  # Burn's required methods are abstract
+
+
+def test_supervised_training_takes_a_renderer_and_returns_it(tmp_path):
+    renderer = Recorder()
+    burnlike.seed(0)
+    result = (SupervisedTraining(tmp_path, loader(32, 16), loader(16, 16)).metrics(LossMetric()).num_epochs(1)
+              .with_application_logger(None).renderer(renderer).launch(Learner(Classifier(), AdamConfig(), 1e-2)))
+    assert result.renderer is renderer
+    assert [c[0] for c in renderer.calls].count("render_train") == 2
+
+
+def test_the_cli_renderer_prints_each_progress(capsys):
+    cli = CliMetricsRenderer()
+    cli.render_train(TrainingProgress.none(), [])
+    cli.update_train(MetricState.Generic(MetricEntry(MetricId("Loss"), SerializedEntry("1", "1"))))
+    assert capsys.readouterr().out == (
+        "TrainingProgress(progress=None, global_progress=Progress(items_processed=0, items_total=0), "
+        "iteration=None)\n")
+
+
+def test_numeric_entries_serialize_as_burns_log_lines_and_format_as_burn_does():
+    assert NumericEntry.Aggregated(97.5, 16).serialize() == "97.5,16"
+    assert NumericEntry.Value(2.0).serialize() == "2" and NumericEntry.Value(1e-7).serialize() == "0.0000001"
+    assert NumericEntry.deserialize("97.5,16") == NumericEntry.Aggregated(97.5, 16)
+    assert NumericEntry.deserialize("0.25") == NumericEntry.Value(0.25) and NumericEntry.Value(0.25).count is None
+    with pytest.raises(ValueError):
+        NumericEntry.deserialize("1,2,3")
+    assert NumericEntry.Value(2).better_than(NumericEntry.Value(1), higher_is_better=True)
+    assert NumericEntry.Value(1).better_than(NumericEntry.Value(2), higher_is_better=False)
+    assert [format_float(x, 2) for x in (97.125, 0.5, 0.01, 0.001, float("nan"))] == [
+        "97.12", "0.50", "1.00e-2", "1.00e-3", "NaN"]

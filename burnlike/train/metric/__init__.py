@@ -10,6 +10,14 @@ from burnlike.train.metric.confusion import (
     PrecisionMetric,
     RecallMetric,
 )
+from burnlike.train.metric.entry import (
+    MetricDefinition,
+    MetricEntry,
+    MetricId,
+    NumericAttributes,
+    NumericEntry,
+    SerializedEntry,
+)
 from burnlike.train.metric.process import CpuMemory, CpuUse, IterationSpeedMetric, LearningRateMetric
 from burnlike.train.metric.system import CpuTemperature, CudaMetric, CudaUtilization
 from burnlike.train.metric.text import CharErrorRate, CorpusPerplexityMetric, PerplexityMetric, WordErrorRate
@@ -54,5 +62,11 @@ __all__ = [
     "LossMetric",
     "Metric",
     "MetricContext",
+    "MetricDefinition",
+    "MetricEntry",
+    "MetricId",
+    "NumericAttributes",
+    "NumericEntry",
+    "SerializedEntry",
     "TopKAccuracyMetric",
 ]

@@ -9,6 +9,7 @@ to write Burn's `value,count` log lines once per epoch.
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -71,6 +72,11 @@ class Metric(nn.Module):
     def updated(self) -> bool:
         return bool(self._history)
 
+    @property
+    def num_steps(self) -> int:
+        """The steps held for the epoch under way."""
+        return len(self._history)
+
     def running(self) -> float:
         """Current epoch mean; folds only the steps since the last call (one small host sync)."""
         total, weight, done = self._running
@@ -119,6 +125,18 @@ class Metric(nn.Module):
         new = copy.deepcopy(self)
         new.reset()
         return new
+
+
+def steps_since(metrics: Sequence[Metric], starts: Sequence[int]) -> list[list[tuple[float, float]]]:
+    """Each metric's `(value, count)` steps from its index in `starts` on, as Python floats, with one
+    transfer for all of them (what a metrics renderer shows of each step)."""
+    parts = [m._history[start:] for m, start in zip(metrics, starts)]
+    flat = _to_host([pair for part in parts for pair in part])
+    out, i = [], 0
+    for part in parts:
+        out.append(flat[i:i + len(part)])
+        i += len(part)
+    return out
 
 
 def _to_host(history: list[tuple[Number, Number]]) -> list[tuple[float, float]]:
