@@ -51,7 +51,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         record = Path(tmp) / "small.mpk"
         subprocess.run([py, "-c", "import torch; from burnlike.record import CompactRecorder; "
-                        f"CompactRecorder().record({{'w': torch.ones(4, 3)}}, {str(record)!r}, exact_path=True)"],
+                        f"CompactRecorder().save_module(torch.nn.Linear(4, 3), {str(record)!r})"],
                        cwd=ROOT, check=True)
         inspect_rows = {'python -c "import torch"': [py, "-c", "import torch"],
                         "burnlike inspect small.mpk": [py, "-m", "burnlike.cli", "inspect", str(record)]}
