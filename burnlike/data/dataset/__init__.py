@@ -1,5 +1,6 @@
-"""Burn's `burn::data::dataset`: the `Dataset` protocol, in-memory/SQLite/image/text datasets and
-the transforms over them. Every dataset is also a torch map-style dataset (it goes to a DataLoader)."""
+"""Burn's `burn::data::dataset`: the `Dataset` protocol, in-memory/SQLite/image/text datasets, the
+Hugging Face loader and the transforms over them. Every dataset is also a torch map-style dataset
+(it goes to a DataLoader)."""
 
 from burnlike.data.dataset.base import Dataset, WrappedDataset, as_dataset, fetch_many
 from burnlike.data.dataset.decode import decode_image
@@ -10,6 +11,7 @@ from burnlike.data.dataset.errors import (
     ImageDecodeError,
     MissingColumnError,
 )
+from burnlike.data.dataset.huggingface import HuggingfaceDatasetLoader
 from burnlike.data.dataset.in_memory import InMemDataset
 from burnlike.data.dataset.nlp import (
     TextClassificationItem,
@@ -49,6 +51,7 @@ __all__ = [
     "DatasetError",
     "DatasetNotFoundError",
     "EmptySplitError",
+    "HuggingfaceDatasetLoader",
     "ImageDatasetItem",
     "ImageDecodeError",
     "ImageFolderDataset",
