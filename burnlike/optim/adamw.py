@@ -48,6 +48,8 @@ def adamw_update(param: Tensor, grad: Tensor, state: dict[str, Any], lr: float, 
 class BurnAdamW(RuleOptimizer):
     """Burn's AdamW as a torch optimizer (used for `AdamWConfig(cautious_weight_decay=True)`)."""
 
+    burn_optimizer = "AdamW"  # its state is Burn's AdamW record (`record.format.optimizer_record`)
+
     def __init__(self, params: Iterable[Any], lr: float, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-5, weight_decay: float = 1e-4, amsgrad: bool = False,
                  cautious_weight_decay: bool = False) -> None:

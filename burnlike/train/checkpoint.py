@@ -2,9 +2,9 @@
 
 Burn decides per epoch with a list of `Save`/`Delete(epoch)` actions; `FileCheckpointer` applies
 them in Burn's per-epoch layout (`burnlike.record.checkpoint.epoch_files`): `checkpoint/model-N.<ext>`
-a plain module record, `optim-N`, `scheduler-N`, and `trainer-N` (the rest of Lightning's checkpoint,
-written through the Trainer's CheckpointIO plugin, last). N = epoch from 1. Both kinds of strategy
-read the epoch values from the run's metric store (`StepModule.store`).
+a plain module record, `optim-N` (Burn's optimizer record), `scheduler-N`, and `trainer-N` (the rest
+of Lightning's checkpoint, written through the Trainer's CheckpointIO plugin, last). N = epoch from 1.
+Both kinds of strategy read the epoch values from the run's metric store (`StepModule.store`).
 """
 
 from __future__ import annotations
@@ -333,7 +333,7 @@ class FileCheckpointer(Checkpoint):
                 self.recorder.save_module(whole_model(self._skeleton, weights), self.path(self._saving), durable=True)
             return
         save_parts(checkpoint, store_model(pl_module), self.path(self._saving).parent, self._saving,
-                   self.recorder, write=trainer.is_global_zero)
+                   self.recorder, write=trainer.is_global_zero, optimizers=trainer.optimizers)
 
     def delete(self, trainer: L.Trainer, epoch: int) -> None:
         """Every file of `epoch` (trainer-N first: an epoch without it is incomplete, never resumed)."""

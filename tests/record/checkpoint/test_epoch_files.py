@@ -1,16 +1,22 @@
 """`burnlike.record.checkpoint.epoch_files`: Burn's per-epoch checkpoint files (`model-N`,
 `optim-N`, `scheduler-N` beside `trainer-N`). Each is fsynced before its rename (Burn's
 checkpointer deletes older epochs, so each must be on the disk); joining them for a resume names
-a missing part, or one lacking its state, from the file that needed it."""
+a missing part, or one lacking its state, from the file that needed it. `optim-N` is Burn's
+optimizer record, keyed by model-N's ParamIds, for the optimizers Burn has (others keep the
+Lightning layout), and joins back into the torch optimizer's state."""
 
 from __future__ import annotations
 
+import functools
+
 import pytest
+import torch
 
 from burnlike.record import DefaultRecorder, RecordError
 from burnlike.record.checkpoint.epoch_files import FILES_KEY, join_parts, save_parts
 from burnlike.record.checkpoint.lightning_dict import encode_checkpoint
-from tests.record.helpers import Tiny, lightning_checkpoint, randomised_params
+from burnlike.record.checkpoint.value import decode_value
+from tests.record.helpers import Tiny, lightning_checkpoint, randomised_params, repack, unpack
 
 EPOCH_1_FILES = {"model": "model-1.mpk", "optim": "optim-1.mpk", "scheduler": "scheduler-1.mpk"}
 
@@ -52,3 +58,76 @@ def test_an_epoch_part_without_its_state_is_named_with_the_state_it_lacks(tmp_pa
     with pytest.raises(RecordError) as error:
         join_parts({FILES_KEY: dict(EPOCH_1_FILES)}, tmp_path / "trainer-1.mpk")
     assert str(error.value) == f"{tmp_path / 'optim-1.mpk'}: expected a map with 'optimizer_states'"
+
+
+# --- optim-N: Burn's optimizer record ---
+
+
+def saved_epoch(tmp_path, optimizer_class=torch.optim.Adam, recorder=None):
+    """A Tiny model stepped twice by `optimizer_class`, its epoch 1 saved as the checkpointer does:
+    (model, optimizer, trainer-N's path)."""
+    recorder = recorder or DefaultRecorder()
+    model = randomised_params(Tiny())
+    optimizer = optimizer_class(model.parameters(), lr=0.1)
+    for _ in range(2):
+        for p in model.parameters():
+            p.grad = torch.ones_like(p)
+        optimizer.step()
+    checkpoint = {"optimizer_states": [optimizer.state_dict()], "lr_schedulers": [], "state_dict": {}}
+    save_parts(checkpoint, model, tmp_path, 1, recorder, optimizers=[optimizer])
+    trainer = recorder.record(encode_checkpoint(checkpoint, recorder), tmp_path / f"trainer-1.{recorder.extension}",
+                              exact_path=True)
+    return model, optimizer, trainer
+
+
+def joined(trainer):
+    return join_parts(decode_value(DefaultRecorder().load(trainer, exact_path=True)), trainer)
+
+
+def test_optim_n_is_burns_optimizer_record_keyed_by_model_ns_param_ids(tmp_path):
+    """What Burn's `optim.load_record` reads beside model-N: ParamId → {"V1": {"Rank<D>": state}}."""
+    model, _, _ = saved_epoch(tmp_path)
+    model_item = unpack(tmp_path / "model-1.mpk")["item"]
+    optim_item = unpack(tmp_path / "optim-1.mpk")["item"]
+    assert set(optim_item) == {p["id"] for layer in model_item.values() for p in layer.values() if isinstance(p, dict)}
+    weight = optim_item[model_item["linear"]["weight"]["id"]]
+    assert list(weight["V1"]["Rank2"]["momentum"]) == ["time", "moment_1", "moment_2", "max_moment_2"]
+
+
+OPTIMIZERS = [torch.optim.Adam, torch.optim.AdamW, functools.partial(torch.optim.SGD, momentum=0.9),
+              functools.partial(torch.optim.RMSprop, momentum=0.9, centered=True), torch.optim.Adagrad]
+
+
+@pytest.mark.parametrize("make", OPTIMIZERS, ids=["Adam", "AdamW", "Sgd", "RmsProp", "AdaGrad"])
+def test_resuming_joins_optim_n_back_into_the_torch_optimizer_state(tmp_path, make):
+    """trainer-N keeps what Burn's record lacks (param_groups, the parameters' ParamIds in order,
+    RMSProp's step counts), so the joined state is the saved one, step counts included."""
+    _, optimizer, trainer = saved_epoch(tmp_path, make)
+    state = joined(trainer)["optimizer_states"]
+    assert len(state) == 1 and set(state[0]) == {"state", "param_groups"}
+    fresh = make(Tiny().parameters(), lr=0.1)
+    fresh.load_state_dict(state[0])
+    original = optimizer.state_dict()
+    assert fresh.state_dict()["param_groups"] == original["param_groups"]
+    assert fresh.state_dict()["state"].keys() == original["state"].keys()
+    for index, values in original["state"].items():
+        assert all(torch.equal(values[k], fresh.state_dict()["state"][index][k]) for k in values)
+
+
+def test_an_optimizer_burn_has_no_record_for_keeps_the_lightning_layout(tmp_path):
+    """Adadelta is not one of Burn's: optim-N holds its torch state as a checkpoint part."""
+    _, optimizer, trainer = saved_epoch(tmp_path, torch.optim.Adadelta)
+    assert list(unpack(tmp_path / "optim-1.mpk")["item"]) == ["optimizer_states"]
+    state = joined(trainer)["optimizer_states"][0]
+    assert torch.equal(state["state"][0]["square_avg"], optimizer.state_dict()["state"][0]["square_avg"])
+
+
+def test_a_malformed_optim_n_is_named_with_its_key(tmp_path):
+    _, _, trainer = saved_epoch(tmp_path)
+    record = unpack(tmp_path / "optim-1.mpk")
+    pid = next(iter(record["item"]))
+    del record["item"][pid]["V1"]["Rank2"]["momentum"]["moment_2"]
+    repack(tmp_path / "optim-1.mpk", record)
+    with pytest.raises(RecordError) as error:
+        joined(trainer)
+    assert error.value.path == str(tmp_path / "optim-1.mpk") and error.value.key == f"{pid}.V1.Rank2.momentum"
