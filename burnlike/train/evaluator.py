@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import lightning as L
+from lightning.pytorch.callbacks import ProgressBar
 from torch import nn
 
 from burnlike.train.builder import flat_metrics
@@ -29,6 +30,8 @@ from burnlike.train.logger import (
 )
 from burnlike.train.metric.base import Metric, MetricContext
 from burnlike.train.module import check_metrics, output_type
+from burnlike.train.renderer.base import MetricsRendererEvaluation
+from burnlike.train.renderer.processor import EVALUATION_METHODS, EvaluationRendererCallback, check_renderer
 from burnlike.train.step import InferenceStep, ValidStep, inference_fn
 from burnlike.train.strategy import Execution, ExecutionStrategy, as_execution
 from burnlike.train.summary import LearnerSummary, MetricSummary
@@ -40,12 +43,14 @@ TEST_EPOCH = 1  # Burn's evaluator logs every evaluation as the test split's fir
 
 @dataclass
 class EvaluationResult:
-    """`metrics`: each metric's value over the whole loader (synced across ranks)."""
+    """`metrics`: each metric's value over the whole loader (synced across ranks); `renderer`: the
+    builder's metrics renderer (what Burn's `eval` returns), else None."""
 
     name: str
     metrics: dict[str, float]
     summary: LearnerSummary | None = None
     trainer: L.Trainer | None = field(default=None, repr=False)
+    renderer: MetricsRendererEvaluation | None = field(default=None, repr=False)
 
 
 class _TestModule(L.LightningModule):
@@ -84,7 +89,13 @@ class Evaluator:
         b = self.builder
         split = tagged_test_split(str(name))
         module = _TestModule(self.model, b._metrics)
-        trainer = L.Trainer(**b.trainer_kwargs_for(self.model))
+        kwargs = b.trainer_kwargs_for(self.model)
+        if b._renderer is not None:  # in place of the progress display, as in Burn
+            callbacks = list(kwargs.get("callbacks") or [])
+            kwargs["callbacks"] = [*callbacks, EvaluationRendererCallback(b._renderer, str(name), module.metric_list,
+                                                                          b._numeric)]
+            kwargs["enable_progress_bar"] = any(isinstance(c, ProgressBar) for c in callbacks)
+        trainer = L.Trainer(**kwargs)
         handler = install_application_logger(b._application_logger, b.directory, "evaluation.log")
         try:
             log.info("evaluating %s on %s", type(self.model).__name__, split)
@@ -101,8 +112,12 @@ class Evaluator:
             self.results[split.partition("/")[2]] = {k: v for k, v in values.items() if k in b._numeric}
             if b._summary:
                 summary = self.summary()
-                print(summary, flush=True)
-        return EvaluationResult(str(name), values, summary, trainer)
+                if b._renderer is None:
+                    print(summary, flush=True)
+            end = getattr(b._renderer, "on_test_end", None)
+            if callable(end):  # Burn's default prints the summary
+                end(summary)
+        return EvaluationResult(str(name), values, summary, trainer, b._renderer)
 
     def summary(self) -> LearnerSummary:
         """Burn's table: a training run's rows from this directory, then one row per test metric."""
@@ -125,6 +140,7 @@ class EvaluatorBuilder:
         self._summary = False
         self._application_logger: ApplicationLogger = True
         self._progress_bar = True
+        self._renderer: MetricsRendererEvaluation | None = None
         self._execution: Execution | None = None
         self._trainer_kwargs: dict[str, Any] = {}
 
@@ -162,6 +178,14 @@ class EvaluatorBuilder:
 
     def progress_bar(self, enabled: bool = True) -> EvaluatorBuilder:
         self._progress_bar = enabled
+        return self
+
+    def renderer(self, renderer: MetricsRendererEvaluation) -> EvaluatorBuilder:
+        """Burn's `renderer(r)`: `r` (a `MetricsRenderer`, see `burnlike.train.renderer`) replaces the
+        progress display; each `eval(name, loader)` calls `update_test(EvaluationName(name), state)`
+        per metric and `render_test(EvaluationProgress, progress_indicators)` for every step, then
+        `on_test_end(summary)`."""
+        self._renderer = check_renderer(renderer, EVALUATION_METHODS)
         return self
 
     def execution(self, strategy: Execution) -> EvaluatorBuilder:

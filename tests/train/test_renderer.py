@@ -27,6 +27,9 @@ from burnlike.optim import AdamConfig
 from burnlike.train import (
     ClassificationOutput,
     CliMetricsRenderer,
+    EvaluationName,
+    EvaluationProgress,
+    EvaluatorBuilder,
     Learner,
     LearnerBuilder,
     MetricsRenderer,
@@ -245,7 +248,10 @@ class Recorder(MetricsRenderer):
         self.calls.append(("update_test", name, state))
 
     def render_test(self, item, progress_indicators):
-        self.calls.append(("render_test", item))
+        self.calls.append(("render_test", item, progress_indicators))
+
+    def on_test_end(self, summary):
+        self.calls.append(("on_test_end", summary))
 
     def manual_close(self):
         self.calls.append(("manual_close",))
@@ -321,6 +327,22 @@ def steps_of(renderer, split, epoch):
     return out
 
 
+def test_a_resumed_epoch_renders_from_its_next_step_with_the_restored_steps_in_its_running_value(tmp_path):
+    run = tmp_path / "run"
+    with pytest.raises(Preempted):  # noticed at step 6: epoch 2 with 2 of its 4 batches done
+        fit(cpu_builder(run).metric_train_numeric(LossMetric()).callback(SignalAfter(5, signal.SIGUSR1)))
+    renderer = Recorder()
+    builder = cpu_builder(run).metric_train_numeric(LossMetric()).checkpoint("last").renderer(renderer)
+    burnlike.seed(0)
+    learner = builder.build(Classifier(), AdamConfig(), 1e-2)
+    learner.fit(loader(64, 16), loader(32, 16, seed=1))
+    train = [c for c in renderer.calls if c[0] in ("update_train", "render_train")]
+    assert [(c[1].epoch, c[1].iteration) for c in train if c[0] == "render_train"] == [(2, 3), (2, 4)]
+    last = [c[1] for c in train if c[0] == "update_train"][-1]
+    stored = learner.module.store.epochs(Split.TRAIN, "Loss")[2]  # the epoch's 4 steps, 2 before the resume
+    assert last.entry.serialized_entry.formatted.startswith(f"epoch {format_float(stored, 2)} - ")
+
+
 def test_metrics_not_registered_as_numeric_give_generic_states(tmp_path):
     renderer = Recorder()
     builder = LearnerBuilder(tmp_path).metric_train(AccuracyMetric()).metric_train_numeric(LossMetric())
@@ -393,6 +415,26 @@ def test_supervised_training_takes_a_renderer_and_returns_it(tmp_path):
               .with_application_logger(None).renderer(renderer).launch(Learner(Classifier(), AdamConfig(), 1e-2)))
     assert result.renderer is renderer
     assert [c[0] for c in renderer.calls].count("render_train") == 2
+
+
+def test_an_evaluators_renderer_gets_each_test_steps_states_and_progress(tmp_path, capsys):
+    renderer = Recorder()
+    torch.manual_seed(0)
+    result = (EvaluatorBuilder(tmp_path).metrics(AccuracyMetric(), LossMetric()).summary().renderer(renderer)
+              .build(Classifier()).eval("holdout", loader(40, 16)))
+    assert result.renderer is renderer and result.trainer.progress_bar_callback is None
+    kinds = [c[0] for c in renderer.calls]
+    assert kinds == ["register_metric"] * 2 + ["update_test", "update_test", "render_test"] * 3 + ["on_test_end"]
+    assert renderer.calls[-1] == ("on_test_end", result.summary) and result.summary is not None
+    assert "holdout" not in capsys.readouterr().out  # the summary went to the renderer
+    renders = [c[1:] for c in renderer.calls if c[0] == "render_test"]
+    assert [item for item, _ in renders] == [EvaluationProgress(Progress(16, 40), 1), EvaluationProgress(Progress(32, 40), 2),
+                                             EvaluationProgress(Progress(40, 40), 3)]
+    assert renders[0][1] == [ProgressType.Value("Iteration", 1), ProgressType.Detailed("Items", Progress(16, 40))]
+    updates = [c[1:] for c in renderer.calls if c[0] == "update_test"]
+    assert {name for name, _ in updates} == {EvaluationName("holdout")}
+    losses = [state.entry.serialized_entry.serialized for _, state in updates if state.entry.metric_id.id == "Loss"]
+    assert losses == (tmp_path / "test" / "holdout" / "epoch-1" / "Loss.log").read_text().splitlines()
 
 
 def test_the_cli_renderer_prints_each_progress(capsys):

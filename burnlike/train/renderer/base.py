@@ -7,6 +7,9 @@ progress_indicators)`; the same with `update_valid`/`render_valid` for every val
 `register_metric(MetricDefinition)` for each metric when training starts, and
 `on_train_end(summary)` at the end (the summary is None without `.summary()`; the default prints it).
 Burn ≤ 0.20's one-argument `render_train(item)` / `render_valid(item)` are called with the item alone.
+`EvaluatorBuilder(dir).renderer(r)` does the same for each `eval(name, loader)`:
+`update_test(EvaluationName(name), state)`, `render_test(EvaluationProgress, progress_indicators)`
+and `on_test_end(summary)`.
 
 Burn's enum variants are class methods in Burn's casing (`MetricState::Numeric(entry, value)` is
 `MetricState.Numeric(entry, value)`); `Option<T>` is `T | None`.

@@ -1,5 +1,6 @@
-"""The rendering half of Burn's event processor (burn-train `metric/processor/full.rs`) as a
-Lightning callback: it hands a `MetricsRendererTraining` each step's metric states and progress.
+"""The rendering half of Burn's event processors (burn-train `metric/processor/full.rs`) as Lightning
+callbacks: they hand a renderer each step's metric states and progress, of a fit
+(`MetricsRendererCallback`) or of an evaluation (`EvaluationRendererCallback`).
 
 The states are the step values the run's metrics already hold (`Metric` keeps each step's
 `(value, count)` for the epoch): the callback reads the new ones after each step, all metrics in
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import inspect
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import lightning as L
@@ -30,16 +31,24 @@ from burnlike.train.metric.entry import (
 )
 from burnlike.train.metric.store import EpochEntry, Split
 from burnlike.train.module import StepModule
-from burnlike.train.renderer.base import MetricState, ProgressType, TrainingProgress
+from burnlike.train.renderer.base import (
+    EvaluationName,
+    EvaluationProgress,
+    MetricState,
+    ProgressType,
+    TrainingProgress,
+)
 
 SPLITS = ("train", "valid")
-RENDERER_METHODS = ("update_train", "update_valid", "render_train", "render_valid")
+RENDERER_METHODS = ("update_train", "update_valid", "render_train", "render_valid")  # MetricsRendererTraining
+EVALUATION_METHODS = ("update_test", "render_test")  # MetricsRendererEvaluation
 PRECISION = 2  # Burn's numeric metrics format with 2 decimals
 
 
-def check_renderer(renderer: Any) -> Any:
-    """`renderer`, if it has the training methods (a `MetricsRendererTraining` or an object shaped like one)."""
-    missing = [name for name in RENDERER_METHODS if not callable(getattr(renderer, name, None))]
+def check_renderer(renderer: Any, methods: Sequence[str] = RENDERER_METHODS) -> Any:
+    """`renderer`, if it has `methods` (the training ones: a `MetricsRendererTraining` or an object
+    shaped like one)."""
+    missing = [name for name in methods if not callable(getattr(renderer, name, None))]
     if missing:
         raise TypeError(f"renderer(...) expects a MetricsRenderer (burnlike.train.renderer); "
                         f"{type(renderer).__name__} has no {', '.join(missing)}")
@@ -136,15 +145,7 @@ class MetricsRendererCallback(L.Callback):
         return seen if seen <= m.num_steps else 0
 
     def state(self, split: str, m: Metric, value: float, count: float, running: float) -> MetricState:
-        """Burn's state of a metric after a step (`NumericMetricState::update`)."""
-        unit = f" {m.unit}" if m.unit else ""
-        formatted = (f"epoch {format_float(running, PRECISION)}{unit} - "
-                     f"batch {format_float(value, PRECISION)}{unit}")
-        numeric = NumericEntry.Aggregated(value, round(count))
-        entry = MetricEntry(MetricId(m.name), SerializedEntry(formatted, numeric.serialize()))
-        if m.numeric and m.name in self.numeric[split]:
-            return MetricState.Numeric(entry, numeric)
-        return MetricState.Generic(entry)
+        return metric_state(m, value, count, running, m.name in self.numeric[split])
 
     # Epoch ends --------------------------------------------------------------------------------
     def _epoch_stored(self, split: Split, epoch: int, entries: Mapping[str, EpochEntry]) -> None:
@@ -153,6 +154,63 @@ class MetricsRendererCallback(L.Callback):
         for key in [k for k in self._seen if k[0] == name]:
             self._seen[key] = 0
             self._running[key] = (0.0, 0.0)
+
+
+class EvaluationRendererCallback(L.Callback):
+    """Drives `renderer` through an evaluation (`Evaluator.eval`): for each test step
+    `update_test(name, state)` per metric, then `render_test(EvaluationProgress, indicators)`;
+    `register_metric` first. `metrics` are the evaluation's, `numeric` the names registered as numeric."""
+
+    def __init__(self, renderer: Any, name: str, metrics: Sequence[Metric], numeric: Iterable[str] = ()) -> None:
+        self.renderer = renderer
+        self.name = EvaluationName(str(name))
+        self.metrics = list(metrics)
+        self.numeric = set(numeric)
+        self._with_indicators = takes_indicators(renderer.render_test)
+        self._seen = [0] * len(self.metrics)
+        self._running = [(0.0, 0.0)] * len(self.metrics)
+
+    def on_test_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        register = getattr(self.renderer, "register_metric", None)
+        if callable(register) and trainer.is_global_zero:
+            for m in self.metrics:
+                register(definition(m))
+
+    def on_test_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, outputs: Any, batch: Any,
+                          batch_idx: int, dataloader_idx: int = 0) -> None:
+        if not trainer.is_global_zero:
+            return
+        for i, (m, steps) in enumerate(zip(self.metrics, steps_since(self.metrics, self._seen))):
+            self._seen[i] = m.num_steps
+            total, weight = self._running[i]
+            for value, count in steps:
+                total, weight = total + value * count, weight + count
+                state = metric_state(m, value, count, total / weight if weight else math.nan, m.name in self.numeric)
+                self.renderer.update_test(self.name, state)
+            self._running[i] = (total, weight)
+        batches = trainer.num_test_batches
+        loaders = trainer.test_dataloaders
+        loader = loaders[dataloader_idx] if isinstance(loaders, (list, tuple)) else loaders
+        total_batches = batches[dataloader_idx] if dataloader_idx < len(batches) else math.inf
+        item = EvaluationProgress(items(loader, batch_idx + 1, total_batches), batch_idx + 1)
+        if self._with_indicators:
+            out = [ProgressType.Value("Iteration", batch_idx + 1), ProgressType.Detailed("Items", item.progress)]
+            self.renderer.render_test(item, out)
+        else:
+            self.renderer.render_test(item)
+
+
+def metric_state(m: Metric, value: float, count: float, running: float, numeric: bool) -> MetricState:
+    """Burn's state of a metric after a step (`NumericMetricState::update`): the epoch's running mean
+    and the step's value, formatted; numeric when `m` is registered as numeric."""
+    unit = f" {m.unit}" if m.unit else ""
+    formatted = (f"epoch {format_float(running, PRECISION)}{unit} - "
+                 f"batch {format_float(value, PRECISION)}{unit}")
+    entry_value = NumericEntry.Aggregated(value, round(count))
+    entry = MetricEntry(MetricId(m.name), SerializedEntry(formatted, entry_value.serialize()))
+    if m.numeric and numeric:
+        return MetricState.Numeric(entry, entry_value)
+    return MetricState.Generic(entry)
 
 
 def definition(m: Metric) -> MetricDefinition:
