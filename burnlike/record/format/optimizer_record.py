@@ -27,7 +27,7 @@ from burnlike.record.error import RecordError, RecordPath, quote
 from burnlike.record.format.module_record import check_param_id, new_param_id, param_ids, param_tensor
 from burnlike.record.format.walker import Field, Visitor, walk
 from burnlike.record.tensor.tensor_data import data_to_tensor, tensor_to_data
-from burnlike.record.tensor.version import DEFAULT_VERSION
+from burnlike.record.tensor.version import DEFAULT_VERSION, is_0_19
 
 MAX_RANK = 8  # AdaptorRecordItemV1 has Rank0 … Rank8
 
@@ -83,19 +83,22 @@ class StateCodec:
     (in `trainer-N`), and a record Burn wrote leaves them at `missing`'s values."""
 
     name: str  # Burn's optimizer (and state struct, without `State`)
-    to_burn: Callable[[TorchState, Encode], dict[str, Any]]
+    to_burn: Callable[[TorchState, Encode, str], dict[str, Any]]  # (state, encode, Burn version)
     to_torch: Callable[[Any, Decode, Mapping[str, Any]], TorchState]
     extra: tuple[str, ...] = ()
     missing: Callable[[torch.Tensor, Mapping[str, Any]], TorchState] | None = None  # state of a never-stepped param
 
 
 # Adam and AdamW (burn-optim optim/adam.rs, optim/adamw.rs): `AdamState { momentum:
-# AdaptiveMomentumState { time: usize, moment_1, moment_2, max_moment_2: Option<Tensor> } }`.
-def _adam_to_burn(state: TorchState, encode: Encode) -> dict[str, Any]:
-    most = state.get("max_exp_avg_sq")
-    return {"momentum": {"time": _time(state["step"]), "moment_1": encode(state["exp_avg"]),
-                         "moment_2": encode(state["exp_avg_sq"]),
-                         "max_moment_2": None if most is None else encode(most)}}
+# AdaptiveMomentumState { time: usize, moment_1, moment_2, max_moment_2: Option<Tensor> } }`;
+# `max_moment_2` (AMSGrad) is new in 0.21.
+def _adam_to_burn(state: TorchState, encode: Encode, version: str) -> dict[str, Any]:
+    momentum = {"time": _time(state["step"]), "moment_1": encode(state["exp_avg"]),
+                "moment_2": encode(state["exp_avg_sq"])}
+    if not (is_0_19(version) or version.startswith("0.20")):
+        most = state.get("max_exp_avg_sq")
+        momentum["max_moment_2"] = None if most is None else encode(most)
+    return {"momentum": momentum}
 
 
 def _adam_to_torch(node: Any, d: Decode, group: Mapping[str, Any]) -> TorchState:
@@ -112,7 +115,7 @@ def _adam_to_torch(node: Any, d: Decode, group: Mapping[str, Any]) -> TorchState
 
 
 # SGD (optim/sgd.rs, optim/momentum.rs): `SgdState { momentum: Option<MomentumState { velocity }> }`.
-def _sgd_to_burn(state: TorchState, encode: Encode) -> dict[str, Any]:
+def _sgd_to_burn(state: TorchState, encode: Encode, version: str) -> dict[str, Any]:
     velocity = state.get("momentum_buffer")
     return {"momentum": None if velocity is None else {"velocity": encode(velocity)}}
 
@@ -128,7 +131,7 @@ def _sgd_to_torch(node: Any, d: Decode, group: Mapping[str, Any]) -> TorchState:
 # RMSProp (optim/rmsprop.rs): `RmsPropState { square_avg: SquareAvgState { square_avg },
 # centered: CenteredState { grad_avg: Option<Tensor>, avg }, momentum: Option<RmsPropMomentumState { buf }> }`;
 # `avg` is square_avg − grad_avg² when centered, else square_avg (Burn recomputes it every step).
-def _rmsprop_to_burn(state: TorchState, encode: Encode) -> dict[str, Any]:
+def _rmsprop_to_burn(state: TorchState, encode: Encode, version: str) -> dict[str, Any]:
     square_avg, grad_avg, buf = state["square_avg"], state.get("grad_avg"), state.get("momentum_buffer")
     avg = square_avg if grad_avg is None else square_avg.addcmul(grad_avg, grad_avg, value=-1)
     return {"square_avg": {"square_avg": encode(square_avg)},
@@ -155,7 +158,7 @@ def _rmsprop_to_torch(node: Any, d: Decode, group: Mapping[str, Any]) -> TorchSt
 
 
 # AdaGrad (optim/adagrad.rs): `AdaGradState { lr_decay: LrDecayState { time: usize, sum } }`.
-def _adagrad_to_burn(state: TorchState, encode: Encode) -> dict[str, Any]:
+def _adagrad_to_burn(state: TorchState, encode: Encode, version: str) -> dict[str, Any]:
     return {"lr_decay": {"time": _time(state["step"]), "sum": encode(state["sum"])}}
 
 
@@ -269,7 +272,7 @@ def state_to_record(state: Mapping[Any, TorchState], name: str, table: list[Para
             t = t.detach()
             return tensor_to_data(t, t.dtype, version, transpose=entry.transposed and t.dim() == 2, lazy=lazy)
 
-        item[entry.id] = {"V1": {f"Rank{len(entry.shape)}": codec.to_burn(torch_state, encode)}}
+        item[entry.id] = {"V1": {f"Rank{len(entry.shape)}": codec.to_burn(torch_state, encode, version)}}
         kept = {k: torch_state[k] for k in codec.extra if k in torch_state}
         if kept:
             extra[entry.id] = kept

@@ -153,6 +153,19 @@ def test_optimizer_state_keeps_full_precision_under_a_half_precision_recorder(tm
     assert dtypes == {"F32"}
 
 
+def test_a_0_19_record_has_0_19s_adam_state_without_max_moment_2(tmp_path):
+    """`max_moment_2` (AMSGrad) came with Burn 0.21: a record for Burn 0.19 or 0.20 has their struct."""
+    model, optimizer = stepped(AdamConfig())
+    recorder = DefaultRecorder(burn_version="0.19.0")
+    path = recorder.record(optimizer_to_record(optimizer, model, version="0.19.0"), tmp_path / "optim")
+    item = unpack(path)["item"]
+    assert {tuple(e["V1"][r]["momentum"]) for e in item.values() for r in e["V1"]} == {
+        ("time", "moment_1", "moment_2")}
+    other, restored = twin(model, AdamConfig(), tmp_path)
+    load_optimizer_record(restored, other, recorder.load(path), path)
+    assert_same_state(optimizer.state_dict(), restored.state_dict())
+
+
 # --- round trips ---
 
 
