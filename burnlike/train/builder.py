@@ -219,7 +219,8 @@ class LearnerBuilder:
         """Burn's `renderer(r)`: `r` (a `MetricsRenderer`, see `burnlike.train.renderer`) replaces the
         progress display. It gets every train and valid step's metric states and progress (one host
         sync per step, as in Burn), `register_metric` before the first step and
-        `on_train_end(summary)` at the end; it is `TrainingResult.renderer` afterwards."""
+        `on_train_end(summary)` at the end; it is `TrainingResult.renderer` afterwards. Under DDP the
+        global-zero process renders (with `ddp_spawn`, a copy of `r` in that process)."""
         self._renderer = check_renderer(renderer)
         return self
 
