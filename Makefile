@@ -11,7 +11,7 @@ $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet $(TORCH)
-	$(PY) -m pip install --quiet -e ".[test,plot,optuna,examples,loggers,system,s3-test,docs,huggingface]"
+	$(PY) -m pip install --quiet -e ".[test,plot,optuna,examples,loggers,system,s3-test,docs,huggingface,dataframe]"
 	touch $@
 
 install: $(VENV)/.installed

@@ -1,8 +1,9 @@
-"""Burn's `burn::data::dataset`: the `Dataset` protocol, in-memory/SQLite/image/text datasets, the
-Hugging Face loader and the transforms over them. Every dataset is also a torch map-style dataset
-(it goes to a DataLoader)."""
+"""Burn's `burn::data::dataset`: the `Dataset` protocol, in-memory/SQLite/data-frame/image/text/fake
+datasets, the Hugging Face loader and the transforms over them. Every dataset is also a torch
+map-style dataset (it goes to a DataLoader)."""
 
 from burnlike.data.dataset.base import Dataset, WrappedDataset, as_dataset, fetch_many
+from burnlike.data.dataset.dataframe import DataframeDataset
 from burnlike.data.dataset.decode import decode_image
 from burnlike.data.dataset.errors import (
     DatasetError,
@@ -11,6 +12,7 @@ from burnlike.data.dataset.errors import (
     ImageDecodeError,
     MissingColumnError,
 )
+from burnlike.data.dataset.fake import FakeDataset
 from burnlike.data.dataset.huggingface import HuggingfaceDatasetLoader
 from burnlike.data.dataset.in_memory import InMemDataset
 from burnlike.data.dataset.nlp import (
@@ -47,10 +49,12 @@ from burnlike.data.dataset.vision import (
 __all__ = [
     "Annotation",
     "ComposedDataset",
+    "DataframeDataset",
     "Dataset",
     "DatasetError",
     "DatasetNotFoundError",
     "EmptySplitError",
+    "FakeDataset",
     "HuggingfaceDatasetLoader",
     "ImageDatasetItem",
     "ImageDecodeError",
