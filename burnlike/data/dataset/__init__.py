@@ -38,6 +38,8 @@ from burnlike.data.dataset.transform import (
 )
 from burnlike.data.dataset.vision import (
     Annotation,
+    BoundingBox,
+    BoundingBoxes,
     ImageDatasetItem,
     ImageFolderDataset,
     ImageItems,
@@ -48,6 +50,8 @@ from burnlike.data.dataset.vision import (
 
 __all__ = [
     "Annotation",
+    "BoundingBox",
+    "BoundingBoxes",
     "ComposedDataset",
     "DataframeDataset",
     "Dataset",

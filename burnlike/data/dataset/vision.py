@@ -1,5 +1,6 @@
 """Burn's `ImageFolderDataset`: images from disk, labelled by folder (classification), by a list of
-class names (multi-label) or by a mask image (segmentation).
+class names (multi-label), by a mask image (segmentation) or by the boxes of a COCO annotations
+file (detection).
 
 Items keep Burn's fields (`image`, `image_width`, `image_height`, `annotation`, `image_path`); the
 image is a `[H, W, C]` tensor of the file's own depth (uint8 for ordinary images) until a batcher
@@ -10,6 +11,7 @@ images share a size, so a `DataLoader` hands the batcher a single uint8 tensor.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import sys
 import warnings
@@ -28,6 +30,8 @@ from burnlike.data.dataset.errors import DatasetError, DatasetNotFoundError, Emp
 __all__ = [
     "SUPPORTED_FILES",
     "Annotation",
+    "BoundingBox",
+    "BoundingBoxes",
     "ImageDatasetItem",
     "ImageFolderDataset",
     "ImageItems",
@@ -43,10 +47,11 @@ _EXTRA_FILES = ("gif", "tif", "tiff", "webp")
 
 class Annotation:
     """Burn's `Annotation` enum: `Annotation.Label(3)`, `Annotation.MultiLabel([0, 2])`,
-    `Annotation.SegmentationMask(mask)`."""
+    `Annotation.BoundingBoxes([BoundingBox(...), ...])`, `Annotation.SegmentationMask(mask)`."""
 
     Label: ClassVar[type[Label]]
     MultiLabel: ClassVar[type[MultiLabel]]
+    BoundingBoxes: ClassVar[type[BoundingBoxes]]
     SegmentationMask: ClassVar[type[SegmentationMask]]
 
 
@@ -60,6 +65,22 @@ class MultiLabel(Annotation):
     labels: list[int]
 
 
+@dataclasses.dataclass(frozen=True)
+class BoundingBox:
+    """Burn's `BoundingBox`: `coords` are `[x_min, y_min, width, height]` in the image's pixels (COCO's
+    `bbox`), `label` the box's class id (COCO's `category_id`)."""
+
+    coords: tuple[float, float, float, float]
+    label: int
+
+
+@dataclasses.dataclass(frozen=True)
+class BoundingBoxes(Annotation):
+    """The objects in an image (an empty list for an image without any)."""
+
+    boxes: list[BoundingBox]
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class SegmentationMask(Annotation):
     """Class ids per pixel, `[H, W]` int64 (Burn keeps them flat; the first channel of the mask file)."""
@@ -68,6 +89,7 @@ class SegmentationMask(Annotation):
 
 
 Annotation.Label, Annotation.MultiLabel, Annotation.SegmentationMask = Label, MultiLabel, SegmentationMask
+Annotation.BoundingBoxes = BoundingBoxes
 
 
 @dataclasses.dataclass
@@ -101,8 +123,8 @@ class ImageItems(BatchedItems[ImageDatasetItem]):
 @dataclasses.dataclass(frozen=True)
 class _Raw:
     path: str
-    kind: str  # "label" | "multilabel" | "mask"
-    value: Any  # class name | list of class names | mask path
+    kind: str  # "label" | "multilabel" | "mask" | "boxes"
+    value: Any  # class name | list of class names | mask path | list of BoundingBox
 
 
 _PACKAGE = str(Path(__file__).resolve().parent.parent)  # burnlike/data
@@ -226,6 +248,34 @@ class ImageFolderDataset(Dataset[ImageDatasetItem]):
         """`(image path, mask path)` pairs; the mask's first channel holds each pixel's class id."""
         return cls([_Raw(cls._checked_path(p), "mask", str(m)) for p, m in items], classes, **options)
 
+    @classmethod
+    def new_coco_detection(cls, annotations_json: str | os.PathLike[str], images_path: str | os.PathLike[str],
+                           **options: Any) -> ImageFolderDataset:
+        """Burn's COCO detection dataset: an item per entry of the file's `images` (in file order, at
+        `images_path / file_name`), annotated with `BoundingBoxes` from its `annotations` (`bbox`,
+        `category_id`). `classes[id]` is the name of category `id` (`""` for an id no category has).
+
+        As in Burn, the file needs categories and annotations, and every image must exist; an error
+        names the file, the entry (`annotations[3]`) and the key at fault. `size` is not an option
+        here: the boxes are in the file's own pixels.
+        """
+        if options.get("size") is not None:
+            raise ValueError("new_coco_detection takes no size: the boxes are in the image files' own pixels")
+        path = Path(annotations_json)
+        if not path.is_file():
+            raise DatasetNotFoundError(f"COCO annotations file {path} not found"
+                                       + (" (it is a folder)" if path.is_dir() else ""))
+        try:
+            data = json.loads(path.read_text(encoding="utf-8-sig"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise DatasetError(f"{path}: not a valid JSON file ({e})") from None
+        if not isinstance(data, dict):
+            raise DatasetError(f"{path}: expected a JSON object with 'images', 'annotations' and 'categories'")
+        classes = _coco_classes(path, data)
+        boxes = _coco_boxes(path, data, len(classes))
+        items = _coco_images(path, data, Path(images_path), boxes)
+        return cls(items, classes, **options)
+
     @staticmethod
     def _checked_path(path: str | os.PathLike[str]) -> str:
         _extensions([Path(path).suffix or "(none)"])
@@ -246,6 +296,8 @@ class ImageFolderDataset(Dataset[ImageDatasetItem]):
             return Label(self._class_ids[raw.value])
         if raw.kind == "multilabel":
             return MultiLabel([self._class_ids[name] for name in raw.value])
+        if raw.kind == "boxes":
+            return BoundingBoxes(list(raw.value))
         return SegmentationMask(self._mask(raw.value))
 
     def len(self) -> int:
@@ -273,3 +325,63 @@ class ImageFolderDataset(Dataset[ImageDatasetItem]):
                     for a, r in zip(arrays, raws)]
         return ImageItems(torch.from_numpy(np.stack(arrays)), [self._annotation(r) for r in raws],
                           [r.path for r in raws])
+
+
+def _coco_list(path: Path, data: dict[str, Any], key: str) -> list[Any]:
+    entries = data.get(key)
+    if not isinstance(entries, list) or not entries:
+        found = "missing" if entries is None else "empty" if entries == [] else f"a {type(entries).__name__}"
+        raise DatasetError(f"{path}: no {key} found (the key {key!r} is {found}; expected a non-empty list)")
+    return entries
+
+
+def _coco_field(path: Path, where: str, entry: Any, key: str, kind: type) -> Any:
+    value: Any = entry.get(key) if isinstance(entry, dict) else None
+    valid = isinstance(value, kind) and not isinstance(value, bool)
+    if valid and ((kind is int and value < 0) or (kind is str and not value)):
+        valid = False
+    if not valid:
+        expected = {int: "an integer >= 0", str: "a non-empty string", list: "a list"}[kind]
+        shown = "missing" if value is None else repr(value)
+        raise DatasetError(f"{path}: {where}: {key!r} is {shown}, expected {expected}")
+    return value
+
+
+def _coco_classes(path: Path, data: dict[str, Any]) -> list[str]:
+    """Category names by id, `""` where no category has the id."""
+    names: dict[int, str] = {}
+    for i, category in enumerate(_coco_list(path, data, "categories")):
+        where = f"categories[{i}]"
+        names[_coco_field(path, where, category, "id", int)] = _coco_field(path, where, category, "name", str)
+    return [names.get(i, "") for i in range(max(names) + 1)]
+
+
+def _coco_boxes(path: Path, data: dict[str, Any], num_classes: int) -> dict[int, list[BoundingBox]]:
+    boxes: dict[int, list[BoundingBox]] = {}
+    for i, annotation in enumerate(_coco_list(path, data, "annotations")):
+        where = f"annotations[{i}]"
+        image_id = _coco_field(path, where, annotation, "image_id", int)
+        label = _coco_field(path, where, annotation, "category_id", int)
+        if label >= num_classes:
+            raise DatasetError(f"{path}: {where}: 'category_id' is {label}, which no category has "
+                               f"(the largest category id is {num_classes - 1})")
+        coords = _coco_field(path, where, annotation, "bbox", list)
+        if len(coords) < 4 or not all(isinstance(c, (int, float)) and not isinstance(c, bool) for c in coords):
+            raise DatasetError(f"{path}: {where}: 'bbox' is {coords!r}, expected 4 numbers "
+                               "[x_min, y_min, width, height]")
+        box = BoundingBox((float(coords[0]), float(coords[1]), float(coords[2]), float(coords[3])), label)
+        boxes.setdefault(image_id, []).append(box)
+    return boxes
+
+
+def _coco_images(path: Path, data: dict[str, Any], images_path: Path,
+                 boxes: dict[int, list[BoundingBox]]) -> list[_Raw]:
+    items = []
+    for i, image in enumerate(_coco_list(path, data, "images")):
+        where = f"images[{i}]"
+        image_id = _coco_field(path, where, image, "id", int)
+        image_path = images_path / _coco_field(path, where, image, "file_name", str)
+        if not image_path.is_file():
+            raise DatasetNotFoundError(f"{path}: {where}: image {image_path} not found")
+        items.append(_Raw(str(image_path), "boxes", boxes.get(image_id, [])))
+    return items

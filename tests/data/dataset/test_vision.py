@@ -2,12 +2,14 @@
 image's own folder at any depth, sorted, with items in Rust's path order (symlinked class folders
 followed; another split's classes keep their ids); items hold the file's pixels, width and height
 for each decoder, and the batched fetch stacks same-size images (a list otherwise) to batch like
-item by item. Multi-label and segmentation items carry their targets; corrupt images fail naming
+item by item. Multi-label and segmentation items carry their targets, COCO detection items Burn's
+boxes (errors naming the file, entry and key); corrupt images fail naming
 the file, or are skipped with one warning that names them at the caller's line. Ends with 1,000
 PNGs through a one-epoch Learner run that learns."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import warnings
@@ -21,6 +23,8 @@ import burnlike
 from burnlike.data import DataLoaderBuilder, ImageBatch, ImageBatcher
 from burnlike.data.dataset import (
     Annotation,
+    BoundingBox,
+    BoundingBoxes,
     DatasetError,
     DatasetNotFoundError,
     EmptySplitError,
@@ -38,6 +42,7 @@ from burnlike.train import ClassificationOutput, LearnerBuilder, TrainOutput, Tr
 from burnlike.train.logger import read_metric_log
 from burnlike.train.metric import AccuracyMetric, LossMetric
 from tests.data.dataset.helpers import DECODERS
+from tests.helpers.expect import raises_exactly
 from tests.helpers.images import pixels, write_corrupt, write_image_folder
 
 
@@ -359,3 +364,93 @@ def test_a_batcher_that_iterates_gets_the_items_from_the_batched_fetch(image_tre
     assert (fast[0].image_width, fast[0].image_height) == (16, 16) and list(fast)[0].image_path == ds[3].image_path
     with pytest.raises(IndexError, match="out of range for a batch of 2 items"):
         fast[2]
+
+
+# --- COCO detection -----------------------------------------------------------------------------------------
+# Burn's tests/data/dataset_coco.json (v0.21.0): three 32x32 images, two categories, six boxes.
+COCO_BOXES = {
+    "two_dots_and_triangle.jpg": [(0, [3.1251719394773056, 18.0907840440165, 10.96011004126548, 10.740027510316379]),
+                                  (0, [3.2572214580467658, 3.0371389270976605, 10.563961485557085, 10.828060522696012]),
+                                  (1, [15.097661623108666, 3.3892709766162312, 12.632737276478679, 11.18019257221458])],
+    "dot_triangle.jpg": [(0, [3.125171939477304, 17.914718019257222, 10.82806052269601, 11.004126547455297]),
+                         (1, [15.27372764786794, 3.301237964236589, 12.192572214580478, 11.708390646492433])],
+    "one_dot.jpg": [(0, [10.07977991746905, 9.59559834938102, 10.960110041265464, 11.356258596973863])],
+}
+
+
+def write_coco(root, boxes=COCO_BOXES, categories=((0, "dot"), (1, "triangle")), **changes):
+    """Burn's COCO file and its images (JPEGs, as Burn's); `changes` replace top-level keys."""
+    images, annotations = [], []
+    for image_id, (name, objects) in enumerate(boxes.items()):
+        Image.fromarray(np.full((32, 32, 3), 40 * image_id, np.uint8)).save(root / name)
+        images.append({"width": 32, "height": 32, "id": image_id, "file_name": name})
+        for label, bbox in objects:
+            annotations.append({"id": len(annotations), "image_id": image_id, "category_id": label,
+                                "segmentation": [], "bbox": bbox, "ignore": 0, "iscrowd": 0})
+    data = {"images": images, "categories": [{"id": i, "name": n} for i, n in categories],
+            "annotations": annotations, "info": {"year": 2024}} | changes
+    path = root / "coco.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_coco_detection_items_carry_burns_boxes(tmp_path):
+    ds = ImageFolderDataset.new_coco_detection(write_coco(tmp_path), tmp_path)
+    assert (ds.len(), ds.get(3), ds.classes, ds.num_classes()) == (3, None, ["dot", "triangle"], 2)
+    for item, (name, objects) in zip(ds.iter(), COCO_BOXES.items()):
+        assert item.image_path == str(tmp_path / name) and item.image.shape == (32, 32, 3)
+        assert isinstance(item.annotation, BoundingBoxes) and type(item.annotation) is Annotation.BoundingBoxes
+        assert item.annotation.boxes == [BoundingBox(tuple(bbox), label) for label, bbox in objects]
+    assert ds[2].annotation.boxes[0].coords == pytest.approx((10.07978, 9.595598, 10.96011, 11.356258))  # Burn's f32s
+    fetched = ds.__getitems__([0, 2])
+    assert isinstance(fetched, ImageItems) and [len(a.boxes) for a in fetched.annotations] == [3, 1]
+    images, labels = next(iter(DataLoaderBuilder(BoxBatcher()).batch_size(3).build(ds)))
+    assert images.shape == (3, 32, 32, 3) and labels == [[0, 0, 1], [0, 1], [0]]
+
+
+class BoxBatcher:
+    def batch(self, items, device=None):
+        return torch.stack([i.image for i in items]), [[b.label for b in i.annotation.boxes] for i in items]
+
+
+def test_coco_ids_images_without_boxes_and_sparse_categories(tmp_path):
+    boxes = {"a.jpg": [(3, [1, 2, 3, 4])], "b.jpg": []}
+    ds = ImageFolderDataset.new_coco_detection(write_coco(tmp_path, boxes, ((3, "cat"), (1, "dog"))), tmp_path)
+    assert ds.classes == ["", "dog", "", "cat"]
+    assert ds[0].annotation == BoundingBoxes([BoundingBox((1.0, 2.0, 3.0, 4.0), 3)])
+    assert ds[1].annotation == BoundingBoxes([])
+
+
+def test_coco_errors_name_the_file_the_entry_and_the_key(tmp_path):
+    path = write_coco(tmp_path)
+    data = json.loads(path.read_text())
+
+    def fails(kind, message, **changes):
+        broken = tmp_path / "broken.json"
+        broken.write_text(json.dumps(data | changes))
+        with raises_exactly(kind, message.format(broken)):
+            ImageFolderDataset.new_coco_detection(broken, tmp_path)
+
+    fails(DatasetError, "{}: no categories found (the key 'categories' is empty; expected a non-empty list)",
+          categories=[])
+    fails(DatasetError, "{}: no annotations found (the key 'annotations' is missing; expected a non-empty list)",
+          annotations=None)
+    fails(DatasetError, "{}: categories[1]: 'name' is '', expected a non-empty string",
+          categories=[{"id": 0, "name": "dot"}, {"id": 1, "name": ""}])
+    bad_box = [dict(data["annotations"][0]), dict(data["annotations"][1], bbox=[1, 2, 3])]
+    fails(DatasetError, "{}: annotations[1]: 'bbox' is [1, 2, 3], expected 4 numbers [x_min, y_min, width, height]",
+          annotations=bad_box)
+    fails(DatasetError, "{}: annotations[0]: 'category_id' is 7, which no category has (the largest category id is 1)",
+          annotations=[dict(data["annotations"][0], category_id=7)])
+    fails(DatasetError, "{}: annotations[0]: 'image_id' is missing, expected an integer >= 0",
+          annotations=[{"category_id": 0, "bbox": [1, 2, 3, 4]}])
+    missing = str(tmp_path / "gone.jpg")
+    fails(DatasetNotFoundError, "{}: images[1]: image " + missing + " not found",
+          images=[data["images"][0], {"id": 1, "file_name": "gone.jpg"}])
+    with raises_exactly(DatasetNotFoundError, f"COCO annotations file {tmp_path / 'none.json'} not found"):
+        ImageFolderDataset.new_coco_detection(tmp_path / "none.json", tmp_path)
+    (tmp_path / "bad.json").write_text("{")
+    with pytest.raises(DatasetError, match=r"bad.json: not a valid JSON file \(Expecting property name"):
+        ImageFolderDataset.new_coco_detection(tmp_path / "bad.json", tmp_path)
+    with raises_exactly(ValueError, "new_coco_detection takes no size: the boxes are in the image files' own pixels"):
+        ImageFolderDataset.new_coco_detection(path, tmp_path, size=(16, 16))
