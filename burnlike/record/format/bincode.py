@@ -1,4 +1,5 @@
-"""Burn's `BinFileRecorder`/`BinGzFileRecorder`: bincode 2 (standard config) records.
+"""Burn's `BinFileRecorder`/`BinGzFileRecorder`: bincode 2 (standard config) records, and its aliases
+`SensitiveCompactRecorder` (gzipped, half precision) and `NoStdTrainingRecorder` (full).
 
 bincode carries no field names, so reading and writing walk the PyTorch module's fields in
 declaration order (`walker.walk`), with the layout of the record's Burn version (0.19 writes
@@ -23,8 +24,9 @@ from burnlike.record.format.walker import Field, ModuleArray, Visitor, walk
 from burnlike.record.tensor.ahead import ViewsAhead, tensor_bytes_in
 from burnlike.record.tensor.dtypes import BINCODE_INDEX
 from burnlike.record.tensor.layout import TensorBytes
+from burnlike.record.tensor.precision import FullPrecisionSettings, HalfPrecisionSettings
 from burnlike.record.tensor.tensor_data import DtypeField
-from burnlike.record.tensor.version import is_0_19
+from burnlike.record.tensor.version import DEFAULT_VERSION, is_0_19
 
 METADATA_KEYS = ("float", "int", "format", "version", "settings")
 ITEM_FORMAT = "burnlike::item::"
@@ -261,3 +263,19 @@ class BinGzFileRecorder(BinFileRecorder):
     extension = "bin.gz"
     format_type = "BinGzFileRecorder"
     gzip = True
+
+
+class SensitiveCompactRecorder(BinGzFileRecorder):
+    """Burn's `SensitiveCompactRecorder`: `BinGzFileRecorder<HalfPrecisionSettings>`, the smallest
+    files; without field names, so a change to the model's fields breaks them."""
+
+    def __init__(self, burn_version: str = DEFAULT_VERSION) -> None:
+        super().__init__(HalfPrecisionSettings, burn_version)
+
+
+class NoStdTrainingRecorder(BinFileRecorder):
+    """Burn's `NoStdTrainingRecorder`: `BinFileRecorder<FullPrecisionSettings>`, files that
+    `NoStdInferenceRecorder` reads as bytes."""
+
+    def __init__(self, burn_version: str = DEFAULT_VERSION) -> None:
+        super().__init__(FullPrecisionSettings, burn_version)

@@ -126,7 +126,7 @@ class Recorder:
         """Read a record and return `(metadata, item)` with every tensor's bytes in memory."""
         target = as_path(path) if exact_path else self.path_for(path)
         with open_record(target) as (f, size):
-            return self._parse(f, size, _named(target), module, lazy=False)
+            return self.parse(f, size, _named(target), module, lazy=False)
 
     @contextlib.contextmanager
     def scan(self, path: str | os.PathLike[str] | RemotePath, *, module: nn.Module | None = None
@@ -135,14 +135,15 @@ class Recorder:
         looks at a 200 MB record in milliseconds, without reading its weights."""
         target = as_path(path)
         with open_record(target) as (f, size):
-            metadata_item = self._parse(f, size, _named(target), module, lazy=True)
+            metadata_item = self.parse(f, size, _named(target), module, lazy=True)
             try:
                 yield metadata_item
             except RecursionError:
                 raise RecordError("record nests too deeply", str(target)) from None
 
-    def _parse(self, f: IO[bytes], size: int, target: Path, module: nn.Module | None,
-               lazy: bool) -> tuple[dict[str, str], Any]:
+    def parse(self, f: IO[bytes], size: int, target: Path, module: nn.Module | None,
+              lazy: bool) -> tuple[dict[str, str], Any]:
+        """`(metadata, item)` of the record in `f` (`size` bytes, named `target` in errors)."""
         try:
             record = self.read(f, size, target, module, lazy)
         except RecursionError:

@@ -3,6 +3,10 @@ precision names, and what a file on disk is (its extension, else its first bytes
 
 Used by `Module.load_file`, training checkpoints, the CLI and the Hydra app, so a recorder is
 named, found or guessed the same way everywhere.
+
+File recorders only: Burn's in-memory recorders (`memory.py`: `BinBytesRecorder`,
+`NamedMpkBytesRecorder`, `NoStdInferenceRecorder`) read and write bytes, never a path, so no name
+here stands for them.
 """
 
 from __future__ import annotations
@@ -36,6 +40,8 @@ PRECISIONS: dict[str, type[PrecisionSettings]] = {
 ALIASES: dict[str, tuple[type[Recorder], str]] = {
     "CompactRecorder": (NamedMpkFileRecorder, "half"),
     "DefaultRecorder": (NamedMpkFileRecorder, "full"),
+    "SensitiveCompactRecorder": (BinGzFileRecorder, "half"),
+    "NoStdTrainingRecorder": (BinFileRecorder, "full"),
 }
 # The Hydra app's `learner.recorder` values
 SHORT_NAMES: dict[str, tuple[type[Recorder], str]] = {

@@ -2,7 +2,8 @@
 field names, so records follow the module's fields in order, in the layout of the Burn version
 written for (0.19 and 0.21 differ for bools): every precision and version round-trips, training
 checkpoints too; varints take Burn's widths; a stateless entry is one nil byte; and a record that
-doesn't fit the model (layer count, a bias, too few bytes) is refused naming where."""
+doesn't fit the model (layer count, a bias, too few bytes) is refused naming where. Burn's aliases
+`SensitiveCompactRecorder` and `NoStdTrainingRecorder` are their recorders with Burn's settings."""
 
 from __future__ import annotations
 
@@ -20,9 +21,12 @@ from burnlike.record import (
     DoublePrecisionSettings,
     FullPrecisionSettings,
     HalfPrecisionSettings,
+    NoStdTrainingRecorder,
     RecorderCheckpointIO,
     RecordError,
+    SensitiveCompactRecorder,
 )
+from burnlike.record.format import registry
 from burnlike.record.format.bincode import ITEM_FORMAT, _Reader, _Writer, decode
 from burnlike.record.format.budget import Budget
 from burnlike.record.tensor.ahead import ViewsAhead
@@ -182,3 +186,31 @@ def test_a_short_bincode_record_says_how_many_bytes_are_left(tmp_path):
 def test_a_burn_file_loaded_into_the_wrong_model_names_the_file():
     with pytest.raises(RecordError, match="mnist-inference-web"):
         Net().load_file(FILES["0.21.0"], BinFileRecorder())
+
+
+# --- Burn's aliases ---
+
+
+def test_the_bincode_aliases_are_burns():
+    """crates/burn-core/src/record/recorder.rs (v0.21.0):
+    `pub type SensitiveCompactRecorder = BinGzFileRecorder<HalfPrecisionSettings>;` and
+    `pub type NoStdTrainingRecorder = BinFileRecorder<FullPrecisionSettings>;`. Like Burn's type
+    aliases they write their recorder's metadata, and the registry knows them by name."""
+    sensitive, no_std = SensitiveCompactRecorder("0.19.0"), NoStdTrainingRecorder()
+    assert isinstance(sensitive, BinGzFileRecorder) and sensitive == BinGzFileRecorder(HalfPrecisionSettings, "0.19.0")
+    assert isinstance(no_std, BinFileRecorder) and no_std == BinFileRecorder(FullPrecisionSettings)
+    assert sensitive.metadata()["format"] == \
+        "burn_core::record::file::BinGzFileRecorder<burn_core::record::settings::HalfPrecisionSettings>"
+    assert no_std.metadata()["format"] == \
+        "burn_core::record::file::BinFileRecorder<burn_core::record::settings::FullPrecisionSettings>"
+    assert (sensitive.file_extension(), no_std.file_extension()) == ("bin.gz", "bin")
+    assert registry.by_name("SensitiveCompactRecorder") == SensitiveCompactRecorder()
+    assert registry.by_name("NoStdTrainingRecorder", burn_version="0.19.0") == NoStdTrainingRecorder("0.19.0")
+
+
+def test_the_bincode_aliases_write_their_recorders_bytes(tmp_path):
+    net = randomised(Net())
+    for alias, same in ((SensitiveCompactRecorder(), BinGzFileRecorder(HalfPrecisionSettings)),
+                        (NoStdTrainingRecorder(), BinFileRecorder())):
+        a, b = alias.save_module(net, tmp_path / "alias"), same.save_module(net, tmp_path / "same")
+        assert a.read_bytes() == b.read_bytes(), type(alias).__name__
