@@ -3,6 +3,7 @@ datasets, the Hugging Face loader and the transforms over them. Every dataset is
 map-style dataset (it goes to a DataLoader)."""
 
 from burnlike.data.dataset.base import Dataset, WrappedDataset, as_dataset, fetch_many
+from burnlike.data.dataset.cifar import CifarBinaryDataset, CifarDataset, CifarType
 from burnlike.data.dataset.dataframe import DataframeDataset
 from burnlike.data.dataset.decode import decode_image
 from burnlike.data.dataset.errors import (
@@ -52,6 +53,9 @@ __all__ = [
     "Annotation",
     "BoundingBox",
     "BoundingBoxes",
+    "CifarBinaryDataset",
+    "CifarDataset",
+    "CifarType",
     "ComposedDataset",
     "DataframeDataset",
     "Dataset",
