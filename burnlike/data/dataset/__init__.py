@@ -17,6 +17,8 @@ from burnlike.data.dataset.fake import FakeDataset
 from burnlike.data.dataset.huggingface import HuggingfaceDatasetLoader
 from burnlike.data.dataset.in_memory import InMemDataset
 from burnlike.data.dataset.nlp import (
+    AgNewsDataset,
+    AgNewsItem,
     TextClassificationItem,
     TextCsvDataset,
     TextData,
@@ -50,6 +52,8 @@ from burnlike.data.dataset.vision import (
 )
 
 __all__ = [
+    "AgNewsDataset",
+    "AgNewsItem",
     "Annotation",
     "BoundingBox",
     "BoundingBoxes",

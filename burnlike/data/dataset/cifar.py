@@ -28,6 +28,7 @@ import torch
 
 from burnlike.data.dataset.base import Dataset
 from burnlike.data.dataset.errors import DatasetError, DatasetNotFoundError
+from burnlike.data.dataset.in_memory import source_roots
 from burnlike.data.dataset.vision import ImageDatasetItem, ImageFolderDataset, ImageItems, Label
 
 __all__ = ["CIFAR100_CLASSES", "CIFAR10_CLASSES", "CifarBinaryDataset", "CifarDataset", "CifarType"]
@@ -63,12 +64,6 @@ _LAYOUT: dict[CifarType, tuple[str, str, str, dict[str, tuple[str, ...]], int, t
     CifarType.Cifar100: ("CIFAR-100", "cifar100", "cifar-100-binary", {"train": ("train.bin",), "test": ("test.bin",)},
                          2, CIFAR100_CLASSES),
 }
-
-
-def _roots(root: str | os.PathLike[str] | None) -> list[Path]:
-    if root is not None:
-        return [Path(root).expanduser()]
-    return [Path(os.environ.get("BURNLIKE_DATA") or "data").expanduser(), Path.home() / ".cache" / "burn-dataset"]
 
 
 class CifarBinaryDataset(Dataset[ImageDatasetItem]):
@@ -136,7 +131,7 @@ class CifarDataset:
         self.cifar_type = cifar_type
         name, folder, binary, files, self._label_bytes, self.classes = _LAYOUT[cifar_type]
         self._files = files
-        roots = _roots(root)
+        roots = source_roots(root)
         for base in roots:
             if (base / folder).is_dir():
                 self.cifar_dir, self.binary = base / folder, False

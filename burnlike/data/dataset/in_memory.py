@@ -15,7 +15,15 @@ from burnlike.data.dataset.rows import ItemReader
 
 T = TypeVar("T")
 
-__all__ = ["InMemDataset", "open_text"]
+__all__ = ["InMemDataset", "open_text", "source_roots"]
+
+
+def source_roots(root: str | os.PathLike[str] | None) -> list[Path]:
+    """Where a built-in source (CIFAR, AG News) is looked for: `root` alone if given, else
+    `$BURNLIKE_DATA` (or `./data`), then Burn's cache folder `~/.cache/burn-dataset`."""
+    if root is not None:
+        return [Path(root).expanduser()]
+    return [Path(os.environ.get("BURNLIKE_DATA") or "data").expanduser(), Path.home() / ".cache" / "burn-dataset"]
 
 
 def open_text(path: str | os.PathLike[str], what: str) -> Any:

@@ -1,5 +1,6 @@
-"""Text classification datasets: Burn's `TextFolderDataset` (a folder per class of `.txt` files) and
-a CSV reader (a text column and a label column)."""
+"""Text classification datasets: Burn's `TextFolderDataset` (a folder per class of `.txt` files),
+Burn's `AgNewsDataset` (AG News from its CSV files) and a CSV reader (a text column and a label
+column)."""
 
 from __future__ import annotations
 
@@ -11,13 +12,18 @@ from collections.abc import Sequence
 
 from burnlike.data.dataset.base import Dataset
 from burnlike.data.dataset.decode import read_file
-from burnlike.data.dataset.errors import DatasetError, EmptySplitError, MissingColumnError
-from burnlike.data.dataset.in_memory import InMemDataset, open_text
+from burnlike.data.dataset.errors import (
+    DatasetError,
+    DatasetNotFoundError,
+    EmptySplitError,
+    MissingColumnError,
+)
+from burnlike.data.dataset.in_memory import InMemDataset, open_text, source_roots
 from burnlike.data.dataset.rows import encode_labels
 from burnlike.data.dataset.vision import scan_folder
 
-__all__ = ["TextClassificationItem", "TextCsvDataset", "TextData", "TextDatasetItem", "TextFolderDataset",
-           "decode_text"]
+__all__ = ["AgNewsDataset", "AgNewsItem", "TextClassificationItem", "TextCsvDataset", "TextData",
+           "TextDatasetItem", "TextFolderDataset", "decode_text"]
 
 
 @dataclasses.dataclass
@@ -142,3 +148,45 @@ class TextCsvDataset(InMemDataset[TextClassificationItem]):
         """A text folder read into memory as `TextClassificationItem`s (for the same batcher)."""
         folder = TextFolderDataset.new_classification(root)
         return cls([TextClassificationItem(item.text.text, item.label) for item in folder.iter()], folder.classes)
+
+
+@dataclasses.dataclass
+class AgNewsItem:
+    """Burn's AG News item: the class label as written (`"1"` to `"4"`: World, Sports, Business,
+    Sci/Tech), the title and the article."""
+
+    label: str
+    title: str
+    content: str
+
+
+class AgNewsDataset:
+    """`AgNewsDataset::new()` is `AgNewsDataset(root=None)`: AG News from fastai's `ag_news_csv/`
+    folder (`train.csv`, 120,000 articles, and `test.csv`, 7,600; rows `label,title,content` without
+    a header), which Burn downloads to `~/.cache/burn-dataset`. Here nothing is downloaded: the folder
+    is looked for under `root`, else `$BURNLIKE_DATA` (or `./data`), then Burn's cache folder.
+    `.train()` and `.test()` return an `InMemDataset` of `AgNewsItem`s."""
+
+    def __init__(self, root: str | os.PathLike[str] | None = None) -> None:
+        roots = source_roots(root)
+        for base in roots:
+            if (base / "ag_news_csv").is_dir():
+                self.agnews_dir = base / "ag_news_csv"
+                return
+        raise DatasetNotFoundError(
+            f"AG News not found: no ag_news_csv folder in {' or '.join(str(b.resolve()) for b in roots)}. "
+            "Expected ag_news_csv/train.csv and ag_news_csv/test.csv (fastai's ag_news_csv.tgz, unpacked); "
+            "nothing is downloaded. Point burnlike at the folder that holds ag_news_csv with "
+            "AgNewsDataset(root) or BURNLIKE_DATA=<root>.")
+
+    def train(self) -> InMemDataset[AgNewsItem]:
+        """The training articles (`train.csv`)."""
+        return self._parse_csv(self.agnews_dir / "train.csv")
+
+    def test(self) -> InMemDataset[AgNewsItem]:
+        """The test articles (`test.csv`)."""
+        return self._parse_csv(self.agnews_dir / "test.csv")
+
+    @staticmethod
+    def _parse_csv(path: os.PathLike[str]) -> InMemDataset[AgNewsItem]:
+        return InMemDataset.from_csv(path, AgNewsItem, has_headers=False)

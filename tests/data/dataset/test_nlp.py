@@ -2,7 +2,8 @@
 .txt file by its folder (or by the classes given with the items) and decodes it in Burn's order (a
 BOM, then UTF-8, then GB18030, then lossy UTF-8); `TextCsvDataset` reads a text and a label column,
 numbering labels by class name, and reads a text folder too. Missing folders, empty splits, other
-extensions and unknown labels are named."""
+extensions and unknown labels are named. `AgNewsDataset` reads fastai's AG News CSVs (Burn's rows)
+from a local folder, naming it and the files when they are missing."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import codecs
 import pytest
 
 from burnlike.data.dataset import (
+    AgNewsDataset,
+    AgNewsItem,
     DatasetError,
     DatasetNotFoundError,
     EmptySplitError,
@@ -117,3 +120,45 @@ def test_text_folders_and_csv_name_what_is_wrong(tmp_path):
     path.write_text("text,label\nx,\ny,a\n")
     with raises_exactly(DatasetError, f"{path} line 2: label '' is not one of the classes ['a']"):
         TextCsvDataset.from_csv(path, classes=["a"])
+
+
+# --- AG News ------------------------------------------------------------------------------------------------
+AG_TRAIN = (  # the first and last rows of fastai's train.csv, as Burn's tests check them
+    '"3","Wall St. Bears Claw Back Into the Black (Reuters)","Reuters - Short-sellers, Wall Street\'s dwindling\\'
+    'band of ultra-cynics, are seeing green again."\n'
+    '"2","Nets get Carter from Raptors","INDIANAPOLIS -- All-Star Vince Carter was traded by the Toronto Raptors '
+    'to the New Jersey Nets for Alonzo Mourning, Eric Williams, Aaron Williams, and a pair of first-round draft '
+    'picks yesterday."\n'
+)
+
+
+def test_ag_news_reads_fastais_csv_files(tmp_path, monkeypatch):
+    folder = tmp_path / "ag_news_csv"
+    folder.mkdir()
+    (folder / "train.csv").write_text(AG_TRAIN, encoding="utf-8")
+    (folder / "test.csv").write_text('"3","EBay gets into rentals","EBay plans to buy \\$415 million."\n',
+                                     encoding="utf-8")
+    monkeypatch.setenv("BURNLIKE_DATA", str(tmp_path))
+    agnews = AgNewsDataset()
+    train, test = agnews.train(), agnews.test()
+    assert (train.len(), test.len()) == (2, 1)
+    assert train.get(0) == AgNewsItem("3", "Wall St. Bears Claw Back Into the Black (Reuters)",
+                                      "Reuters - Short-sellers, Wall Street's dwindling\\band of ultra-cynics, "
+                                      "are seeing green again.")
+    assert train.get(1).label == "2" and train.get(1).title == "Nets get Carter from Raptors"
+    assert test.get(0) == AgNewsItem("3", "EBay gets into rentals", "EBay plans to buy \\$415 million.")
+    assert AgNewsDataset(tmp_path).agnews_dir == folder
+
+
+def test_ag_news_names_the_missing_folder_and_files(tmp_path):
+    with raises_exactly(DatasetNotFoundError, f"AG News not found: no ag_news_csv folder in {tmp_path.resolve()}. "
+                        "Expected ag_news_csv/train.csv and ag_news_csv/test.csv (fastai's ag_news_csv.tgz, "
+                        "unpacked); nothing is downloaded. Point burnlike at the folder that holds ag_news_csv with "
+                        "AgNewsDataset(root) or BURNLIKE_DATA=<root>."):
+        AgNewsDataset(tmp_path)
+    (tmp_path / "ag_news_csv").mkdir()
+    with raises_exactly(DatasetNotFoundError, f"CSV file {tmp_path / 'ag_news_csv' / 'test.csv'} not found"):
+        AgNewsDataset(tmp_path).test()
+    (tmp_path / "ag_news_csv" / "train.csv").write_text('"1","only a title"\n')
+    with pytest.raises(DatasetError, match=r"train.csv line 1: 2 values for the 3 fields of AgNewsItem"):
+        AgNewsDataset(tmp_path).train()
