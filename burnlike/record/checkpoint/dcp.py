@@ -70,8 +70,8 @@ from burnlike.record.format.recorder import Recorder
 from burnlike.record.tensor.file_slice import FileSlice
 from burnlike.record.tensor.precision import PrecisionSettings, storage_dtype, target_dtype
 from burnlike.record.tensor.tensor_data import check_data, tensor_to_data
+from burnlike.record.tensor.transfer import Transfers
 
-STREAM_BLOCK = 1 << 22  # bytes read at a time when a stored tensor streams into its target
 WEIGHT_PREFIXES = ("model.", "state_dict.", "module.")  # the model's weights in the state dicts Lightning saves
 
 
@@ -237,24 +237,30 @@ class CompactStorageReader(StorageReader):
         return future
 
     def _read_items(self, path: AnyPath, entries: dict[str, Any], items: list[ReadItem], planner: LoadPlanner) -> None:
-        """Each item's stored value decoded (a tensor read from the file now) and handed to the planner."""
+        """Each item's stored value decoded and handed to the planner. A stored tensor that is the
+        whole of a CPU target (a resume at the same process count) goes from the file into it the way
+        a module record's weights do (`Transfers`: in parts, straight into the target when the dtypes
+        match, no tensor-sized buffer); any other is read, cut to the item's chunk and copied."""
+        transfers, whole = Transfers(), []
         for item in items:
             _, key = self.storage[item.storage_index]
             if key not in entries:
                 raise RecordError(f"no entry {key!r} for {item.storage_index.fqn!r}", str(path))
-            if item.type != LoadItemType.BYTE_IO and self._stream_whole(path, key, entries[key], item, planner):
-                continue
-            stored = decode_value(entries[key], str(path), key)
             if item.type == LoadItemType.BYTE_IO:
                 if not isinstance(planner, CompactLoadPlanner):
                     raise RecordError(f"{item.storage_index.fqn!r} is a plain value: load with "
                                       "CompactLoadPlanner (DCP's default one would unpickle it)", str(path))
-                planner.load_value(item, stored)
+                planner.load_value(item, decode_value(entries[key], str(path), key))
                 continue
-            chunk = stored
+            target = planner.resolve_tensor(item).detach()
+            stored = _whole_in_file(entries[key], key, path, item, target)
+            if stored is not None:
+                transfers.add(target, *stored, transpose=False)
+                whole.append((item, target))
+                continue
+            chunk = decode_value(entries[key], str(path), key)
             for dim, (offset, length) in enumerate(zip(item.storage_offsets, item.lengths)):
                 chunk = chunk.narrow(dim, offset, length)
-            target = planner.resolve_tensor(item).detach()
             if target.shape != chunk.shape:
                 raise RecordError(f"chunk {key} of {item.storage_index.fqn} has shape {list(chunk.shape)}, "
                                   f"expected {list(target.shape)}", str(path))
@@ -262,34 +268,26 @@ class CompactStorageReader(StorageReader):
                 chunk = chunk.to(target.device)
             target.copy_(chunk)
             planner.commit_tensor(item, target)
-
-    def _stream_whole(self, path: AnyPath, key: str, entry: Any, item: ReadItem, planner: LoadPlanner) -> bool:
-        """A stored tensor that is the whole of a contiguous CPU target (a resume at the same process
-        count) goes from the file into the target a block at a time, through one small buffer that
-        stays in cache: no tensor-sized allocation. False where it can't (the item then takes the
-        general path)."""
-        if not (isinstance(entry, dict) and entry.get(TAG) == "tensor" and isinstance(entry.get("data"), dict)
-                and isinstance(entry["data"].get("bytes"), FileSlice)):
-            return False
-        raw, dtype, shape = check_data(entry["data"], key, str(path))
-        if not isinstance(raw, FileSlice) or any(item.storage_offsets) or list(item.lengths) != shape:
-            return False
-        target = planner.resolve_tensor(item).detach()
-        if target.device.type != "cpu" or not target.is_contiguous() or list(target.shape) != shape:
-            return False
-        flat, size = target.view(-1), dtype.itemsize
-        step = max(1, STREAM_BLOCK // size)
-        buffer = torch.empty(min(step, flat.numel()), dtype=dtype)
-        for start in range(0, flat.numel(), step):
-            part = buffer[:min(step, flat.numel() - start)]
-            raw.part(start * size, part.numel() * size).readinto(part)
-            flat[start:start + part.numel()].copy_(part)
-        planner.commit_tensor(item, target)
-        return True
+        transfers.run()
+        for item, target in whole:
+            planner.commit_tensor(item, target)
 
     @classmethod
     def validate_checkpoint_id(cls, checkpoint_id: str | os.PathLike[str]) -> bool:
         return isinstance(checkpoint_id, (str, os.PathLike))
+
+
+def _whole_in_file(entry: Any, key: str, path: AnyPath, item: ReadItem, target: torch.Tensor
+                   ) -> tuple[FileSlice, torch.dtype, list[int]] | None:
+    """A stored tensor still in the file that is all of `item` and of its CPU `target`: its bytes,
+    dtype and shape; None for anything else."""
+    if not (isinstance(entry, dict) and entry.get(TAG) == "tensor"):
+        return None
+    raw, dtype, shape = check_data(entry.get("data"), key, str(path))
+    if (not isinstance(raw, FileSlice) or any(item.storage_offsets) or list(item.lengths) != shape
+            or target.device.type != "cpu" or list(target.shape) != shape):
+        return None
+    return raw, dtype, shape
 
 
 class CompactSavePlanner(DefaultSavePlanner):

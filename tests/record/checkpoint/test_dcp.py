@@ -50,6 +50,19 @@ def test_weights_take_the_recorders_precision_and_everything_else_its_own(tmp_pa
     assert is_sharded_checkpoint(tmp_path) and not is_sharded_checkpoint(tmp_path / "shard-0.mpk")
 
 
+@pytest.mark.parametrize("recorder", [CompactRecorder(), DefaultRecorder()])
+def test_a_large_tensor_loads_from_the_file_into_its_target_exactly(tmp_path, recorder):
+    """Tensors big enough to stay in the file until loaded (a weight over several read parts, a
+    non-contiguous target) reach their targets as a small one does: at the recorder's precision."""
+    w, state_f = torch.randn(1100, 1000), torch.randn(300, 400)  # 4.4 MB: more than one 4 MiB part
+    save({"model.w": w, "optimizer_0": {"exp_avg": state_f}}, storage_writer=CompactStorageWriter(tmp_path, recorder),
+         planner=CompactSavePlanner())
+    back = {"model.w": torch.zeros(1000, 1100).t(), "optimizer_0": {"exp_avg": torch.zeros(300, 400)}}
+    load(back, storage_reader=CompactStorageReader(tmp_path), planner=CompactLoadPlanner())
+    expected = w.half().float() if isinstance(recorder, CompactRecorder) else w
+    assert torch.equal(back["model.w"], expected) and torch.equal(back["optimizer_0"]["exp_avg"], state_f)
+
+
 def test_a_weight_that_would_overflow_f16_keeps_full_precision(tmp_path):
     w = torch.tensor([[1e6, 1.0, 2.0]])
     save({"model.w": w}, storage_writer=CompactStorageWriter(tmp_path, CompactRecorder()), planner=CompactSavePlanner())
