@@ -265,10 +265,14 @@ def full_model_state(trainer: L.Trainer, pl_module: L.LightningModule, prefix: s
 
 def model_skeleton(model: nn.Module) -> nn.Module:
     """`model`'s structure without its weights (on the meta device), taken before sharding turns its
-    parameters into shards: the whole model is rebuilt from it with `whole_model`."""
+    parameters into shards: the whole model is rebuilt from it with `whole_model`. The weights are
+    never copied (a deepcopy whose parameters and buffers are meta tensors from the start)."""
     import copy
 
-    return copy.deepcopy(model).to("meta")
+    memo: dict[int, Any] = {id(b): b.to("meta") for b in model.buffers()}
+    memo.update({id(p): nn.Parameter(p.detach().to("meta"), requires_grad=p.requires_grad)
+                 for p in model.parameters()})
+    return copy.deepcopy(model, memo)
 
 
 def whole_model(skeleton: nn.Module, weights: dict[str, torch.Tensor]) -> nn.Module:

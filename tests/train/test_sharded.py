@@ -23,7 +23,13 @@ from burnlike.record.checkpoint.shard_folder import is_sharded_checkpoint
 from burnlike.record.format import registry
 from burnlike.record.format.location import as_path
 from burnlike.train import LearnerBuilder
-from burnlike.train.sharded import CompactFSDPStrategy, ShardedStrategy, compact_strategy
+from burnlike.train.sharded import (
+    CompactFSDPStrategy,
+    ShardedStrategy,
+    compact_strategy,
+    model_skeleton,
+    whole_model,
+)
 from tests.helpers.fit import cuda
 from tests.helpers.paths import REPO
 from tests.helpers.s3 import moto_s3
@@ -173,6 +179,21 @@ def test_a_sharded_strategy_saves_what_its_mode_says():
     assert ShardedStrategy().sharded and not ShardedStrategy(sharded=False).sharded
     assert CompactFSDPStrategy().sharded and not CompactFSDPStrategy(state_dict_type="full").sharded
     assert isinstance(ShardedStrategy().recorder, CompactRecorder)  # without the plugin: Burn's compact format
+
+
+def test_the_skeleton_keeps_the_structure_without_the_weights_and_the_whole_model_is_rebuilt_from_it():
+    """Taken before sharding: meta tensors only (the weights are never copied), ties and frozen
+    parameters kept; `whole_model` fills it with gathered weights on the CPU."""
+    model = torch.nn.Sequential(torch.nn.Embedding(5, 4), torch.nn.BatchNorm1d(4), torch.nn.Linear(4, 5))
+    model[2].weight = model[0].weight  # tied
+    model[1].weight.requires_grad_(False)
+    skeleton = model_skeleton(model)
+    assert {t.device.type for t in [*skeleton.parameters(), *skeleton.buffers()]} == {"meta"}
+    assert skeleton[2].weight is skeleton[0].weight and not skeleton[1].weight.requires_grad
+    assert {t.device.type for t in model.state_dict().values()} == {"cpu"}  # the model itself untouched
+    weights = {k: torch.randn_like(v.float()).to(v.dtype) for k, v in model.state_dict().items()}
+    rebuilt = whole_model(skeleton, weights).state_dict()
+    assert all(torch.equal(rebuilt[k], v) for k, v in weights.items())
 
 
 @cuda
