@@ -36,7 +36,7 @@ def _resolved(key: Any, value: Any) -> str:
     """What a null data root stands for: MnistDataset's rule ($BURNLIKE_DATA, else ./data)."""
     if key != "data" or not OmegaConf.is_config(value) or "root" not in value or value.root is not None:
         return ""
-    from burnlike.data.mnist import data_root
+    from burnlike.data.dataset.in_memory import data_root
 
     return f" (root: {data_root()})"
 

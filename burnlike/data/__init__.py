@@ -3,6 +3,7 @@ dataset and batcher, and batchers for images, text and tables."""
 
 from burnlike.data.dataloader import Batcher, DataLoaderBuilder, DeviceDataLoader
 from burnlike.data.dataset import Dataset, InMemDataset
+from burnlike.data.dataset.in_memory import data_root
 from burnlike.data.mnist import (
     MnistBatch,
     MnistBatcher,
@@ -11,7 +12,6 @@ from burnlike.data.mnist import (
     MnistItem,
     MnistItems,
     MnistNotFoundError,
-    data_root,
 )
 from burnlike.data.tabular import TabularBatch, TabularBatcher
 from burnlike.data.text import (

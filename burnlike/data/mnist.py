@@ -17,6 +17,7 @@ import torch
 from torch import Tensor
 
 from burnlike.data.dataset.base import BatchedItems, Dataset
+from burnlike.data.dataset.in_memory import data_root
 
 MEAN, STD = 0.1307, 0.3081
 _SCALE = np.float32(1.0 / (255.0 * STD))
@@ -35,13 +36,6 @@ class MnistNotFoundError(FileNotFoundError):
 
 class MnistFormatError(ValueError):
     """An IDX file is truncated or not the kind of file its name says."""
-
-
-def data_root(root: str | os.PathLike[str] | None = None) -> Path:
-    """`root`, else `$BURNLIKE_DATA`, else `./data`: the folder that holds `MNIST/raw/`."""
-    if root is None:
-        root = os.environ.get("BURNLIKE_DATA") or "data"
-    return Path(root).expanduser()
 
 
 def _find(raw: Path, name: str) -> Path | None:

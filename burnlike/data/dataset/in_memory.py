@@ -15,15 +15,23 @@ from burnlike.data.dataset.rows import ItemReader
 
 T = TypeVar("T")
 
-__all__ = ["InMemDataset", "open_text", "source_roots"]
+__all__ = ["InMemDataset", "data_root", "open_text", "source_roots"]
+
+
+def data_root(root: str | os.PathLike[str] | None = None) -> Path:
+    """`root`, else `$BURNLIKE_DATA`, else `./data`: the folder that holds local datasets
+    (`MNIST/raw/`, CIFAR, AG News)."""
+    if root is None:
+        root = os.environ.get("BURNLIKE_DATA") or "data"
+    return Path(root).expanduser()
 
 
 def source_roots(root: str | os.PathLike[str] | None) -> list[Path]:
     """Where a built-in source (CIFAR, AG News) is looked for: `root` alone if given, else
-    `$BURNLIKE_DATA` (or `./data`), then Burn's cache folder `~/.cache/burn-dataset`."""
+    `data_root()`, then Burn's cache folder `~/.cache/burn-dataset`."""
     if root is not None:
-        return [Path(root).expanduser()]
-    return [Path(os.environ.get("BURNLIKE_DATA") or "data").expanduser(), Path.home() / ".cache" / "burn-dataset"]
+        return [data_root(root)]
+    return [data_root(), Path.home() / ".cache" / "burn-dataset"]
 
 
 def open_text(path: str | os.PathLike[str], what: str) -> Any:
