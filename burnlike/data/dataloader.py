@@ -92,6 +92,11 @@ class Progress:
     items_processed: int
     items_total: int
 
+    @classmethod
+    def new(cls, items_processed: int, items_total: int) -> Progress:
+        """Burn's `Progress::new(items_processed, items_total)` (e.g. the epochs: `Progress.new(epoch, num_epochs)`)."""
+        return cls(items_processed, items_total)
+
 
 class DataLoaderIterator(Iterator[T]):
     """Burn's `DataLoaderIterator`: the batches, and `progress()` in dataset items."""

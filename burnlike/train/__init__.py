@@ -31,6 +31,14 @@ _EXPORTS = {
     "ddp": "strategy",
     "LearningResult": "supervised",
     "SupervisedTraining": "supervised",
+    "CustomLearningStrategy": "learning_strategy",
+    "LearningCheckpointer": "learning_strategy",
+    "SupervisedLearningStrategy": "learning_strategy",
+    "TrainingComponents": "learning_strategy",
+    "EventProcessorTraining": "event",
+    "LearnerEvent": "event",
+    "SupervisedTrainingEventProcessor": "event",
+    "TrainingItem": "event",
     "CheckpointingAction": "checkpoint",
     "CheckpointingStrategy": "checkpoint",
     "ComposedCheckpointingStrategy": "checkpoint",
@@ -74,6 +82,7 @@ __all__ = [
     "CliMetricsRenderer",
     "CollectiveConfig",
     "ComposedCheckpointingStrategy",
+    "CustomLearningStrategy",
     "Direction",
     "DistributedConfig",
     "EvaluationName",
@@ -81,6 +90,7 @@ __all__ = [
     "EvaluationResult",
     "Evaluator",
     "EvaluatorBuilder",
+    "EventProcessorTraining",
     "ExecutionStrategy",
     "FileApplicationLoggerInstaller",
     "Gradients",
@@ -89,7 +99,9 @@ __all__ = [
     "KeepLastNCheckpoints",
     "Learner",
     "LearnerBuilder",
+    "LearnerEvent",
     "LearnerSummary",
+    "LearningCheckpointer",
     "LearningResult",
     "LearningStrategy",
     "MetricCheckpointingStrategy",
@@ -109,9 +121,13 @@ __all__ = [
     "Split",
     "StepModule",
     "StoppingCondition",
+    "SupervisedLearningStrategy",
     "SupervisedTraining",
+    "SupervisedTrainingEventProcessor",
     "TrainOutput",
     "TrainStep",
+    "TrainingComponents",
+    "TrainingItem",
     "TrainingProgress",
     "TrainingResult",
     "TrainingStrategy",
@@ -147,8 +163,20 @@ if TYPE_CHECKING:  # pragma: no cover
     )
     from burnlike.train.components import Learner
     from burnlike.train.evaluator import EvaluationResult, Evaluator, EvaluatorBuilder
+    from burnlike.train.event import (
+        EventProcessorTraining,
+        LearnerEvent,
+        SupervisedTrainingEventProcessor,
+        TrainingItem,
+    )
     from burnlike.train.interrupter import Interrupter
     from burnlike.train.learner import TrainingResult
+    from burnlike.train.learning_strategy import (
+        CustomLearningStrategy,
+        LearningCheckpointer,
+        SupervisedLearningStrategy,
+        TrainingComponents,
+    )
     from burnlike.train.logger import ApplicationLoggerInstaller, FileApplicationLoggerInstaller
     from burnlike.train.metric.store import Aggregate, Direction, MetricStore, Split
     from burnlike.train.module import MetricInputError, StepModule

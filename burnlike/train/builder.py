@@ -31,12 +31,13 @@ from burnlike.train.checkpoint import (
     checkpoint_path,
     default_checkpointing_strategy,
 )
+from burnlike.train.components import LrOrScheduler
 from burnlike.train.graph_step import CudaGraphConfig
 from burnlike.train.interrupter import Interrupter, InterrupterCallback
 from burnlike.train.learner import Learner
 from burnlike.train.logger import ApplicationLogger, ApplicationLoggerInstaller, application_logger
 from burnlike.train.metric.base import Metric
-from burnlike.train.module import LrOrScheduler, StepModule
+from burnlike.train.module import StepModule
 from burnlike.train.preemption import Preemption, RandomState
 from burnlike.train.quiet import quiet_lightning
 from burnlike.train.renderer import MetricsRendererTraining, progress_display

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, cast
@@ -227,6 +227,19 @@ def newest_checkpoint(artifact_dir: str | os.PathLike[str] | RemotePath, extensi
             if step is not None:
                 found.append((step, kind != PREEMPTED, path.name, path))
     return max(found, key=lambda f: f[:3])[3] if found else None
+
+
+def newest_epoch_files(artifact_dir: str | os.PathLike[str] | RemotePath, extension: str,
+                       kinds: Sequence[str]) -> int | None:
+    """The highest epoch N with every `<kind>-N.<extension>` of `kinds` in `<artifact_dir>/checkpoint`
+    (a custom learning strategy's checkpoints: model, optim, scheduler), else None."""
+    folder = as_path(artifact_dir) / "checkpoint"
+    if not folder.is_dir():
+        return None
+    names = {path.name for path in folder.iterdir()}
+    epochs = {epoch_of(name, kinds[0], extension) for name in names} - {None}
+    complete = [n for n in epochs if n is not None and all(f"{k}-{n}.{extension}" in names for k in kinds)]
+    return max(complete, default=None)
 
 
 def _global_step(path: AnyPath) -> int | None:

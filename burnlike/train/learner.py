@@ -47,6 +47,12 @@ class TrainingResult:
     renderer: Any = field(default=None, repr=False)
 
 
+@dataclass
+class LearningResult(TrainingResult):
+    """Burn 0.20's name for the result: `model` (eval mode), `summary`, the `trainer` (None after a
+    custom learning strategy's loop) and the `renderer`."""
+
+
 class Learner(components.Learner):
     """The learning components bound to a configured Trainer (what `LearnerBuilder.build` returns)."""
 
@@ -76,7 +82,6 @@ class Learner(components.Learner):
         self._file_logger = FileMetricLogger(artifact_dir)
         module.store.add_listener(self._write_logs)
 
-    @property
     def model(self) -> nn.Module:
         return self.module.model
 
@@ -135,7 +140,7 @@ class Learner(components.Learner):
             skeleton = self._skeleton = self._skeleton or model_skeleton(self.module.model)
         try:
             ckpt = self.resume_path()
-            log.info("fitting %s for %s epochs%s", type(self.model).__name__, self.trainer.max_epochs,
+            log.info("fitting %s for %s epochs%s", type(self.model()).__name__, self.trainer.max_epochs,
                      f", resuming from {ckpt}" if ckpt else "")
             if ckpt is not None:
                 train_loader, valid_loader = self._resume_loaders(ckpt, train_loader, valid_loader)

@@ -22,10 +22,11 @@ from torch import nn
 
 from burnlike.autodiff import Gradients
 from burnlike.optim.lbfgs import LBFGSConfig
-from burnlike.optim.lr_scheduler import LrScheduler, LrSchedulerConfig
+from burnlike.optim.lr_scheduler import LrScheduler
 from burnlike.optim.optimizer import Optimizer, OptimizerConfig, TorchOptimizerFactory, as_optimizer
 from burnlike.record.checkpoint.epoch_files import MODEL_FILE
 from burnlike.record.checkpoint.weights import load_weights
+from burnlike.train.components import LrOrScheduler
 from burnlike.train.graph_step import CudaGraphConfig, GraphStep, ManualStep, StepHost, host_lr
 from burnlike.train.metric.base import Metric, MetricContext
 from burnlike.train.metric.store import EpochEntry, MetricStore, Split
@@ -37,7 +38,6 @@ from burnlike.train.step import InferenceStep, TrainOutput, TrainStep, ValidStep
 
 log = logging.getLogger("burnlike.train")
 
-LrOrScheduler = float | LrScheduler | LrSchedulerConfig
 
 _PLAIN_ATTRS = frozenset({"_current_fx_name", "_metered"})
 _HISTORY_KEY = "burn_epoch_history"  # the train epoch under way, per rank (mid-epoch checkpoints)
@@ -133,8 +133,8 @@ class StepModule(StepHost):
         self.optim = as_optimizer(optimizer)
         self.lr_or_scheduler = lr_or_scheduler
         # Separate instances per split, as Burn registers train and valid metrics separately.
-        train = _distinct(train_metrics)
-        valid = _distinct(valid_metrics, exclude=train)
+        train = distinct_metrics(train_metrics)
+        valid = distinct_metrics(valid_metrics, exclude=train)
         self._metrics = {"train": train, "valid": valid}
         self.train_metrics = nn.ModuleList(train)  # registered: they follow the module across devices
         self.valid_metrics = nn.ModuleList(valid)
@@ -369,7 +369,9 @@ class StepModule(StepHost):
             clipping.clip(p for group in optimizer.param_groups for p in group["params"])
 
 
-def _distinct(metrics: Sequence[Metric], exclude: Iterable[Metric] = ()) -> list[Metric]:
+def distinct_metrics(metrics: Sequence[Metric], exclude: Iterable[Metric] = ()) -> list[Metric]:
+    """`metrics`, each a separate instance (a clone where one is also in `exclude` or repeated): Burn
+    registers each split's metrics separately."""
     seen = {id(m) for m in exclude}
     out = []
     for m in metrics:

@@ -14,7 +14,8 @@ struct variant takes keywords), and the snake_case spellings stay as aliases:
 | `TrainingStrategy::SingleDevice(d)` | `TrainingStrategy.SingleDevice(d)` (`.single_device`) | one device |
 | `TrainingStrategy::MultiDevice(ds, MultiDeviceOptim::OptimMainDevice)` | `TrainingStrategy.MultiDevice(ds, MultiDeviceOptim.OptimMainDevice)` (`.multi_device`) | `"ddp"` |
 | `… MultiDeviceOptim::OptimSharded` | `….MultiDevice(ds, MultiDeviceOptim.OptimSharded)` | `ShardedStrategy()` (FSDP2) |
-| `TrainingStrategy::Custom(..)` | `TrainingStrategy.Custom(lightning_strategy)` (`.custom`) | your `Strategy` |
+| `TrainingStrategy::Custom(Arc::new(s))` | `TrainingStrategy.Custom(s)` (`.custom`), `s` a `SupervisedLearningStrategy` | none: `s.fit` is the loop |
+| (Lightning) | `TrainingStrategy.Custom(lightning_strategy)` | your `Strategy` |
 | `TrainingStrategy::Default(e)` (0.21) | `TrainingStrategy.Default(e)` (`.default`) | as `e` |
 | `ExecutionStrategy::SingleDevice(d)` / `MultiDevice(ds, optim)` / `DistributedDataParallel { devices, .. }` | same names; `single(d)` / `multi(ds, optim)` / `ddp(ds, DistributedConfig)` | as above |
 | `strategy.main_device()` | `strategy.main_device()` | the first device |
@@ -42,6 +43,7 @@ __all__ = [
     "ReduceOperation",
     "TrainingStrategy",
     "as_execution",
+    "is_learning_strategy",
     "ddp",
     "trainer_devices",
 ]
@@ -239,14 +241,27 @@ class TrainingStrategy:
         return as_execution(execution)
 
     @staticmethod
-    def Custom(strategy: Any, devices: Sequence[Any] = ()) -> Execution:  # noqa: N802
-        """A Lightning `Strategy` (or its name): Burn's custom learning strategy, run by Lightning."""
+    def Custom(strategy: Any, devices: Sequence[Any] = ()) -> Any:  # noqa: N802
+        """Burn's custom learning strategy: a `SupervisedLearningStrategy` (your `fit` loop over
+        burnlike's metrics, store and checkpointer: burnlike.train.learning_strategy), returned as it
+        is for `with_training_strategy`; or a Lightning `Strategy` (or its name), which the Trainer runs."""
+        if is_learning_strategy(strategy):
+            if devices:
+                raise TypeError("TrainingStrategy.Custom(strategy): a SupervisedLearningStrategy places the model "
+                                "itself (learner.fork(device) in its fit); devices are for a Lightning Strategy")
+            return strategy
         return Execution(_devices(devices, "TrainingStrategy.Custom") if devices else (), strategy)
 
     single_device = SingleDevice
     multi_device = MultiDevice
     default = Default
     custom = Custom
+
+
+def is_learning_strategy(value: Any) -> bool:
+    """A Burn custom learning strategy (`SupervisedLearningStrategy`: `train` and `fit` methods), not
+    a Lightning `Strategy` or a strategy's name."""
+    return not isinstance(value, (str, Execution)) and all(callable(getattr(value, m, None)) for m in ("train", "fit"))
 
 
 def as_execution(value: Any) -> Execution:

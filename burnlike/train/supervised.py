@@ -3,23 +3,38 @@
 `SupervisedTraining` is the `LearnerBuilder` with the loaders given up front, so every builder method
 (metrics, num_epochs, with_file_checkpointer, early_stopping, summary, trainer_kwargs, …) and the one
 Trainer translation are shared; `launch` builds and fits in one call and returns `LearningResult`.
+With `with_training_strategy(TrainingStrategy.Custom(s))`, `s` (a `SupervisedLearningStrategy`) runs
+the loop instead of a Trainer, over the same metrics, store, files and checkpointer settings.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from burnlike.train.builder import LearnerBuilder
+from burnlike.train.checkpoint import default_checkpointing_strategy, newest_epoch_files
 from burnlike.train.components import Learner
-from burnlike.train.learner import TrainingResult
-from burnlike.train.strategy import Execution, ExecutionStrategy, as_execution
+from burnlike.train.event import SupervisedTrainingEventProcessor
+from burnlike.train.interrupter import Interrupter
+from burnlike.train.learner import LearningResult
+from burnlike.train.learning_strategy import (
+    EarlyStoppingStrategies,
+    LearningCheckpointer,
+    SupervisedLearningStrategy,
+    TrainingComponents,
+)
+from burnlike.train.logger import (
+    FileMetricLogger,
+    install_application_logger,
+    read_epochs,
+    remove_experiment_log,
+)
+from burnlike.train.metric.store import MetricStore, Split
+from burnlike.train.module import distinct_metrics
+from burnlike.train.strategy import Execution, ExecutionStrategy, as_execution, is_learning_strategy
 
-
-@dataclass
-class LearningResult(TrainingResult):
-    """Burn 0.20's name for the result: `model` (eval mode), `summary`, the `trainer` and the `renderer`."""
+__all__ = ["LearningResult", "SupervisedTraining"]
 
 
 class SupervisedTraining(LearnerBuilder):
@@ -29,20 +44,85 @@ class SupervisedTraining(LearnerBuilder):
         super().__init__(directory)
         self.dataloader_train = dataloader_train
         self.dataloader_valid = dataloader_valid
+        self._custom: SupervisedLearningStrategy | None = None
 
-    def with_training_strategy(self, strategy: Execution) -> SupervisedTraining:
-        """`TrainingStrategy.…` (0.20) or an `ExecutionStrategy.…` (0.21, Burn's `.into()`)."""
-        self._execution = as_execution(strategy)
+    def with_training_strategy(self, strategy: Execution | SupervisedLearningStrategy) -> SupervisedTraining:
+        """`TrainingStrategy.…` (0.20), an `ExecutionStrategy.…` (0.21, Burn's `.into()`), or
+        `TrainingStrategy.Custom(s)` with `s` a `SupervisedLearningStrategy` (your own loop)."""
+        if is_learning_strategy(strategy):
+            self._custom, self._execution = strategy, None  # type: ignore[assignment]
+        else:
+            self._custom, self._execution = None, as_execution(strategy)
         return self
 
     def launch(self, learner: Learner) -> LearningResult:
         """Train `learner`'s model; without a strategy, on the device its parameters are on (Burn's default)."""
         if not isinstance(learner, Learner):
             raise TypeError(f"launch expects Learner(model, optim, lr), got {type(learner).__name__}")
+        if self._custom is not None:
+            return self._launch_custom(self._custom, learner)
         if self._execution is None:
-            device = next((p.device for p in learner.model.parameters()), None)
+            device = next((p.device for p in learner.model().parameters()), None)
             if device is not None:
                 self._execution = ExecutionStrategy.single(device)
-        built = self.build(learner.model, learner.optim, learner.lr_scheduler)
+        built = self.build(learner.model(), learner.optim, learner.lr_scheduler)
         result = built.fit(self.dataloader_train, self.dataloader_valid)
         return LearningResult(result.model, result.summary, result.trainer, result.renderer)
+
+    def _launch_custom(self, strategy: SupervisedLearningStrategy, learner: Learner) -> LearningResult:
+        """Burn's `SupervisedTraining::launch` with `TrainingStrategy::Custom`: the components from this
+        builder's settings, then `strategy.train(...)`."""
+        lightning_only = [name for name, used in (
+            ("trainer_kwargs(...)", self._trainer_kwargs), ("callback(...)", self._callbacks),
+            ("with_logger(...)", self._loggers), ("cuda_graph()", self._cuda_graph is not None),
+            ("async_checkpoints()", self._async_checkpoints)) if used]
+        if lightning_only:
+            raise ValueError(f"TrainingStrategy.Custom(strategy) runs your strategy's fit, not a Lightning Trainer: "
+                             f"{', '.join(lightning_only)} has nothing to apply to; drop it, or run the default "
+                             "strategy (ExecutionStrategy.single(device))")
+        directory = self.artifact_dir
+        directory.mkdir(parents=True, exist_ok=True)
+        train = distinct_metrics(self._train_metrics)
+        metrics = {"train": train, "valid": distinct_metrics(self._valid_metrics, exclude=train)}
+        store = MetricStore()
+        store.register([*metrics["train"], *metrics["valid"]])
+        files = FileMetricLogger(directory)
+
+        def write_logs(split: Split, epoch: int, entries: Any) -> None:
+            for name, entry in entries.items():
+                files.log_epoch(split.value, epoch, name, entry.steps)
+
+        store.add_listener(write_logs)
+        checkpointer = None
+        checkpoint = self._checkpoint
+        if self._recorder is not None:
+            checkpointer = LearningCheckpointer(directory / "checkpoint", self._recorder,
+                                                self._strategy or default_checkpointing_strategy())
+            if checkpoint == "last":
+                checkpoint = newest_epoch_files(directory, self._recorder.file_extension(), ("model", "optim", "scheduler"))
+        elif checkpoint is not None:
+            raise ValueError("checkpoint(epoch) needs with_file_checkpointer(recorder): there is nothing to resume from")
+        if isinstance(checkpoint, int):  # the epochs before it, as Burn's store reads them back from the logs
+            for split, split_metrics in metrics.items():
+                for m in split_metrics:
+                    for epoch, value in read_epochs(directory, split, m.name).items():
+                        if epoch <= checkpoint:
+                            store.record(Split(split), epoch, m.name, value)
+        components = TrainingComponents(
+            num_epochs=self._num_epochs,
+            checkpoint=checkpoint if isinstance(checkpoint, int) else None,
+            checkpointer=checkpointer,
+            grad_accumulation=self._grads_accumulation,
+            interrupter=self._interrupter or Interrupter(),
+            early_stopping=EarlyStoppingStrategies(self._early_stopping) if self._early_stopping else None,
+            event_processor=SupervisedTrainingEventProcessor(metrics, store, self._renderer, self._numeric),
+            event_store=store,
+            summary=self._summary,
+            artifact_dir=directory,
+        )
+        handler = install_application_logger(self._application_logger, directory)
+        try:
+            return strategy.train(learner, self.dataloader_train, self.dataloader_valid, components)
+        finally:
+            if handler is not None:
+                remove_experiment_log(handler)

@@ -99,8 +99,8 @@ def test_step_module_forward_is_the_models_forward(tmp_path):
     learner = LearnerBuilder(tmp_path).metrics(LossMetric()).progress_bar(False).build(
         Classifier(), AdamConfig(), 1e-2)
     x = torch.randn(5, 4)
-    assert torch.equal(learner.module(x), learner.model(x))
-    assert torch.equal(learner.module.forward(x), learner.model.linear(x))
+    assert torch.equal(learner.module(x), learner.model()(x))
+    assert torch.equal(learner.module.forward(x), learner.model().linear(x))
 
 
 def test_step_module_forwards_keyword_arguments_to_the_model():
@@ -170,13 +170,13 @@ def test_lbfgs_under_the_learner_trains_and_meters_each_batch_once(tmp_path):
                .progress_bar(False).with_application_logger(False)
                .build(Classifier(), LBFGSConfig(max_iter=5, history_size=10), 0.5))
     calls = {"n": 0}
-    step = learner.model.train_step
+    step = learner.model().train_step
 
     def counting(batch):
         calls["n"] += 1
         return step(batch)
 
-    learner.model.train_step = counting
+    learner.model().train_step = counting
     result = learner.fit(loader(128, 32))
     assert result.trainer.global_step == 8 and calls["n"] > 8  # the closure ran several times a batch
     lines = (tmp_path / "train" / "epoch-1" / "Loss.log").read_text().splitlines()
