@@ -1,12 +1,19 @@
 """Burn's `DataframeDataset`: the rows of a data frame as items.
 
 Burn's is over a polars `DataFrame` and deserializes each row into the item struct. Here the frame
-is a pandas or a polars `DataFrame` (pandas comes with the `dataframe` extra:
+is a pandas or a polars `DataFrame` (both come with the `dataframe` extra:
 `pip install 'burnlike[dataframe]'`), the item type a dataclass whose fields are read from the
 columns of the same names (`column("Name")` renames, as serde's `rename`; field types convert the
 values as for `InMemDataset.from_csv`), and without an item type each row is a dict of every column.
 Missing values become `None`: polars' nulls, and what pandas' `isna` flags (`None`, `NA`, `NaT`
-and, as pandas counts it, a float `NaN`); a field that may be missing is declared `X | None`.
+and, as pandas counts it, a float `NaN`; a polars `NaN` is a float, as in Burn); a field that may be
+missing is declared `X | None`.
+
+A polars column is read as Burn's row deserializer reads its `AnyValue`s: booleans, integers,
+floats, strings, binary (`bytes`), nulls, and dates and times as the integers Burn visits (days
+since 1970-01-01, nanoseconds since midnight). Burn fails on any other dtype (lists, structs,
+datetimes, durations, decimals, categoricals...); here such a column, if read, is an error at
+construction that names it and its dtype.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ import operator
 from typing import Any, Generic, TypeVar
 
 from burnlike.data.dataset.base import Dataset
+from burnlike.data.dataset.errors import DatasetError
 from burnlike.data.dataset.rows import ItemReader
 
 T = TypeVar("T")
@@ -22,12 +30,34 @@ T = TypeVar("T")
 __all__ = ["DataframeDataset"]
 
 
+# The polars dtypes whose values Burn's `RowDeserializer` visits as they are, and those it visits as
+# their physical integer (`AnyValue::Date(i32)`, `AnyValue::Time(i64)`); it rejects every other one.
+_POLARS_AS_IS = frozenset({"Boolean", "Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32", "UInt64",
+                           "Float32", "Float64", "String", "Binary", "Null"})
+_POLARS_PHYSICAL = frozenset({"Date", "Time"})
+
+
 def _kind(df: Any) -> str:
     module = type(df).__module__.split(".")[0]
     if module in ("pandas", "polars") and type(df).__name__ == "DataFrame":
         return module
+    hint = "collect() it first" if module == "polars" and type(df).__name__ == "LazyFrame" else \
+        "pandas and polars come with `pip install 'burnlike[dataframe]'`"
     raise TypeError(f"DataframeDataset: expected a pandas or polars DataFrame, got {type(df).__module__}."
-                    f"{type(df).__name__} (pandas comes with `pip install 'burnlike[dataframe]'`)")
+                    f"{type(df).__name__} ({hint})")
+
+
+def _polars_column(df: Any, name: str) -> Any:
+    """The column as Burn reads it (dates and times as integers); a dtype Burn can't read is named."""
+    series = df.get_column(name)
+    dtype = series.dtype.base_type().__name__  # polars 1.0 gives some dtypes as classes, `Time` not `Time()`
+    if dtype in _POLARS_PHYSICAL:
+        return series.to_physical()
+    if dtype not in _POLARS_AS_IS:
+        raise DatasetError(f"DataframeDataset(polars): column {name!r} has dtype {series.dtype}, which Burn's "
+                           "DataframeDataset can't read; expected booleans, integers, floats, strings, binary, "
+                           "dates or times (cast the column, or leave it out of the frame or the item type)")
+    return series
 
 
 def _plain(value: Any) -> Any:
@@ -42,7 +72,8 @@ class DataframeDataset(Dataset[Any], Generic[T]):
 
     Every column the item type needs must be in the frame (a `MissingColumnError` names the missing
     ones and lists the columns); a value its field can't hold is a `DatasetError` naming the row and
-    the column. The frame is kept as it is, one column array per field, and rows are read on `get`.
+    the column; so is, at construction, a polars column of a dtype Burn can't read. The frame is
+    kept as it is, one column array (pandas) or `Series` (polars) per field, and rows are read on `get`.
     """
 
     def __init__(self, df: Any, item_type: type[T] | None = None) -> None:
@@ -58,7 +89,7 @@ class DataframeDataset(Dataset[Any], Generic[T]):
             self._missing: dict[str, Any] = {name: s.isna().to_numpy() for name, s in series.items()}
             self._length = int(df.shape[0])
         else:
-            self._columns = {name: df.get_column(name).to_list() for name in wanted}
+            self._columns = {name: _polars_column(df, name) for name in wanted}
             self._missing = {}
             self._length = int(df.height)
 
