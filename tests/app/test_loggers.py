@@ -161,6 +161,7 @@ def test_git_commit_reads_a_checkout_whose_changed_file_names_are_not_utf8(tmp_p
     assert git_commit(repo) == f"{sha}-dirty"
 
 
+@pytest.mark.slow  # a child process
 def test_git_commit_is_the_running_scripts_checkout_not_the_current_directorys(tmp_path, monkeypatch):
     """The code that trains is the script's (train.py, or another repo's own): a run started from
     another folder, or from inside another repo, still records the script's commit."""
