@@ -32,6 +32,7 @@ class RecordError(ValueError):
     """A record file can't be read or written as asked. Names the file and the key path."""
 
     def __init__(self, message: str, path: RecordPath = None, key: str | None = None) -> None:
+        self.detail = message  # what is wrong, without the file and key: for a caller that adds context
         self.path = str(path) if path is not None else None
         self.key = _cut(key, QUOTE_CHARS) if key else key  # key paths come from the file
         where = ""

@@ -37,7 +37,7 @@ _SOME_NIL = b"\x01\x00"
 class _Reader(Visitor[None]):
     """bincode bytes → the named module record item, following the module's fields."""
 
-    def __init__(self, data: bytes | bytearray, path: Path) -> None:
+    def __init__(self, data: bytes | bytearray | memoryview, path: Path) -> None:
         self.data, self.pos, self.path = memoryview(data), 0, path
         self.key = ""
         self.v19 = False
@@ -76,7 +76,7 @@ class _Reader(Visitor[None]):
         raw = self.take(self.varint())  # a view: copied once, into the parameter
         ndim = self.varint()
         if ndim > len(self.data) - self.pos:
-            raise self.fail(f"shape of {ndim} dims can't fit in the file")
+            raise self.fail(f"shape of {ndim} dims can't fit in the record")
         shape = [self.varint() for _ in range(ndim)]
         index = self.varint()
         if index >= len(BINCODE_INDEX):
@@ -121,7 +121,7 @@ class _Reader(Visitor[None]):
         return None
 
 
-def read_metadata(data: bytes | bytearray, path: Path) -> tuple[dict[str, str], _Reader]:
+def read_metadata(data: bytes | bytearray | memoryview, path: Path) -> tuple[dict[str, str], _Reader]:
     r = _Reader(data, path)
     return {k: r.string() for k in METADATA_KEYS}, r
 
@@ -140,7 +140,7 @@ def decode(data: bytes | bytearray, path: Path, module: nn.Module | None, budget
     r.v19 = is_0_19(version)
     item = walk(module, r, None, version)
     if r.pos != len(r.data):
-        raise RecordError(f"{len(r.data) - r.pos} bytes left after the record: the model doesn't match the file",
+        raise RecordError(f"{len(r.data) - r.pos} bytes left after the record: the model doesn't match the record",
                           path)
     return {"metadata": metadata, "item": item, "_b": []}
 

@@ -6,7 +6,10 @@ reads them back. The bytes are those the matching file recorder (`BinFileRecorde
 `NamedMpkFileRecorder`) writes into a file, except `metadata.format`: Burn writes the writing
 recorder's Rust type name there (`burn_core::record::memory::BinBytesRecorder<…>`), and no reader
 checks it. Reading goes through the file recorders' bounded decoders, so malformed bytes raise
-`RecordError`.
+`RecordError`, its message led by the recorder and what it expected (`BinBytesRecorder.load:
+expected the bytes BinBytesRecorder.record/save_module write (bincode, …); got …`) and naming the
+recorder that wrote other bytes; a path given for the bytes is a `TypeError` naming the file
+recorder that reads it.
 
 The recorder registry (`registry.py`) does not list these: its names pick a recorder for a path
 (load_file, checkpoints, the CLI, the app), and a bytes recorder has no file to read or write.
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import io
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar, TypeAlias
@@ -23,7 +27,9 @@ from typing import Any, ClassVar, TypeAlias
 import torch
 from torch import nn
 
-from burnlike.record.format.bincode import BinFileRecorder
+from burnlike.record.error import RecordError, quote
+from burnlike.record.format import registry
+from burnlike.record.format.bincode import ITEM_FORMAT, BinFileRecorder, read_metadata
 from burnlike.record.format.module_record import load_module_record, module_to_record
 from burnlike.record.format.named_mpk import NamedMpkFileRecorder
 from burnlike.record.format.recorder import Recorder
@@ -43,6 +49,7 @@ class BytesRecorder:
     """
 
     file_recorder: ClassVar[type[Recorder]] = Recorder  # the format: its encode/decode
+    format_name = ""  # the format in words, for errors
     format_type = ""  # the Rust type's name, written into metadata.format
     type_args: ClassVar[tuple[str, ...]] = ()  # its generic arguments after the settings
 
@@ -89,13 +96,63 @@ class BytesRecorder:
         """Burn's `recorder.load(bytes, &device)`: the record's item; malformed bytes raise
         RecordError. `device` is Burn's argument: the tensors go to a device when the item is
         loaded into a module (`load_module`, `module.load_record`)."""
-        return self.read_record(data, module=module)[1]
+        return self._read(data, module, "load")[1]
 
     def read_record(self, data: Bytes, *, module: nn.Module | None = None) -> tuple[dict[str, str], Any]:
         """`(metadata, item)` of the record in `data`."""
+        return self._read(data, module, "read_record")
+
+    def _expected(self, method: str) -> str:
+        name = type(self).__name__
+        return (f"{name}.{method}: expected the bytes {name}.record/save_module write ({self.format_name}, "
+                f"as a {self.file_recorder.__name__} file holds them)")
+
+    def _read(self, data: Bytes, module: nn.Module | None, method: str) -> tuple[dict[str, str], Any]:
+        """Parse `data`; an error says which call expected what, and what `data` looks like instead."""
         if not isinstance(data, (bytes, bytearray, memoryview)):
-            raise TypeError(f"a record is read from bytes, got {type(data).__name__}")
-        return self.format.parse(io.BytesIO(data), len(data), BYTES, module, lazy=False)
+            raise TypeError(f"{self._expected(method)}; got {self._not_bytes(data)}")
+        if len(data) == 0:
+            raise RecordError(f"{self._expected(method)}; got no bytes", BYTES)
+        try:
+            if module is not None or not self._needs_module(data):
+                return self.format.parse(io.BytesIO(data), len(data), BYTES, module, lazy=False)
+        except RecordError as e:
+            got = f"{len(data):,} byte{'s' if len(data) > 1 else ''}{self._which(data)}"
+            raise RecordError(f"{self._expected(method)}; got {got}: {e.detail}", BYTES, e.key) from None
+        name = type(self).__name__
+        raise RecordError(f"{name}.{method}: expected the module the bytes were written from ({self.format_name} "
+                          f"has no field names; the record is read along the module's fields): "
+                          f"{name}().load_module(module, data) or {name}().load(data, module=module)", BYTES)
+
+    def _needs_module(self, data: Bytes) -> bool:
+        """Whether the record in `data` can only be read along its module's fields."""
+        return False
+
+    def _not_bytes(self, data: object) -> str:
+        """What was passed instead of bytes; for a path, the file recorder that reads it."""
+        if isinstance(data, str) and ("\n" in data or "\0" in data):
+            return f"str of {len(data):,} characters: text, not bytes (a file's bytes are read with open(path, 'rb'))"
+        if not isinstance(data, (str, os.PathLike)):
+            return type(data).__name__
+        path = os.fsdecode(os.fspath(data))
+        found = registry.by_extension(path)
+        reader = type(found).__name__ if found is not None else self.file_recorder.__name__
+        return (f"{type(data).__name__} {quote(path)}, a path: a file is read by the file recorder, "
+                f"{reader}().load(path) or module.load_file(path, {reader}())")
+
+    def _which(self, data: Bytes) -> str:
+        """What `data` is, where that can be told: gzip, or a record whose metadata names its writer."""
+        if bytes(data[:2]) == b"\x1f\x8b":
+            return " of gzip (a *GzFileRecorder file; gzip.decompress them first)"
+        writer = _writer(data)
+        if writer is None:
+            return ""
+        said = f" whose metadata names {quote(writer)}"
+        type_name = writer.removeprefix(ITEM_FORMAT).split("<")[0].rsplit("::", 1)[-1]
+        for cls in (BinBytesRecorder, NamedMpkBytesRecorder):
+            if type_name.startswith(cls.format_type.removesuffix("BytesRecorder")) and not isinstance(self, cls):
+                said += f" ({cls.format_name}: {cls.__name__} reads them)"
+        return said
 
     def save_module(self, module: nn.Module) -> bytes:
         """`module`'s record as bytes (Burn: `recorder.record(model.into_record(), ())`)."""
@@ -105,7 +162,7 @@ class BytesRecorder:
     def load_module(self, module: nn.Module, data: Bytes, device: torch.device | str | None = None) -> None:
         """Load a module record (any precision) from `data` into `module`, in place (Burn:
         `model.load_record(recorder.load(bytes, &device))`)."""
-        load_module_record(module, self.load(data, module=module), BYTES)
+        load_module_record(module, self._read(data, module, "load_module")[1], BYTES)
         if device is not None:
             module.to(device)
 
@@ -116,14 +173,19 @@ class BinBytesRecorder(BytesRecorder):
     or `module=`)."""
 
     file_recorder = BinFileRecorder
+    format_name = "bincode"
     format_type = "BinBytesRecorder"
     type_args = ("alloc::vec::Vec<u8>",)
+
+    def _needs_module(self, data: Bytes) -> bool:
+        return not read_metadata(data, BYTES)[0]["format"].startswith(ITEM_FORMAT)
 
 
 class NamedMpkBytesRecorder(BytesRecorder):
     """Burn's `NamedMpkBytesRecorder<S>`: `NamedMpkFileRecorder`'s named MessagePack in memory."""
 
     file_recorder = NamedMpkFileRecorder
+    format_name = "named MessagePack"
     format_type = "NamedMpkBytesRecorder"
 
 
@@ -135,3 +197,19 @@ class NoStdInferenceRecorder(BinBytesRecorder):
 
     def __init__(self, burn_version: str = DEFAULT_VERSION) -> None:
         super().__init__(FullPrecisionSettings, burn_version)
+
+
+def _writer(data: Bytes) -> str | None:
+    """The `metadata.format` (the writing recorder's Rust type) of a record in either bytes format."""
+    readers: tuple[Callable[[], dict[str, str]], ...] = (
+        lambda: read_metadata(data, BYTES)[0],
+        lambda: NamedMpkFileRecorder().parse(io.BytesIO(data), len(data), BYTES, None, lazy=True)[0],
+    )
+    for read in readers:
+        try:
+            written_by = read().get("format", "")
+        except RecordError:
+            continue
+        if written_by.startswith(("burn_core::", ITEM_FORMAT)):
+            return written_by
+    return None

@@ -7,7 +7,9 @@ as its mnist-inference-web example loads it; malformed bytes raise RecordError."
 
 from __future__ import annotations
 
+import gzip
 from collections.abc import Callable
+from pathlib import Path
 
 import msgpack
 import pytest
@@ -16,18 +18,21 @@ import torch
 from burnlike.record import (
     BinBytesRecorder,
     BinFileRecorder,
+    BinGzFileRecorder,
     BytesRecorder,
     DoublePrecisionSettings,
     FullPrecisionSettings,
     HalfPrecisionSettings,
     NamedMpkBytesRecorder,
     NamedMpkFileRecorder,
+    NamedMpkGzFileRecorder,
     NoStdInferenceRecorder,
     NoStdTrainingRecorder,
     RecordError,
 )
 from burnlike.record.format import registry
 from tests.helpers.burn_mnist_model import BurnMnist
+from tests.helpers.expect import raises_exactly
 from tests.helpers.records import FILES, Net, randomised
 
 SETTINGS = [FullPrecisionSettings, HalfPrecisionSettings, DoublePrecisionSettings]
@@ -171,31 +176,130 @@ def test_burns_mnist_bin_loads_through_no_std_inference_recorder_as_burns_exampl
     assert written.read_bytes() == data  # and written back as Burn wrote it
 
 
-# --- malformed bytes ---
+# --- malformed bytes: each error says which in-memory call expected what ---
+
+ALL_BYTES_RECORDERS = [*BYTES_RECORDERS, NoStdInferenceRecorder]
+FORMAT_NAMES = {BinBytesRecorder: ("bincode", "BinFileRecorder"), NamedMpkBytesRecorder: ("named MessagePack",
+                                                                                        "NamedMpkFileRecorder"),
+                NoStdInferenceRecorder: ("bincode", "BinFileRecorder")}
+FILE_CALL_HINTS = ("load_file", "save_file", "(path")
 
 
-@pytest.mark.parametrize("recorder_cls", BYTES_RECORDERS)
-def test_truncated_bytes_raise_a_record_error(recorder_cls):
+def expected_by(recorder_cls: type[BytesRecorder], method: str = "load") -> str:
+    """What a bytes recorder's error says it expected."""
+    name = recorder_cls.__name__
+    fmt, file_recorder = FORMAT_NAMES[recorder_cls]
+    return f"{name}.{method}: expected the bytes {name}.record/save_module write ({fmt}, as a {file_recorder} file holds them)"
+
+
+def assert_a_bytes_error(message: str, recorder_cls: type[BytesRecorder], got: str, method: str = "load") -> None:
+    """Names `<bytes>` once, the recorder and call and what it expected, what it got, and no file call."""
+    assert message.startswith("<bytes>: ") and message.count("<bytes>") == 1, message
+    assert f"{expected_by(recorder_cls, method)}; got {got}" in message, message
+    assert not any(hint in message for hint in FILE_CALL_HINTS), message
+
+
+@pytest.mark.parametrize("recorder_cls", ALL_BYTES_RECORDERS)
+@pytest.mark.parametrize("method", ["load", "load_module", "read_record"])
+def test_empty_bytes_say_what_the_recorder_expected(recorder_cls, method):
+    with pytest.raises(RecordError) as e:
+        if method == "load_module":
+            recorder_cls().load_module(Net(), b"")
+        else:
+            getattr(recorder_cls(), method)(b"", module=Net())
+    assert str(e.value) == f"<bytes>: {expected_by(recorder_cls, method)}; got no bytes"
+    assert e.value.path == "<bytes>"
+
+
+@pytest.mark.parametrize("recorder_cls", ALL_BYTES_RECORDERS)
+def test_truncated_bytes_say_what_was_expected_and_where_they_end(recorder_cls):
     recorder = recorder_cls()
     data = recorder.save_module(randomised(Net()))
-    for cut in (0, 1, len(data) // 2, len(data) - 1):
-        with pytest.raises(RecordError, match="<bytes>"):
+    for cut in (1, len(data) // 2, len(data) - 1):
+        with pytest.raises(RecordError) as e:
             recorder.load(data[:cut], module=Net())
+        assert_a_bytes_error(str(e.value), recorder_cls, f"{cut:,} byte{'s' if cut > 1 else ''}")
+        assert " left" in str(e.value).split("; got ", 1)[1]  # the decoder's own account of the cut
+    with pytest.raises(RecordError) as e:
+        recorder.load(data[: len(data) // 2], module=Net())
+    assert e.value.key and str(e.value).startswith(f"<bytes>: at '{e.value.key}': {recorder_cls.__name__}.load: ")
+
+
+@pytest.mark.parametrize(("recorder_cls", "writer_cls", "reads_them"), [
+    (BinBytesRecorder, NamedMpkBytesRecorder, "named MessagePack: NamedMpkBytesRecorder reads them"),
+    (NoStdInferenceRecorder, NamedMpkBytesRecorder, "named MessagePack: NamedMpkBytesRecorder reads them"),
+    (NamedMpkBytesRecorder, BinBytesRecorder, "bincode: BinBytesRecorder reads them"),
+])
+def test_another_recorders_bytes_name_the_recorder_that_reads_them(recorder_cls, writer_cls, reads_them):
+    data = writer_cls().save_module(Net())
+    with pytest.raises(RecordError) as e:
+        recorder_cls().load_module(Net(), data)
+    writer = writer_cls().metadata()["format"]
+    assert_a_bytes_error(str(e.value), recorder_cls, f"{len(data):,} bytes whose metadata names '{writer}' "
+                                                     f"({reads_them}): ", method="load_module")
+
+
+@pytest.mark.parametrize(("bytes_cls", "file_cls"), [(BinBytesRecorder, BinGzFileRecorder),
+                                                     (NamedMpkBytesRecorder, NamedMpkGzFileRecorder)])
+def test_a_gzipped_files_bytes_say_to_decompress_them(tmp_path, bytes_cls, file_cls):
+    net = randomised(Net())
+    data = file_cls().save_module(net, tmp_path / "m").read_bytes()
+    with pytest.raises(RecordError) as e:
+        bytes_cls().load_module(Net(), data)
+    assert_a_bytes_error(str(e.value), bytes_cls, f"{len(data):,} bytes of gzip (a *GzFileRecorder file; "
+                                                  "gzip.decompress them first): ", method="load_module")
+    loaded = Net()
+    bytes_cls().load_module(loaded, gzip.decompress(data))  # the hint is right
+    assert torch.equal(loaded.embed.weight, net.embed.weight)
+
+
+@pytest.mark.parametrize("recorder_cls", ALL_BYTES_RECORDERS)
+@pytest.mark.parametrize(("path", "reader"), [
+    ("model.mpk", "NamedMpkFileRecorder"), (Path("/runs/model.bin.gz"), "BinGzFileRecorder"),
+    ("checkpoints/model", None),  # no extension: the recorder's own file format
+])
+def test_a_path_given_for_the_bytes_names_the_file_recorder_that_reads_it(recorder_cls, path, reader):
+    reader = reader or FORMAT_NAMES[recorder_cls][1]
+    with raises_exactly(TypeError, f"{expected_by(recorder_cls)}; got {type(path).__name__} {str(path)!r}, a path: "
+                                   f"a file is read by the file recorder, {reader}().load(path) or "
+                                   f"module.load_file(path, {reader}())"):
+        recorder_cls().load(path, module=Net())  # type: ignore[arg-type]
+
+
+def test_other_values_given_for_the_bytes_are_named_by_type():
+    with raises_exactly(TypeError, f"{expected_by(NamedMpkBytesRecorder, 'read_record')}; got int"):
+        NamedMpkBytesRecorder().read_record(3)  # type: ignore[arg-type]
+    text = "\x83\xa8metadata\n..."
+    with raises_exactly(TypeError, f"{expected_by(BinBytesRecorder, 'load_module')}; got str of {len(text)} "
+                                   "characters: text, not bytes (a file's bytes are read with open(path, 'rb'))"):
+        BinBytesRecorder().load_module(Net(), text)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("recorder_cls", [BinBytesRecorder, NoStdInferenceRecorder])
+def test_bincode_bytes_without_their_module_say_how_to_pass_it(recorder_cls):
+    name = recorder_cls.__name__
+    with raises_exactly(RecordError, f"<bytes>: {name}.load: expected the module the bytes were written from (bincode "
+                                     "has no field names; the record is read along the module's fields): "
+                                     f"{name}().load_module(module, data) or {name}().load(data, module=module)"):
+        recorder_cls().load(recorder_cls().save_module(Net()))
+    assert recorder_cls().load(recorder_cls().record({"epoch": 3})) == {"epoch": 3}  # a non-module item needs none
 
 
 def test_malformed_bytes_say_what_is_wrong():
-    with pytest.raises(RecordError, match="not a Burn record"):
-        NamedMpkBytesRecorder().load(msgpack.packb([1, 2, 3]))
-    with pytest.raises(RecordError, match="metadata must be a map of strings"):
-        NamedMpkBytesRecorder().load(msgpack.packb({"metadata": {"float": 1}, "item": None}))
-    with pytest.raises(RecordError, match="more than"):  # bounded: a few bytes can't build millions of values
-        NamedMpkBytesRecorder().load(msgpack.packb({"metadata": {}, "item": [[]] * 100_000}))
-    with pytest.raises(RecordError, match="no field names"):
-        BinBytesRecorder().load(BinBytesRecorder().save_module(Net()))  # bincode needs its module
-    with pytest.raises(RecordError, match="bytes left after the record"):
-        BinBytesRecorder().load(BinBytesRecorder().save_module(Net()) + b"\x00", module=Net())
-    with pytest.raises(TypeError, match="read from bytes"):
-        NamedMpkBytesRecorder().load("not bytes")  # type: ignore[arg-type]
+    data = BinBytesRecorder().save_module(Net())
+    with pytest.raises(RecordError) as e:
+        BinBytesRecorder().load(data + b"\x00", module=Net())
+    assert_a_bytes_error(str(e.value), BinBytesRecorder, f"{len(data) + 1:,} bytes whose metadata names "
+                                                         f"'{BinBytesRecorder().metadata()['format']}': ")
+    assert str(e.value).endswith(": 1 bytes left after the record: the model doesn't match the record")
+    for packed, detail in [
+        (msgpack.packb([1, 2, 3]), "not a Burn record"),
+        (msgpack.packb({"metadata": {"float": 1}, "item": None}), "metadata must be a map of strings"),
+        (msgpack.packb({"metadata": {}, "item": [[]] * 100_000}), "more than"),  # bounded decoding
+    ]:
+        with pytest.raises(RecordError, match=detail) as e:
+            NamedMpkBytesRecorder().load(packed)
+        assert_a_bytes_error(str(e.value), NamedMpkBytesRecorder, f"{len(packed):,} bytes")
 
 
 def test_bytes_for_another_model_name_the_parameter():
