@@ -228,7 +228,9 @@ class MnistBatcher:
             targets = torch.tensor([item.label for item in items], dtype=torch.long)
         if images.device.type == "cpu":
             # Numpy for a 50k-element op: no intra-op thread-pool dispatch, ~2x faster than torch here.
-            x = images.numpy().astype(np.float32)
+            # order="C": astype's default keeps the input's layout (a broadcast input gave a batch
+            # that `view(B, -1)` refuses)
+            x = images.numpy().astype(np.float32, order="C")
             x *= _SCALE
             x -= _SHIFT
             batch = MnistBatch(torch.from_numpy(x), targets)

@@ -227,6 +227,32 @@ def test_mnist_batcher_values_dtypes_and_the_non_cpu_route():
     assert on_meta.images.shape == (2, 28, 28) and on_meta.targets.shape == (2,)
 
 
+
+def test_mnist_batches_are_contiguous_whatever_the_images_strides():
+    """Broadcast or transposed image tensors still give a row-major batch, so `x.view(B, -1)` (an MLP's
+    first line) works on it."""
+    digit = torch.arange(28 * 28, dtype=torch.int64).to(torch.uint8).reshape(1, 28, 28)
+    for images in (digit.expand(3, 28, 28), digit.repeat(3, 1, 1).transpose(1, 2)):
+        batch = MnistBatcher().batch(MnistItems(images, torch.tensor([1, 2, 3])))
+        assert batch.images.is_contiguous() and batch.images.view(3, -1).shape == (3, 784)
+        expected = (images.double() / 255 - mnist_module.MEAN) / mnist_module.STD
+        assert torch.allclose(batch.images.double(), expected, atol=1e-5)
+
+
+def test_mnist_items_with_numpy_labels_give_int64_targets():
+    """IDX labels are uint8: items built from such an array still batch into int64 targets."""
+    labels = np.array([7, 2], dtype=np.uint8)
+    items = [MnistItem(torch.zeros(28, 28, dtype=torch.uint8), label) for label in labels]
+    targets = MnistBatcher().batch(items).targets
+    assert targets.dtype == torch.int64 and targets.tolist() == [7, 2]
+
+
+def test_a_float_index_tensor_is_refused_not_truncated(mnist_root):
+    """A batched fetch takes integer indices: 1.7 is not an index (not silently item 1)."""
+    with pytest.raises(TypeError):
+        MnistDataset.train(mnist_root).__getitems__(torch.tensor([1.7, 0.0]))
+
+
 def test_batch_moves_with_lightnings_move_data_to_device():
     from lightning.fabric.utilities.apply_func import move_data_to_device
 

@@ -10,6 +10,7 @@ import dataclasses
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from PIL import Image
@@ -74,6 +75,22 @@ def test_images_on_a_gpu_are_normalised_there_with_the_cpus_values():
     out = batcher.normalise(images.cuda())
     assert out.device.type == "cuda"
     torch.testing.assert_close(out.cpu(), batcher.normalise(images))
+
+
+
+def test_images_normalised_on_the_cpu_come_out_contiguous():
+    """`[B, C, H, W]` in row-major order however the `[B, H, W, C]` input was laid out, so a model's
+    `x.view(B, -1)` works on the batch."""
+    images = torch.arange(2 * 4 * 5 * 3, dtype=torch.int64).to(torch.uint8).reshape(2, 4, 5, 3)
+    out = ImageBatcher(mean=(0.1, 0.2, 0.3), std=(0.5, 0.5, 0.5)).normalise(images)
+    assert out.is_contiguous() and out.view(2, -1).shape == (2, 60)
+
+
+def test_labels_held_as_numpy_integers_give_int64_targets():
+    """Labels often come from numpy arrays (int32, uint8): the targets are int64 whatever their type,
+    as cross-entropy losses want."""
+    targets = ImageBatcher().targets([Label(np.int32(3)), Label(np.uint8(1))])
+    assert targets.dtype == torch.int64 and targets.tolist() == [3, 1]
 
 
 # --- batches and their device -------------------------------------------------------------------------------

@@ -247,3 +247,42 @@ def test_sqlite_dataset_opens_its_own_connection_in_each_loader_worker(tmp_path)
     forked = torch.utils.data.DataLoader(Owner(db, "train"), batch_size=20, num_workers=2,
                                          multiprocessing_context="fork", collate_fn=list)
     assert [item["own"] for batch in forked for item in batch] == [True] * 40  # never the parent's connection
+
+
+# --- Burn's reader reads what this writer writes; batches and lengths -----------------------------------------
+def test_written_tables_name_their_columns_in_lower_case_as_burns_writer_does(tmp_path):
+    """SQLite keeps column names as declared and tools show them so (`select *`'s column names, pandas'
+    frame columns): a file from this writer has the same `row_id`, `item` as one from Burn's."""
+    db = tmp_path / "burn.db"
+    write_points(db, n=1)
+    conn = sqlite3.connect(db)
+    try:
+        names = [d[0] for d in conn.execute('select * from "train"').description]
+    finally:
+        conn.close()
+    assert names == ["row_id", "item"]
+
+
+def test_a_batch_of_more_indices_than_sqlites_parameter_limit_reads_every_row(tmp_path):
+    """`__getitems__` selects in chunks of 900 `?` parameters: a batch of 1,900 takes three selects."""
+    db = tmp_path / "many.db"
+    with SqliteDatasetWriter(db) as writer:
+        for i in range(1900):
+            writer.write("train", {"x": i})
+    data = SqliteDataset(db, "train")
+    assert [item["x"] for item in data.__getitems__(list(range(1900)))] == list(range(1900))
+
+
+def test_rows_appended_after_opening_stay_outside_the_dataset(tmp_path):
+    """The length is read when the dataset opens: `get` at or past it is None even after another program
+    has appended a row to the table."""
+    db = tmp_path / "grown.db"
+    write_points(db, n=3)
+    data = SqliteDataset(db, "train", Point)
+    conn = sqlite3.connect(db)
+    try:
+        conn.execute('insert into "train" (item) values (?)', (msgpack.packb({"x": 9.0, "y": 9}),))
+        conn.commit()
+    finally:
+        conn.close()
+    assert data.len() == 3 and data.get(3) is None and data.get(2) == Point(1.0, 2)

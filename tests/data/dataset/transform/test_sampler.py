@@ -172,3 +172,12 @@ def test_sampler_in_a_worker_switches_once_to_its_jumped_stream(monkeypatch):
     stream = np.random.Generator(np.random.default_rng(9).bit_generator.jumped(2))
     assert draws == [int(stream.integers(0, 1000)) for _ in range(8)]
     assert child._pid == other
+
+
+def test_a_sampler_built_inside_a_worker_draws_its_seeds_own_stream(monkeypatch):
+    """The jump is for a sampler that crossed into a worker from the parent; one constructed in the
+    worker (a dataset that builds its sampler lazily) is no copy of a parent's and keeps the seed's stream."""
+    monkeypatch.setattr(torch_worker, "_worker_info", torch_worker.WorkerInfo(id=1, num_workers=2, seed=0, dataset=None))
+    sampler = SamplerDataset(InMemDataset(list(range(1000))), SamplerDatasetOptions().with_seed(9).with_fixed_size(8))
+    stream = np.random.default_rng(9)
+    assert [sampler.get(i) for i in range(8)] == [int(stream.integers(0, 1000)) for _ in range(8)]
