@@ -1,0 +1,202 @@
+"""`burnlike.train.learning_strategy`: Burn's custom learning strategies
+(`TrainingStrategy::Custom`, burn-train `learner/supervised/strategies/base.rs`). The user's `fit`
+runs the loop with the Learner's methods; burnlike supplies the components: the metrics and their
+Burn log files, the store, the learning checkpointer (model/optim/scheduler-N), early stopping, the
+interrupter and the summary."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import burnlike
+from burnlike.data import DataLoaderBuilder
+from burnlike.data.dataloader import Progress
+from burnlike.optim import AdamConfig, GradientsParams, SgdConfig
+from burnlike.optim.lr_scheduler import StepLrSchedulerConfig
+from burnlike.record import NamedMpkFileRecorder
+from burnlike.record.format.registry import sniff
+from burnlike.record.tensor.precision import FullPrecisionSettings
+from burnlike.train import (
+    KeepLastNCheckpoints,
+    Learner,
+    LearnerEvent,
+    MetricEarlyStoppingStrategy,
+    StoppingCondition,
+    SupervisedLearningStrategy,
+    SupervisedTraining,
+    TrainingItem,
+    TrainingStrategy,
+)
+from burnlike.train.logger import read_epochs
+from burnlike.train.metric import AccuracyMetric, LossMetric
+from tests.helpers.fit import StackingBatcher
+from tests.helpers.toy import Classifier, blobs
+
+
+class EpochLoop(SupervisedLearningStrategy):
+    """Burn's single-device loop (`single/strategy.rs`, `single/epoch.rs`) written as a user writes a
+    custom strategy: lr_step before each step, train, optimize, report; validate; checkpoint; stop
+    early when the strategy says so."""
+
+    def __init__(self) -> None:
+        self.epochs_run: list[int] = []
+        self.lrs: list[float] = []
+
+    def fit(self, training_components, learner, dataloader_train, dataloader_valid, starting_epoch):
+        processor = training_components.event_processor
+        n = training_components.num_epochs
+        for epoch in range(starting_epoch, n + 1):
+            self.epochs_run.append(epoch)
+            iterator = dataloader_train.iter()
+            for iteration, batch in enumerate(iterator, start=1):
+                learner.lr_step()
+                self.lrs.append(learner.lr_current())
+                out = learner.train_step(batch)
+                learner.optimizer_step(out.grads)
+                processor.process_train(LearnerEvent.ProcessedItem(
+                    TrainingItem(out.item, iterator.progress(), Progress.new(epoch, n), iteration, learner.lr_current())))
+                if training_components.interrupter.should_stop():
+                    break
+            processor.process_train(LearnerEvent.EndEpoch(epoch))
+            if training_components.interrupter.should_stop():
+                break
+            model = learner.model().valid()
+            iterator = dataloader_valid.iter()
+            for iteration, batch in enumerate(iterator, start=1):
+                processor.process_valid(LearnerEvent.ProcessedItem(
+                    TrainingItem(model.valid_step(batch), iterator.progress(), Progress.new(epoch, n), iteration)))
+            processor.process_valid(LearnerEvent.EndEpoch(epoch))
+            if training_components.checkpointer is not None:
+                training_components.checkpointer.checkpoint(learner, epoch, training_components.event_store)
+            stopping = training_components.early_stopping
+            if stopping is not None and stopping.should_stop(epoch, training_components.event_store):
+                break
+        return learner.model(), processor
+
+
+def loaders():
+    train = DataLoaderBuilder(StackingBatcher()).batch_size(32).build(blobs(96))
+    valid = DataLoaderBuilder(StackingBatcher()).batch_size(50).build(blobs(50, seed=2))
+    return train, valid
+
+
+def training(root, strategy, epochs=3):
+    train, valid = loaders()
+    return (SupervisedTraining(root, train, valid).metrics(AccuracyMetric(), LossMetric()).num_epochs(epochs)
+            .with_application_logger(None).with_training_strategy(TrainingStrategy.Custom(strategy)))
+
+
+def by_hand(epochs: int, lr_config, optim_config) -> torch.nn.Module:
+    """The same loop without burnlike's learner: the optimizer stepped at the schedule's k-th rate."""
+    burnlike.seed(0)
+    model = Classifier()
+    optim, scheduler = optim_config.init(), lr_config.init()
+    train, _ = loaders()
+    for _ in range(epochs):
+        for batch in train:
+            lr = scheduler.step()
+            out = model.train_step(batch)
+            model = optim.step(lr, model, GradientsParams.from_grads(out.grads, model))
+    return model
+
+
+def test_a_custom_strategy_trains_exactly_as_its_loop_says_with_burns_schedule_order(tmp_path):
+    """`lr_step()` before each step gives the schedule's k-th rate from k = 1 (Burn's
+    `learner.lr_step()` per item); `optimizer_step` applies it: the weights equal a hand-written loop's."""
+    burnlike.seed(0)
+    strategy = EpochLoop()
+    schedule = StepLrSchedulerConfig(0.1, 2, 0.5)
+    result = training(tmp_path, strategy).launch(Learner(Classifier(), SgdConfig(), schedule))
+    assert strategy.epochs_run == [1, 2, 3]
+    assert strategy.lrs == [schedule.init().lr_at(k) for k in range(1, 10)]  # 3 batches x 3 epochs
+    expected = by_hand(3, schedule, SgdConfig())
+    assert all(torch.equal(a, b) for a, b in zip(result.model.state_dict().values(), expected.state_dict().values()))
+    assert result.trainer is None and not result.model.training
+
+
+def test_the_event_processor_writes_burns_metric_logs_and_the_store_for_every_epoch(tmp_path):
+    burnlike.seed(0)
+    result = training(tmp_path, EpochLoop()).summary().launch(Learner(Classifier(), AdamConfig(), 1e-2))
+    for split in ("train", "valid"):
+        for name in ("Accuracy", "Loss"):
+            logged = read_epochs(tmp_path, split, name)
+            assert sorted(logged) == [1, 2, 3]
+            assert {e: result.summary.get(split, name).epochs[e] for e in logged} == pytest.approx(logged)
+    train_lines = (tmp_path / "train" / "epoch-1" / "Accuracy.log").read_text().splitlines()
+    assert len(train_lines) == 3 and all(line.endswith(",32") for line in train_lines)  # value,count per step
+    assert (tmp_path / "metrics.png").exists()
+
+
+def test_the_checkpointer_writes_burns_three_files_and_keeps_the_last_n(tmp_path):
+    burnlike.seed(0)
+    recorder = NamedMpkFileRecorder(FullPrecisionSettings())
+    (training(tmp_path, EpochLoop()).with_file_checkpointer(recorder)
+     .with_checkpointing_strategy(KeepLastNCheckpoints(2)).launch(Learner(Classifier(), AdamConfig(), 1e-2)))
+    names = sorted(p.name for p in (tmp_path / "checkpoint").iterdir())
+    assert names == [f"{kind}-{n}.mpk" for kind in ("model", "optim", "scheduler") for n in (2, 3)]
+    optim = sniff(tmp_path / "checkpoint" / "optim-3.mpk").load(tmp_path / "checkpoint" / "optim-3.mpk")
+    # Burn's Adam record: ParamId -> {"V1": {"Rank<D>": {"momentum": {...}}}}, one per parameter
+    assert len(optim) == 2 and all(set(v) == {"V1"} for v in optim.values())
+    assert sorted(next(iter(v["V1"])) for v in optim.values()) == ["Rank1", "Rank2"]
+    scheduler = sniff(tmp_path / "checkpoint" / "scheduler-3.mpk").load(tmp_path / "checkpoint" / "scheduler-3.mpk")
+    assert scheduler == {"iteration": 9}
+
+
+@pytest.mark.parametrize("resume", [2, "last"])
+def test_a_resumed_custom_run_ends_with_the_uninterrupted_weights_and_logs(tmp_path, resume):
+    """`checkpoint(N)` (or "last") loads model/optim/scheduler-N, starts at N + 1 and keeps the
+    earlier epochs' values from the logs: the weights and every epoch's value match a run of 4."""
+    recorder = NamedMpkFileRecorder(FullPrecisionSettings())
+    schedule = StepLrSchedulerConfig(0.05, 2, 0.5)
+    burnlike.seed(0)
+    whole = (training(tmp_path / "whole", EpochLoop(), epochs=4).with_file_checkpointer(recorder)
+             .launch(Learner(Classifier(), AdamConfig(), schedule)))
+    burnlike.seed(0)
+    training(tmp_path / "cut", EpochLoop(), epochs=2).with_file_checkpointer(recorder).launch(
+        Learner(Classifier(), AdamConfig(), schedule))
+    strategy = EpochLoop()
+    burnlike.seed(1)  # a fresh model: everything it trains from comes from the checkpoint
+    resumed = (training(tmp_path / "cut", strategy, epochs=4).with_file_checkpointer(recorder).checkpoint(resume)
+               .summary().launch(Learner(Classifier(), AdamConfig(), schedule)))
+    assert strategy.epochs_run == [3, 4]
+    assert strategy.lrs == [schedule.init().lr_at(k) for k in range(7, 13)]
+    for a, b in zip(resumed.model.state_dict().values(), whole.model.state_dict().values()):
+        assert torch.equal(a, b)
+    for split in ("train", "valid"):
+        assert read_epochs(tmp_path / "cut", split, "Loss") == read_epochs(tmp_path / "whole", split, "Loss")
+    assert sorted(resumed.summary.get("valid", "Loss").epochs) == [1, 2, 3, 4]
+
+
+def test_early_stopping_and_the_interrupter_reach_the_custom_loop(tmp_path):
+    burnlike.seed(0)
+    strategy = EpochLoop()
+    stopping = MetricEarlyStoppingStrategy(LossMetric(), condition=StoppingCondition.NoImprovementSince(n_epochs=1))
+    training(tmp_path / "early", strategy, epochs=50).early_stopping(stopping).launch(
+        Learner(Classifier(), SgdConfig(), 1e3))  # a rate that diverges: the loss stops improving
+    assert 2 <= len(strategy.epochs_run) < 50
+    strategy = EpochLoop()
+    built = training(tmp_path / "stop", strategy, epochs=5)
+    built.interrupter().stop("enough")
+    built.launch(Learner(Classifier(), SgdConfig(), 0.1))
+    assert strategy.epochs_run == [1] and len(strategy.lrs) == 1
+
+
+def test_lightning_settings_a_custom_loop_cannot_apply_are_refused_by_name(tmp_path):
+    for configure, name in ((lambda t: t.trainer_kwargs(precision="16-mixed"), "trainer_kwargs(...)"),
+                            (lambda t: t.cuda_graph(), "cuda_graph()")):
+        with pytest.raises(ValueError, match=r"TrainingStrategy.Custom\(strategy\) runs your strategy's fit.*"
+                                             + name.replace("(", r"\(").replace(")", r"\)")):
+            configure(training(tmp_path, EpochLoop())).launch(Learner(Classifier(), SgdConfig(), 0.1))
+    with pytest.raises(ValueError, match=r"checkpoint\(epoch\) needs with_file_checkpointer"):
+        training(tmp_path, EpochLoop()).checkpoint(1).launch(Learner(Classifier(), SgdConfig(), 0.1))
+    with pytest.raises(TypeError, match="places the model itself"):
+        TrainingStrategy.Custom(EpochLoop(), ["cpu"])
+
+
+def test_custom_still_takes_a_lightning_strategy_for_the_trainer(tmp_path):
+    from lightning.pytorch.strategies import SingleDeviceStrategy
+
+    execution = TrainingStrategy.Custom(SingleDeviceStrategy("cpu"))
+    assert isinstance(execution.trainer_kwargs()["strategy"], SingleDeviceStrategy)
+    assert TrainingStrategy.custom(EpochLoop()).__class__ is EpochLoop
