@@ -24,7 +24,9 @@ the score of a package in minutes instead of hours, with a 95% Wilson interval a
 
 Score = (killed + timeout) / (mutants − accepted equivalents). A timeout counts as caught (the
 mutant made a test hang, e.g. a loop bound flipped); "no tests" counts as not caught. Accepted
-equivalent mutants are listed with a reason each in scripts/mutation_equivalent.txt.
+equivalent mutants are listed with a reason each in scripts/mutation_equivalent.txt. Mutants only a
+CUDA run reaches (scripts/mutation_cuda.txt) are counted apart as "cuda only" on a machine without
+CUDA: out of the score, and not called equivalent.
 
 Mutants that only a test marked `slow` can catch (left out of mutmut's runs: subprocesses, DDP) are
 listed in scripts/mutation_slow.txt with that test: after each run, a listed mutant that survived is
@@ -50,6 +52,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ["burnlike.record", "burnlike.train", "burnlike.optim", "burnlike.data", "burnlike.app"]
 EQUIVALENT = ROOT / "scripts" / "mutation_equivalent.txt"
 SLOW_KILLS = ROOT / "scripts" / "mutation_slow.txt"
+CUDA_ONLY = ROOT / "scripts" / "mutation_cuda.txt"
 CAUGHT = {"killed", "timeout"}
 
 
@@ -78,6 +81,14 @@ def listed(path: Path) -> dict[str, list[str]]:
 def equivalents() -> set[str]:
     """The mutants accepted as equivalent (`mutant name  # why it can't be killed` per line)."""
     return set(listed(EQUIVALENT))
+
+
+def cuda_only() -> set[str]:
+    """The mutants only a CUDA run reaches, when this machine has no CUDA device (else none: a GPU
+    machine tests them like the others)."""
+    import torch
+
+    return set() if torch.cuda.is_available() else set(listed(CUDA_ONLY))
 
 
 def check_slow_kills(only: list[str] | None) -> None:
@@ -172,6 +183,7 @@ def report(sampled: dict[str, list[str]] | None = None) -> int:
         print(done.stderr, file=sys.stderr)
         return done.returncode
     accepted = equivalents()
+    on_gpu_only = cuda_only()
     counts: dict[str, Counter[str]] = {p: Counter() for p in PACKAGES}
     survivors: list[str] = []
     known: set[str] = set()
@@ -190,23 +202,25 @@ def report(sampled: dict[str, list[str]] | None = None) -> int:
                 stale.append(name)
             else:
                 status = "equivalent"
+        elif name in on_gpu_only and status not in CAUGHT:
+            status = "cuda only"
         counts[package][status] += 1
-        if status not in CAUGHT | {"equivalent", "not checked"}:
+        if status not in CAUGHT | {"equivalent", "not checked", "cuda only"}:
             survivors.append(f"{name}: {status}")
     kind = "a seeded random sample per package" if sampled else "every mutant"
     print(f"mutation score, {date.today()} (mutmut, tests covering each mutant; {kind})")
     print(f"{'package':<18} {'mutants':>7} {'killed':>7} {'timeout':>7} {'survived':>8} {'no tests':>8} "
-          f"{'untested':>8} {'equiv.':>6} {'score':>7}" + ("  95% interval" if sampled else ""))
+          f"{'untested':>8} {'equiv.':>6} {'cuda':>5} {'score':>7}" + ("  95% interval" if sampled else ""))
     for package, c in counts.items():
         total = sum(c.values())
         if not total or c["not checked"] == total:  # not run yet (e.g. another package's --only run)
             continue
         caught = c["killed"] + c["timeout"]
-        scored = total - c["equivalent"] - c["not checked"]
+        scored = total - c["equivalent"] - c["not checked"] - c["cuda only"]
         score = 100.0 * caught / max(1, scored)
         interval = "  {:.1f}-{:.1f}%".format(*wilson(caught, scored)) if sampled else ""
         print(f"{package:<18} {total:>7} {c['killed']:>7} {c['timeout']:>7} {c['survived']:>8} "
-              f"{c['no tests']:>8} {c['not checked']:>8} {c['equivalent']:>6} {score:>6.1f}%{interval}")
+              f"{c['no tests']:>8} {c['not checked']:>8} {c['equivalent']:>6} {c['cuda only']:>5} {score:>6.1f}%{interval}")
     stale += sorted(accepted - known)  # its function was renamed or removed
     if stale:
         print(f"{len(stale)} entries of {EQUIVALENT.name} are stale (caught by a test, or no such mutant: the "
