@@ -151,7 +151,9 @@ def _pil(data: bytes, mode: str | None, size: tuple[int, int] | None) -> np.ndar
         if mode is not None:
             image = image.convert(mode)
         elif image.mode in ("P", "PA"):
-            image = image.convert("RGBA" if "transparency" in image.info or image.mode == "PA" else "RGB")
+            # alpha from a tRNS chunk, a PA image, or the palette itself (a TGA's 32-bit colour map)
+            alpha = "transparency" in image.info or image.mode == "PA" or getattr(image.palette, "mode", "") == "RGBA"
+            image = image.convert("RGBA" if alpha else "RGB")
         elif image.mode in ("1", "CMYK", "YCbCr", "LAB", "HSV"):
             image = image.convert("L" if image.mode == "1" else "RGB")
         elif image.mode == "I":
@@ -179,7 +181,8 @@ def _torchvision(data: bytes, mode: str | None, size: tuple[int, int] | None) ->
     if size is not None and tuple(image.shape[1:]) != tuple(size):
         resized = torch.nn.functional.interpolate(image[None].float(), size=tuple(size), mode="bilinear",
                                                   antialias=True, align_corners=False)[0]
-        image = resized.round_().clamp_(0, 255).to(torch.uint8)
+        depth = image.dtype  # uint8, or uint16 for a 16-bit PNG: kept, as Pillow keeps it
+        image = resized.round_().clamp_(0, torch.iinfo(depth).max).to(depth)
     pixels: np.ndarray = image.permute(1, 2, 0).contiguous().numpy()
     return pixels
 

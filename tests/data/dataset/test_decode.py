@@ -185,6 +185,34 @@ def test_torchvision_downscales_with_antialiasing_and_keeps_black_black(tmp_path
     assert np.array_equal(same, image)
 
 
+@pytest.mark.parametrize("decoder", ["auto", "pil"])
+def test_a_palette_with_alpha_decodes_to_rgba(tmp_path, decoder):
+    """A TGA's colour map can hold alpha (no tRNS chunk, no PA mode): the file's own channels are RGBA."""
+    image = Image.new("P", (3, 2))
+    image.putpalette([10, 20, 30, 40, 200, 150, 100, 255] * 128, "RGBA")
+    image.putdata([0, 1, 0, 1, 1, 0])
+    path = tmp_path / "map.tga"
+    image.save(path)
+    got = decode_image(path, decoder)
+    assert got.shape == (2, 3, 4) and got[0, 0].tolist() == [10, 20, 30, 40] and got[0, 1].tolist() == [200, 150, 100, 255]
+    grey = Image.new("P", (2, 2))
+    grey.putpalette([90, 80, 70] * 256, "RGB")
+    grey.save(tmp_path / "map3.tga")
+    assert decode_image(tmp_path / "map3.tga", decoder).shape == (2, 2, 3)
+
+
+@pytest.mark.parametrize("decoder", ["auto", "pil", "torchvision"])
+def test_a_resized_16_bit_png_keeps_its_depth_with_every_decoder(tmp_path, decoder):
+    """Resizing doesn't crush 16-bit greyscale to 8 bits: the values stay Pillow's, up to 65535."""
+    grey = (np.arange(6 * 8, dtype=np.uint16).reshape(6, 8) * 1000 + 18000).astype(np.uint16)
+    path = tmp_path / "deep.png"
+    Image.fromarray(grey).save(path)
+    got = decode_image(path, decoder, size=(3, 4))
+    reference = np.asarray(Image.fromarray(grey).resize((4, 3), Image.Resampling.BILINEAR)).astype(int)
+    assert got.shape == (3, 4, 1) and got.dtype == np.uint16
+    assert np.abs(got[:, :, 0].astype(int) - reference).max() <= 1 and got.max() > 255
+
+
 # --- the fast PNG path --------------------------------------------------------------------------------------
 @pytest.mark.parametrize(("colour", "channels"), [(0, 1), (2, 3), (4, 2), (6, 4)])
 def test_fast_png_core_decodes_every_8_bit_colour_type_itself(tmp_path, monkeypatch, colour, channels):
