@@ -417,6 +417,18 @@ def test_newest_checkpoint_skips_a_checkpoint_whose_step_is_not_an_integer(tmp_p
     assert newest_checkpoint(tmp_path, "mpk") == folder / "trainer-1.mpk"
 
 
+def test_newest_checkpoint_reads_a_files_kind_up_to_its_first_dash(tmp_path):
+    """`trainer-3-copy.mpk` is a trainer checkpoint (the kind is the name up to the first dash, the
+    step comes from inside the file), while `old-trainer-9.mpk` is no kind at all."""
+    folder = tmp_path / "checkpoint"
+    folder.mkdir()
+    write_checkpoint(folder / "trainer-3.mpk", 12)
+    write_checkpoint(folder / "old-trainer-9.mpk", 99)
+    assert newest_checkpoint(tmp_path, "mpk") == folder / "trainer-3.mpk"
+    write_checkpoint(folder / "trainer-3-copy.mpk", 40)
+    assert newest_checkpoint(tmp_path, "mpk") == folder / "trainer-3-copy.mpk"
+
+
 # --- early stopping: the strategy and its callback -------------------------------------------------
 def test_early_stopping_has_burns_semantics():
     # n epochs without a strict improvement, counted in epochs since the best

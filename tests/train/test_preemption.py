@@ -128,3 +128,23 @@ def test_a_signal_at_an_epochs_last_step_waits_for_its_checkpoint(tmp_path, caps
 def test_a_signal_as_the_run_ends_says_it_finished(tmp_path, capsys):
     fit(cpu_builder(tmp_path, epochs=1).callback(SignalAfter(4, signal.SIGUSR1)).trainer_kwargs(limit_val_batches=0))
     assert capsys.readouterr().err == "burnlike: SIGUSR1 arrived as the run ended; it finished (nothing to resume)\n"
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_with_no_trainer_attached_is_only_noted(tmp_path, signum):
+    """teardown lets go of the trainer just before it gives the signal handlers back: a signal in
+    between reaches the handler with no trainer, and must be noted, not raise inside the handler."""
+    preemption = Preemption(lambda step: tmp_path / f"preempted-{step}.mpk")
+    preemption._notice(signum, None)
+    assert preemption.received == signum
+
+
+def test_a_sigterm_puts_lightnings_flag_back_to_false_not_just_falsy(tmp_path):
+    """Trainer.received_sigterm is a bool a user's callback may read or print: after the handler it
+    reads False again, as before any signal."""
+    trainer = L.Trainer(logger=False, enable_checkpointing=False, enable_progress_bar=False)
+    trainer._signal_connector.received_sigterm = True  # Lightning's own handler ran first
+    preemption = Preemption(lambda step: tmp_path / f"preempted-{step}.mpk")
+    preemption._trainer = trainer
+    preemption._notice(signal.SIGTERM, None)
+    assert preemption.received == signal.SIGTERM and trainer.received_sigterm is False

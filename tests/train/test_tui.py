@@ -379,3 +379,11 @@ def test_a_live_view_serves_another_run_after_one_ended_or_failed(tmp_path):
     before = console.file.getvalue()
     silent_builder(tmp_path / "quiet2").progress_bar(True).callback(view).build(Classifier(), AdamConfig(), 1e-2).fit(loader(32, 16))
     assert console.file.getvalue() == before
+
+
+def test_stopping_a_view_that_never_started_does_nothing():
+    """The handler list _stop gives back starts empty, not unset: stopping before any start (a
+    failure before on_train_start) leaves the view as it was."""
+    view = LiveView(console=terminal())
+    view._stop()
+    assert view._live is None and view._moved == []

@@ -188,6 +188,18 @@ def test_map_location_dict_keys_are_location_tags_matched_exactly(tmp_path):
     assert all(t.device.type == "meta" for t in tensors(load_checkpoint(path, map_location={"cpu": "meta"})))
 
 
+@pytest.mark.parametrize("key", ["None", None, "XXcpuXX", "cuda:0"])
+def test_a_map_location_dict_without_the_cpu_tag_leaves_tensors_whatever_its_other_keys(tmp_path, key):
+    """Decoded tensors are on the CPU, so only a "cpu" entry applies: a key that is not that tag (the
+    text "None", None itself, a longer name containing "cpu") moves nothing, and with a "cpu" entry
+    too, that entry alone decides."""
+    path = save_checkpoint(tmp_path / "last.ckpt", {"w": torch.arange(3.0)})
+    kept = load_checkpoint(path, map_location={key: "meta"})["state_dict"]["w"]
+    assert kept.device.type == "cpu" and torch.equal(kept, torch.arange(3.0))
+    moved = load_checkpoint(path, map_location={key: "cpu", "cpu": "meta"})["state_dict"]["w"]
+    assert moved.device.type == "meta"
+
+
 def test_a_map_location_callable_returning_none_keeps_the_tensor(tmp_path):
     path = save_checkpoint(tmp_path / "last.ckpt", {"w": torch.arange(3.0)})
     w = load_checkpoint(path, map_location=lambda t, location: None)["state_dict"]["w"]
@@ -469,3 +481,12 @@ def test_a_module_whose_hparams_are_an_omegaconf_config_loads_back_from_the_plug
         trainer.save_checkpoint(tmp_path / "c.ckpt")
     back = load_from_checkpoint(Configured, tmp_path / "c.ckpt")
     assert isinstance(back.hparams, DictConfig) and back.hparams.sub.width == 2 and back.hparams.lr == 0.1
+
+
+@pytest.mark.stack
+def test_the_torch_save_checkpoint_warning_names_the_line_that_loaded_it(tmp_path):
+    path = torch_saved(tmp_path / "t.ckpt", {"state_dict": {"w": torch.ones(2)}})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        load_checkpoint(path)
+    assert [Path(w.filename).name for w in caught if "torch.save checkpoint" in str(w.message)] == [Path(__file__).name]
