@@ -420,3 +420,15 @@ def test_a_shuffled_slice_shuffles_its_own_items():
     seen = torch.cat([b.y for b in part])
     assert sorted(seen.tolist()) == sorted(torch.stack([blobs(12)[i][1] for i in range(6)]).tolist())
     assert part.shuffle_seed == 5 and isinstance(part.sampler, type(loader.sampler))
+
+
+def test_a_device_loader_takes_a_sampler_of_numpy_integers():
+    """A sampler may yield numpy integers of any width (an int16 permutation, say): the order is made
+    int64, the index type gathers on the device take."""
+    import numpy as np
+
+    from burnlike.data.dataloader import DeviceDataLoader
+
+    order = [np.int16(i) for i in (4, 0, 3, 1, 2)]
+    loader = DeviceDataLoader(Stack(), InMemDataset([10, 11, 12, 13, 14]), 2, order, False, torch.device("cpu"))
+    assert [b.tolist() for b in loader] == [[14, 10], [13, 11], [12]]
