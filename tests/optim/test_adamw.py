@@ -48,3 +48,16 @@ def test_adamw_cautious_weight_decay_matches_burn_rule(amsgrad):
     plain = run_custom_loop(AdamWConfig(weight_decay=wd, amsgrad=amsgrad), lr)  # torch.optim.AdamW
     assert_matches_rule(plain, adam_rule(lr, 0.9, 0.999, 1e-5, amsgrad, decoupled=wd), dict, atol=2e-6)
     assert not np.allclose(seen[-1][0][0], plain[-1][0][0], atol=1e-4)  # the mask changed some weights
+
+
+def test_adamw_update_defaults_to_plain_decay_without_amsgrad():
+    """Called without `amsgrad`/`cautious` (a public function's defaults), a step is plain AdamW: no
+    max-of-second-moments state, and the decay applies even where it opposes the update."""
+    from burnlike.optim.adamw import adamw_update
+
+    param, state = torch.tensor([1.0, -2.0]), {}
+    adamw_update(param, torch.tensor([-0.5, -0.5]), state, lr=0.1, beta_1=0.9, beta_2=0.999, epsilon=1e-8,
+                 weight_decay=0.5)
+    assert set(state) == {"step", "exp_avg", "exp_avg_sq"}
+    # decayed by 1 - lr * wd = 0.95 everywhere, then the first bias-corrected step (+lr against the gradient)
+    torch.testing.assert_close(param, torch.tensor([1.0 * 0.95 + 0.1, -2.0 * 0.95 + 0.1]))
