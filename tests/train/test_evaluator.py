@@ -7,8 +7,10 @@ types, else at the first test step."""
 
 from __future__ import annotations
 
+import io
 import logging
 import math
+import sys
 import warnings
 
 import pytest
@@ -242,3 +244,14 @@ def test_evaluation_summary_row_names_the_tag_as_given_and_is_printed(tmp_path, 
     assert result.summary.get("test (mnist/digits)", "Accuracy") == MetricSummary(
         "test (mnist/digits)", "Accuracy", value, 1, value, 1, {1: value})
     assert "Learner Summary" in capsys.readouterr().out
+
+
+def test_the_evaluation_summary_is_flushed_to_stdout_at_once(tmp_path, monkeypatch):
+    """The summary is printed and flushed: a stdout that is a pipe (block-buffered) holds it at once,
+    before the next evaluation or a crash, not when Python's buffer happens to fill."""
+    raw = io.BytesIO()
+    monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(io.BufferedWriter(raw), encoding="utf-8"))
+    evaluator = (EvaluatorBuilder(tmp_path).metrics(LossMetric()).summary().progress_bar(False)
+                 .with_application_logger(False).build(Classifier()))
+    evaluator.eval("blobs", loader(32, 16))
+    assert "| Test (blobs)" in raw.getvalue().decode()
