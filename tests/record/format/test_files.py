@@ -37,6 +37,7 @@ from burnlike.record.format import files
 from burnlike.record.format.files import (
     MAX_RATIO,
     MIN_LIMIT,
+    WritebackFile,
     atomic_write,
     gunzip,
     read_head,
@@ -587,3 +588,12 @@ def test_a_saved_file_has_the_mode_open_gives_under_the_umask(tmp_path, umask, w
     finally:
         os.umask(before)
     assert oct(path.stat().st_mode & 0o777) == oct(reference.stat().st_mode & 0o777) == oct(0o666 & ~umask)
+
+
+def test_a_writeback_file_seeks_from_the_end_as_asked(tmp_path):
+    """WritebackFile.seek keeps io's `whence`: from the end, it lands past the bytes written."""
+    with WritebackFile(io.FileIO(tmp_path / "f.bin", "wb"), 16, writeback=False) as f:
+        f.write(b"0123456789")
+        assert f.seek(-4, io.SEEK_END) == 6
+        f.write(b"AB")
+    assert (tmp_path / "f.bin").read_bytes() == b"012345AB89"

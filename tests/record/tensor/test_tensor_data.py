@@ -134,3 +134,9 @@ def test_tensor_bytes_that_do_not_match_the_shape_are_refused(tmp_path, width, e
     got = width * width * 4 + extra
     with pytest.raises(RecordError, match=rf"at 'linear\.weight'.*{got} bytes don't hold shape \[{width}, {width}\]"):
         Tiny(width).load_file(path, DefaultRecorder())
+
+
+def test_check_data_without_a_key_names_no_place_in_its_error():
+    with pytest.raises(RecordError) as caught:
+        check_data({"bytes": b""})
+    assert str(caught.value) == "expected TensorData {bytes, shape, dtype}"
