@@ -99,6 +99,35 @@ def test_newton_schulz_orthogonalises_and_scales_small_updates_by_epsilon():
     assert torch.equal(newton_schulz(tiny, (1.0, 0.0, 0.0), 1, 1.0), tiny)  # ‖g‖ < ε: divided by ε
 
 
+NS = (3.4445, -4.775, 2.0315)
+
+
+def test_a_tall_matrix_is_orthogonalised_exactly_as_its_transpose():
+    """Burn iterates on the wide orientation (the smaller Gram matrix): a tall matrix's result is its
+    transpose's, transposed, to the last bit, not the same matrix up to rounding."""
+    torch.manual_seed(0)
+    g = torch.randn(7, 3)
+    assert torch.equal(newton_schulz(g, NS, 5, 1e-7), newton_schulz(g.mT, NS, 5, 1e-7).mT)
+
+
+def test_a_square_matrix_is_iterated_as_given_not_transposed():
+    torch.manual_seed(0)
+    g = torch.randn(5, 5)
+    a, b, c = NS
+    x = g / g.pow(2).sum().sqrt().clamp_min(1e-7)
+    for _ in range(5):
+        gram = x @ x.mT
+        x = a * x + (b * gram + c * (gram @ gram)) @ x
+    assert torch.equal(newton_schulz(g, NS, 5, 1e-7), x)
+
+
+def test_a_tall_matrix_with_a_leading_batch_dimension_is_orthogonalised_through_its_transpose():
+    """Burn's iteration takes any rank and looks at the last two dimensions only."""
+    torch.manual_seed(0)
+    g = torch.randn(1, 7, 3)
+    assert torch.equal(newton_schulz(g, NS, 5, 1e-7), newton_schulz(g.mT, NS, 5, 1e-7).mT)
+
+
 def test_adjust_lr_ratio_is_one_for_vectors_and_wide_matrices_under_original():
     assert AdjustLrFn.ORIGINAL.ratio(torch.Size([7])) == 1.0
     assert AdjustLrFn.MATCH_RMS_ADAMW.ratio(torch.Size([7])) == 1.0

@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 from burnlike.autodiff import backward
+from burnlike.config import config
 from burnlike.optim import (
     AdaGradConfig,
     AdamConfig,
@@ -190,6 +191,17 @@ def test_clipping_skips_parameters_without_gradient_and_defaults_to_norm_one():
     assert q.grad is None and p.grad.tolist() == pytest.approx([0.6, 0.8])
     assert GradientClippingConfig.Value(2.0) == GradientClippingConfig("value", 2.0)
     assert GradientClippingConfig.Norm(2.0) == GradientClippingConfig("norm", 2.0)
+
+
+def test_norm_clips_by_norm_even_in_a_subclass_whose_default_kind_is_value():
+    """`Norm` is a classmethod: a subclass's own field defaults must not decide the variant."""
+
+    @config
+    class ValueByDefault(GradientClippingConfig):
+        kind: str = "value"
+
+    clipping = ValueByDefault.Norm(1.0)
+    assert clipping.kind == "norm" and clipping.serde_value() == {"Norm": 1.0}
 
 
 def test_clipping_refuses_an_unknown_kind_naming_it():
