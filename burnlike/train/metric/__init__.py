@@ -10,6 +10,7 @@ from burnlike.train.metric.confusion import (
     PrecisionMetric,
     RecallMetric,
 )
+from burnlike.train.metric.dists import Dists, DistsConfig, DistsMetric
 from burnlike.train.metric.entry import (
     MetricDefinition,
     MetricEntry,
@@ -18,6 +19,16 @@ from burnlike.train.metric.entry import (
     NumericEntry,
     SerializedEntry,
 )
+from burnlike.train.metric.fid import Fid, FidConfig, FidMetric, InceptionV3FeatureExtractor
+from burnlike.train.metric.lpips import (
+    Lpips,
+    LpipsConfig,
+    LpipsMetric,
+    LpipsNet,
+    get_backbone_weights_url,
+    get_lpips_weights_url,
+)
+from burnlike.train.metric.pretrained import WeightsError
 from burnlike.train.metric.process import CpuMemory, CpuUse, IterationSpeedMetric, LearningRateMetric
 from burnlike.train.metric.system import CpuTemperature, CudaMetric, CudaUtilization
 from burnlike.train.metric.text import CharErrorRate, CorpusPerplexityMetric, PerplexityMetric, WordErrorRate
@@ -41,6 +52,17 @@ __all__ = [
     "CudaUtilization",
     "DiceMetric",
     "DiceMetricConfig",
+    "Dists",
+    "DistsConfig",
+    "DistsMetric",
+    "Fid",
+    "FidConfig",
+    "FidMetric",
+    "InceptionV3FeatureExtractor",
+    "Lpips",
+    "LpipsConfig",
+    "LpipsMetric",
+    "LpipsNet",
     "MsSsimMetric",
     "MsSsimMetricConfig",
     "PerplexityMetric",
@@ -48,7 +70,10 @@ __all__ = [
     "PsnrMetricConfig",
     "SsimMetric",
     "SsimMetricConfig",
+    "WeightsError",
     "WordErrorRate",
+    "get_backbone_weights_url",
+    "get_lpips_weights_url",
     "AurocMetric",
     "ClassReduction",
     "FBetaScoreMetric",
