@@ -42,6 +42,10 @@ SHELL = {"bash", "sh", "shell"}
 PAGES = [REPO / "README.md", *sorted(p for p in (REPO / "docs").rglob("*.md") if "hooks" not in p.parts)]
 HOOKS = REPO / "docs" / "hooks"
 
+# The docs, not burnlike's behaviour: mutation runs leave the whole file out (under mutmut, griffe
+# would parse the trampolined sources of every mutant)
+pytestmark = pytest.mark.slow
+
 
 @dataclass
 class Block:
