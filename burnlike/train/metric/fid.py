@@ -17,9 +17,10 @@ from the eigenvalues of Σ₁Σ₂. Burn takes matrix square roots by Newton–S
 the field, for Burn's config files, but does not use it.
 
 Weights. Burn downloads pytorch-fid's InceptionV3 weights on first use (`weights.rs`); burnlike reads
-them from a path you give and never downloads anything:
-https://github.com/mseitzer/pytorch-fid/releases/download/fid_weights/pt-inception-2015-12-05-6726825d.pth
-(its `fc.*` classifier is not used).
+them from a path you give and never downloads anything. pytorch-fid publishes them as
+https://github.com/mseitzer/pytorch-fid/releases/download/fid_weights/pt_inception-2015-12-05-6726825d.pth
+(Burn 0.21's `weights.rs` spells the file `pt-inception-…`, with a hyphen); its `fc.*` classifier is
+not used.
 
 `FidMetric` is burnlike's: Burn 0.21 has the module but no `Metric` over it. It takes a fit's
 targets as the real images and its outputs as the generated ones, accumulates the epoch's features
@@ -43,7 +44,7 @@ from burnlike.train.metric.pretrained import Held, PathLike, check, copy_into, r
 from burnlike.train.output import IMAGE
 
 INCEPTION_WEIGHTS_URL = ("https://github.com/mseitzer/pytorch-fid/releases/download/fid_weights/"
-                         "pt-inception-2015-12-05-6726825d.pth")
+                         "pt_inception-2015-12-05-6726825d.pth")
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 INPUT_SIZE = 299
@@ -342,7 +343,7 @@ class FidMetric(Metric):
     value exists, so the progress display shows the last epoch's value. A run resumed in the middle
     of an epoch computes that epoch's FID over the images after the resume.
 
-    `FidMetric(FidConfig().init_pretrained("pt-inception-2015-12-05-6726825d.pth"))`."""
+    `FidMetric(FidConfig().init_pretrained("pt_inception-2015-12-05-6726825d.pth"))`."""
 
     name = "FID"
     input = IMAGE

@@ -16,7 +16,9 @@ give and never downloads anything:
 - the backbone's ImageNet weights (`backbone`), as torchvision publishes them:
   VGG16 https://download.pytorch.org/models/vgg16-397923af.pth,
   AlexNet https://download.pytorch.org/models/alexnet-owt-4df8aa71.pth,
-  SqueezeNet 1.1 https://download.pytorch.org/models/squeezenet1_1-f364aa15.pth;
+  SqueezeNet 1.1 https://download.pytorch.org/models/squeezenet1_1-f364aa15.pth
+  (Burn's addresses; torchvision's current files, `alexnet-owt-7be5be79.pth` and
+  `squeezenet1_1-b8a52dc0.pth`, have the same layout);
 - the LPIPS linear layers (`weights`), version 0.1 of
   https://github.com/richzhang/PerceptualSimilarity (`lpips/weights/v0.1/{vgg,alex,squeeze}.pth`).
   torchmetrics installs a copy of these (`torchmetrics/functional/image/lpips_models/`), read when
