@@ -31,6 +31,7 @@ better.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -242,6 +243,13 @@ class DistsMetric(Metric):
         with torch.autocast(x.device.type, enabled=False):
             distance = network.forward_no_reduction(x, y)
         return distance.mean(), x.shape[0]
+
+    def _apply(self, fn: Callable[[Tensor], Tensor], recurse: bool = True) -> DistsMetric:
+        """Moved with the training module (to its device, never to another dtype), though not its
+        submodule: on the device before a CUDA-graph capture."""
+        super()._apply(fn, recurse)  # type: ignore[no-untyped-call]  # torch leaves it untyped
+        self._network.on(self.mean.device)
+        return self
 
     def clone(self) -> DistsMetric:
         """A fresh metric sharing the (frozen) network."""

@@ -31,6 +31,7 @@ epoch: the FID of all the epoch's images.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -39,7 +40,7 @@ from torch import Tensor, nn
 from torchmetrics.image.fid import FrechetInceptionDistance
 
 from burnlike.config import config
-from burnlike.train.metric.base import Metric, MetricContext
+from burnlike.train.metric.base import Metric, MetricContext, Number
 from burnlike.train.metric.pretrained import Held, PathLike, check, copy_into, read_state_dict, tensors
 from burnlike.train.output import IMAGE
 
@@ -378,6 +379,20 @@ class FidMetric(Metric):
         state.update(real, real=True)
         state.update(generated, real=False)
         self._images += generated.shape[0]
+
+    def batch_value(self, item: Any, ctx: MetricContext) -> tuple[Number, Number]:
+        raise TypeError(f"{self.name} has no per-batch value: it is the distance over all the epoch's images "
+                        "(FidMetric.update feeds them, finish_epoch computes it)")
+
+    def _apply(self, fn: Callable[[Tensor], Tensor], recurse: bool = True) -> FidMetric:
+        """Moved with the training module (to its device, never to another dtype), though not its
+        submodule."""
+        super()._apply(fn, recurse)  # type: ignore[no-untyped-call]  # torch leaves it untyped
+        device = self.mean.device
+        self._network.on(device)
+        if self._state.module.device != device:
+            self._state.module.to(device)
+        return self
 
     def finish_epoch(self) -> tuple[float, list[tuple[float, float]]]:
         """The FID of the epoch's images (every process's), and its one log line."""

@@ -31,6 +31,7 @@ better.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -215,6 +216,13 @@ class LpipsMetric(Metric):
         with torch.autocast(x.device.type, enabled=False):
             distance = network.forward_no_reduction(x, y)
         return distance.mean(), x.shape[0]
+
+    def _apply(self, fn: Callable[[Tensor], Tensor], recurse: bool = True) -> LpipsMetric:
+        """Moved with the training module (to its device, never to another dtype), though not its
+        submodule: on the device before a CUDA-graph capture."""
+        super()._apply(fn, recurse)  # type: ignore[no-untyped-call]  # torch leaves it untyped
+        self._network.on(self.mean.device)
+        return self
 
     def clone(self) -> LpipsMetric:
         """A fresh metric sharing the (frozen) network."""

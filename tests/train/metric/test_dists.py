@@ -208,3 +208,13 @@ def test_the_network_stays_out_of_the_metric():
     assert not any(p.requires_grad for p in dists.parameters())
     clone = metric.clone()
     assert clone.dists is dists and clone.name == "DISTS"
+
+
+def test_the_network_moves_with_the_metric_but_keeps_its_dtype():
+    """As the training module's device changes (Lightning moves it before the first step, and before
+    a CUDA-graph capture)."""
+    metric = DistsMetric(Dists())
+    metric.half()
+    assert metric.dists.alpha.dtype == torch.float32
+    metric.to("meta")
+    assert metric.dists.alpha.device.type == "meta"

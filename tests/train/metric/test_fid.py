@@ -268,6 +268,20 @@ def test_the_network_is_not_a_submodule_of_the_metric(inception):
     assert not metric.fid.training and isinstance(metric.fid.extractor, InceptionV3FeatureExtractor)
 
 
+def test_the_network_and_state_move_with_the_metric_but_keep_their_dtype():
+    """As the training module's device changes (Lightning moves it before the first step)."""
+    extractor = nn.Sequential(nn.Conv2d(3, 3, 1), Pooled())
+    extractor.num_features = 12
+    metric = FidMetric(Fid(extractor=extractor))
+    metric.half()
+    assert extractor[0].weight.dtype == torch.float32
+    metric.to("meta")
+    assert extractor[0].weight.device.type == "meta" and metric._state.module.device.type == "meta"
+    with pytest.raises(TypeError, match=r"^FID has no per-batch value: it is the distance over all the epoch's "
+                                        r"images"):
+        metric.batch_value(Images(images(0, 2), images(1, 2)), None)
+
+
 def test_fid_config_reads_burns_json():
     config = FidConfig.from_dict({"normalize": False, "num_iterations": 30})
     assert config == FidConfig(normalize=False, num_iterations=30) and not config.init().normalize

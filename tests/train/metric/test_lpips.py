@@ -220,3 +220,13 @@ def test_the_network_stays_out_of_the_metric_and_in_eval_mode():
     assert not lpips.training and not any(p.requires_grad for p in lpips.parameters())
     clone = metric.clone()
     assert clone.lpips is lpips and clone.name == metric.name and not clone.updated
+
+
+def test_the_network_moves_with_the_metric_but_keeps_its_dtype():
+    """As the training module's device changes (Lightning moves it before the first step, and before
+    a CUDA-graph capture)."""
+    metric = LpipsMetric(Lpips(LpipsNet.Alex))
+    metric.half()
+    assert metric.lpips.model.lin0.model[1].weight.dtype == torch.float32
+    metric.to("meta")
+    assert metric.lpips.model.lin0.model[1].weight.device.type == "meta"
