@@ -30,7 +30,8 @@ from tests.helpers.paths import CONF
 PROCESS_JOBS = ("tests/journeys/test_cluster_day.py", "tests/journeys/test_preemption.py",
                 "tests/journeys/test_multi_node.py", "tests/journeys/test_ddp.py", "tests/journeys/test_sweeps.py",
                 "tests/journeys/test_object_stores.py", "tests/train/test_sharded.py",
-                "tests/record/checkpoint/test_dcp.py", "tests/app/test_ddp.py")
+                "tests/record/checkpoint/test_dcp.py", "tests/app/test_ddp.py",
+                "tests/journeys/test_docs_commands.py")  # docs/clusters.md runs a DDP job
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
