@@ -231,6 +231,13 @@ def test_an_unknown_data_type_is_named():
         build_loaders(cfg)
 
 
+def test_a_null_data_config_is_named_as_none():
+    cfg = OmegaConf.create({"data": None})
+    with pytest.raises(DataConfigError, match=r"^data: None is not a data option this app knows: expected one of "
+                                              r"\['mnist', 'image_folder', 'csv'\]"):
+        build_loaders(cfg)
+
+
 # --- the training order ---------------------------------------------------------------------------
 def test_shuffle_seed_sets_the_training_order(app, tmp_path):
     # same model seed: the first batch's loss differs only if the first batch holds other digits

@@ -177,6 +177,13 @@ def test_resume_point_is_an_epoch_from_one_or_last():
     assert _resume_point("LAST") is None and _resume_point("0") is None
 
 
+def test_validate_takes_an_optimizer_config_without_a_learning_rate(conf):
+    """An optimizer option whose schema has no `lr` is not refused by the lr check."""
+    cfg = OmegaConf.create(OmegaConf.to_container(conf(*SMALL)))  # a plain config: the schema's lr removable
+    del cfg.optimizer["lr"]
+    validate(cfg)
+
+
 @pytest.mark.parametrize("value", ["abc", "0", "-1"])
 def test_a_resume_point_that_is_no_epoch_is_named(conf, value):
     with pytest.raises(AppConfigError, match=rf"^learner.checkpoint={value} is invalid: expected an epoch >= 1 or 'last'"):
@@ -194,6 +201,12 @@ def test_sweep_direction_is_the_metrics_own_and_names_the_metrics_that_have_one(
         with pytest.raises(AppConfigError, match=rf"^optimized_metric='{key}': not a metric with a direction \(expected "
                                                  rf"<split>/<name> with a name among {names} that has one\)$"):
             sweep_direction(key)
+
+
+def test_sweep_direction_reads_the_name_after_the_first_slash_only():
+    """`<split>/<name>`: a key with a second slash names "x/Loss", no metric, not Loss."""
+    with pytest.raises(AppConfigError, match=r"^optimized_metric='valid/x/Loss': not a metric with a direction"):
+        sweep_direction("valid/x/Loss")
 
 
 def test_optuna_search_composes_with_the_optimized_metrics_direction(conf):
@@ -220,6 +233,19 @@ def test_metric_tracker_writes_only_on_its_splits_epochs_and_has_no_best_before_
                                              r"\(higher_is_better=None\), so no epoch is best; optimize a metric such "
                                              r"as valid/Accuracy or valid/Loss$"):
         MetricTracker("train/Cuda", tmp_path / "lr.json", store)
+
+
+def test_a_metric_whose_name_holds_a_slash_is_tracked_under_the_split_before_it(tmp_path):
+    class TopK(Metric):
+        name = "Top/5"
+        unit = "%"
+        higher_is_better = True
+
+    store = MetricStore()
+    store.register([TopK()])
+    tracker = MetricTracker("valid/Top/5", tmp_path / "result.json", store)
+    store.end_epoch(Split.VALID, 1, {"Top/5": EpochEntry(40.0)})
+    assert (tracker.split, tracker.name) == (Split.VALID, "Top/5") and tracker.best() == 40.0
 
 
 def test_result_json_takes_the_direction_from_the_metric(tmp_path):
@@ -402,6 +428,13 @@ def test_multirun_without_lightnings_hook_spawns_ddp(multirun, monkeypatch, capl
         assert trainer_strategy(multirun, "ddp_find_unused_parameters_true") == "ddp_spawn_find_unused_parameters_true"
         assert trainer_strategy(multirun, "ddp") == "ddp_spawn"
     assert "multirun: this Lightning has no Hydra launcher hook; using ddp_spawn for this job" in caplog.messages
+
+
+def test_only_the_leading_ddp_of_a_strategy_name_becomes_ddp_spawn(multirun, monkeypatch):
+    """A strategy registered under a name holding "ddp" twice keeps its later "ddp"."""
+    monkeypatch.delattr(subprocess_script, "_hydra_subprocess_cmd")
+    assert trainer_strategy(multirun, "ddp_find_unused_parameters_true_ddp") == \
+        "ddp_spawn_find_unused_parameters_true_ddp"
 
 
 @pytest.mark.parametrize("key", ["LOCAL_RANK", "NODE_RANK", "RANK", "SLURM_PROCID"])
