@@ -49,6 +49,27 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:] = [item for item in items if item not in out]
 
 
+_WATCHED_LOGGERS = ("", "burnlike", "burnlike.train", "lightning", "lightning.pytorch")
+
+
+@pytest.fixture(autouse=True)
+def _no_handler_outlives_its_test():
+    """A test that runs the app in-process lets Hydra configure logging, whose handlers hold the
+    stream pytest captured for that test, closed once it ends: a later test's log line would then
+    print a logging error into its own captured stderr. Plain stream and file handlers a test adds
+    are removed after it (pytest's own capture handlers are left to pytest)."""
+    import logging
+
+    loggers = [logging.getLogger(name) for name in _WATCHED_LOGGERS]
+    before = {id(lg): set(map(id, lg.handlers)) for lg in loggers}
+    yield
+    for lg in loggers:
+        for handler in list(lg.handlers):
+            if id(handler) not in before[id(lg)] and type(handler) in (logging.StreamHandler, logging.FileHandler):
+                lg.removeHandler(handler)
+                handler.close()
+
+
 @pytest.fixture(scope="module")
 def conf():
     """`conf(*overrides)`: the app's config composed by Hydra from conf/, as `train.py` composes it."""
