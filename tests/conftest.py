@@ -34,6 +34,22 @@ PROCESS_JOBS = ("tests/journeys/test_cluster_day.py", "tests/journeys/test_preem
                 "tests/journeys/test_docs_commands.py")  # docs/clusters.md runs a DDP job
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """mutmut runs several pytest sessions in one process: a handler a library made in an earlier
+    session (Lightning's, on that session's captured stderr) holds a closed stream in the next one,
+    and each of its lines would print a logging error into a test's stderr. Point them at this
+    session's stderr."""
+    if "MUTANT_UNDER_TEST" not in os.environ:
+        return
+    import logging
+
+    for logger in [logging.getLogger(), *logging.Logger.manager.loggerDict.values()]:
+        for handler in getattr(logger, "handlers", ()):
+            stream = getattr(handler, "stream", None)
+            if isinstance(handler, logging.StreamHandler) and getattr(stream, "closed", False):
+                handler.setStream(sys.stderr)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if "MUTANT_UNDER_TEST" not in os.environ:  # a plain run
         for item in items:
