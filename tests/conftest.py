@@ -47,7 +47,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         for handler in getattr(logger, "handlers", ()):
             stream = getattr(handler, "stream", None)
             if isinstance(handler, logging.StreamHandler) and getattr(stream, "closed", False):
-                handler.setStream(sys.stderr)
+                handler.stream = sys.stderr  # (setStream would flush the closed one first)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
