@@ -597,3 +597,14 @@ def test_a_writeback_file_seeks_from_the_end_as_asked(tmp_path):
         assert f.seek(-4, io.SEEK_END) == 6
         f.write(b"AB")
     assert (tmp_path / "f.bin").read_bytes() == b"012345AB89"
+
+
+def test_a_pid_the_kernel_refuses_to_signal_is_a_live_process(monkeypatch):
+    """`os.kill(pid, 0)` refused with EPERM: the pid is another user's live process, whose temp
+    files stay (the forked test above sees it as a user would; this one sees the branch in-process)."""
+
+    def refused(pid: int, sig: int) -> None:
+        raise PermissionError(errno.EPERM, "Operation not permitted")
+
+    monkeypatch.setattr(files.os, "kill", refused)
+    assert files._alive(4242) is True
