@@ -239,3 +239,20 @@ def test_a_dtype_named_inductor_is_refused_without_importing_torch_inductor(tmp_
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert "refused" in out.stdout and "unknown torch dtype '_inductor'" in out.stdout
+
+
+def test_a_big_int_reads_back_as_the_same_int():
+    assert decode_value({TAG: "bigint", "value": str(2**70)}) == 2**70
+
+
+def test_an_unknown_dtype_names_the_file_and_the_key():
+    with pytest.raises(RecordError, match="unknown torch dtype 'float77'") as info:
+        decode_value({TAG: "dtype", "name": "float77"}, "ck.mpk", "hparams.dtype")
+    assert (info.value.path, info.value.key) == ("ck.mpk", "hparams.dtype")
+
+
+def test_an_error_in_a_top_level_list_is_keyed_by_the_index_alone():
+    with pytest.raises(RecordError) as info:
+        decode_value([1, {TAG: "frobnicate"}], "ck.mpk")
+    assert info.value.key == "[1]"
+    assert str(info.value) == "ck.mpk: at '[1]': unknown tagged value 'frobnicate'"
