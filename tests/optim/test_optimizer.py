@@ -19,6 +19,7 @@ from burnlike.optim import (
     AdamConfig,
     AdamWConfig,
     AdanConfig,
+    BurnSgd,
     GradientClippingConfig,
     GradientsParams,
     LBFGSConfig,
@@ -265,3 +266,27 @@ def test_nesterov_reaches_the_custom_loop_step_too():
         model = optim.step(0.1, model, GradientsParams.from_grads(backward(loss), model))
     # v1 = 1, update 1.9; v2 = 0.9 + 0.9 = 1.8, update 0.9·1.8 + 1 = 2.62
     assert model.weight.item() == pytest.approx(1.0 - 0.19 - 0.262, rel=1e-6)
+
+
+def test_serde_value_of_an_unknown_kind_names_it():
+    with raises_exactly(ValueError, "GradientClippingConfig.kind must be 'norm' or 'value', got 'max'"):
+        GradientClippingConfig(kind="max").serde_value()
+
+
+def test_the_earlier_kind_threshold_form_refuses_an_unknown_kind_naming_it():
+    with raises_exactly(ValueError, "kind must be 'norm' or 'value', got 'max'"):
+        GradientClippingConfig.from_serde({"kind": "max", "threshold": 1.0})
+
+
+def test_the_earlier_kind_threshold_form_defaults_the_threshold_to_one():
+    assert GradientClippingConfig.from_serde({"kind": "value"}) == GradientClippingConfig.Value(1.0)
+
+
+def test_burn_sgd_is_not_nesterov_unless_asked():
+    """Plain momentum when `nesterov` is omitted, as torch's SGD: the update is lr·velocity."""
+    w = nn.Parameter(torch.tensor([1.0], dtype=torch.float64))
+    optim = BurnSgd([w], lr=0.1, momentum=0.9)
+    assert optim.defaults["nesterov"] is False and optim.param_groups[0]["nesterov"] is False
+    w.grad = torch.tensor([1.0], dtype=torch.float64)
+    optim.step()
+    assert w.item() == pytest.approx(0.9, rel=1e-12)  # Nesterov's would be 1 - 0.1·1.9
