@@ -166,3 +166,22 @@ def test_bytes_after_the_document_inside_gzip_are_refused(tmp_path):
     path.write_bytes(gzip.compress(gzip.decompress(path.read_bytes()) + b"\xc0"))
     with pytest.raises(RecordError, match="1 bytes of extra data"):
         Tiny().load_file(path, NamedMpkGzFileRecorder())
+
+
+def test_a_value_msgpack_cannot_encode_is_named_by_its_type():
+    with pytest.raises(RecordError, match=r"^can't encode complex \("):
+        write_msgpack({"item": 1j}, io.BytesIO())
+
+
+def test_a_map_is_charged_for_its_own_number_of_entries():
+    """One and three entries: a two-entry map costs 5 whichever count is used."""
+    for doc, cost in (({"a": 1}, 3), ({"a": 1, "b": 2, "c": 3}, 7)):
+        data = msgpack.packb(doc)
+        budget = Budget(100)
+        assert read_msgpack(io.BytesIO(data), len(data), None, budget=budget) == doc
+        assert budget.used == cost, doc
+
+
+def test_a_map_key_that_is_a_list_is_refused_naming_its_type():
+    with pytest.raises(RecordError, match="map key of type list"):
+        decode(b"\x81\x90\xc0")  # {[]: nil}
