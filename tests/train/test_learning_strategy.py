@@ -6,6 +6,8 @@ interrupter and the summary."""
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 import torch
 
@@ -13,8 +15,10 @@ import burnlike
 from burnlike.data import DataLoaderBuilder
 from burnlike.data.dataloader import Progress
 from burnlike.optim import AdamConfig, GradientsParams, SgdConfig
+from burnlike.optim.adan import AdanConfig
 from burnlike.optim.lr_scheduler import StepLrSchedulerConfig
 from burnlike.record import NamedMpkFileRecorder
+from burnlike.record.error import RecordError
 from burnlike.record.format.registry import sniff
 from burnlike.record.tensor.precision import FullPrecisionSettings
 from burnlike.train import (
@@ -28,6 +32,7 @@ from burnlike.train import (
     TrainingItem,
     TrainingStrategy,
 )
+from burnlike.train.learning_strategy import LearningCheckpointer
 from burnlike.train.logger import read_epochs
 from burnlike.train.metric import AccuracyMetric, LossMetric
 from tests.helpers.fit import StackingBatcher
@@ -200,3 +205,48 @@ def test_custom_still_takes_a_lightning_strategy_for_the_trainer(tmp_path):
     execution = TrainingStrategy.Custom(SingleDeviceStrategy("cpu"))
     assert isinstance(execution.trainer_kwargs()["strategy"], SingleDeviceStrategy)
     assert TrainingStrategy.custom(EpochLoop()).__class__ is EpochLoop
+
+
+# --- the learning checkpointer on its own ----------------------------------------------------------
+def trained_checkpointer(folder, optim_config=None) -> tuple[LearningCheckpointer, Learner]:
+    """A checkpointer whose epoch 1 holds a learner after one Adam step (its optim-1 is Burn's Adam
+    record, its scheduler-1 `{"iteration": 1}`)."""
+    burnlike.seed(0)
+    learner = Learner(Classifier(), optim_config or AdamConfig(), 1e-2)
+    train, _ = loaders()
+    learner.lr_step()
+    learner.optimizer_step(learner.train_step(next(iter(train))).grads)
+    checkpointer = LearningCheckpointer(folder, NamedMpkFileRecorder(FullPrecisionSettings()), KeepLastNCheckpoints(2))
+    checkpointer.save(learner, 1)
+    return checkpointer, learner
+
+
+def test_a_save_logs_the_model_file_it_writes(tmp_path, caplog):
+    with caplog.at_level(logging.DEBUG, logger="burnlike.train"):
+        trained_checkpointer(tmp_path)
+    assert f"saving checkpoint {tmp_path / 'model-1.mpk'}" in [r.getMessage() for r in caplog.records]
+
+
+def test_a_checkpoint_loaded_onto_a_device_fills_the_model_moved_there(tmp_path):
+    checkpointer, saved = trained_checkpointer(tmp_path)
+    burnlike.seed(1)
+    learner = checkpointer.load_checkpoint(Learner(Classifier(), AdamConfig(), 1e-2), "cpu", 1)
+    for got, want in zip(learner.model().state_dict().values(), saved.model().state_dict().values()):
+        assert torch.equal(got, want)
+
+
+def test_a_scheduler_file_that_is_not_an_iteration_count_is_named_with_what_was_expected(tmp_path):
+    checkpointer, _ = trained_checkpointer(tmp_path)
+    checkpointer.recorder.record({"iteration": "one"}, tmp_path / "scheduler-1.mpk", exact_path=True)
+    with pytest.raises(RecordError) as caught:
+        checkpointer.load_checkpoint(Learner(Classifier(), AdamConfig(), 1e-2), None, 1)
+    assert str(caught.value) == f"{tmp_path / 'scheduler-1.mpk'}: expected the LR scheduler's state {{'iteration': N}}"
+
+
+def test_a_burn_optimizer_record_for_an_optimizer_burn_has_none_for_names_the_optimizers_that_have(tmp_path):
+    checkpointer, _ = trained_checkpointer(tmp_path)
+    with pytest.raises(RecordError) as caught:
+        checkpointer.load_checkpoint(Learner(Classifier(), AdanConfig(), 1e-2), None, 1)
+    assert str(caught.value).endswith(
+        "optim-1.mpk: a Burn optimizer record, but the learner's optimizer (Adan) has none "
+        "(Adam, AdamW, SGD, RMSProp and AdaGrad do)")
