@@ -15,6 +15,7 @@ import pickle
 import pytest
 import torch
 from torch.utils.data import DataLoader
+from torch.utils.data.distributed import DistributedSampler
 
 from burnlike.data import (
     DataLoaderBuilder,
@@ -24,7 +25,7 @@ from burnlike.data import (
     MnistBatcher,
     MnistDataset,
 )
-from burnlike.data.dataloader import Progress
+from burnlike.data.dataloader import Progress, ResumableDataLoader, epoch_seed
 from burnlike.optim import AdamConfig
 from burnlike.train import LearnerBuilder
 from burnlike.train.metric import AccuracyMetric
@@ -432,3 +433,38 @@ def test_a_device_loader_takes_a_sampler_of_numpy_integers():
     order = [np.int16(i) for i in (4, 0, 3, 1, 2)]
     loader = DeviceDataLoader(Stack(), InMemDataset([10, 11, 12, 13, 14]), 2, order, False, torch.device("cpu"))
     assert [b.tolist() for b in loader] == [[14, 10], [13, 11], [12]]
+
+
+def test_epoch_seeds_are_fixed_so_a_resumed_run_draws_the_orders_it_drew_before():
+    """The order of epoch e comes from `epoch_seed(seed, e)`: a checkpoint written by one version and
+    resumed by another must see the same orders, so the mix is pinned to its values."""
+    assert epoch_seed(42, 0) == 42
+    assert epoch_seed(1, 1) == 6741819538770190798
+    assert epoch_seed(42, 3) == 3684734727176522909
+
+
+def test_a_shuffled_device_loader_slice_shuffles_its_own_items():
+    loader = DataLoaderBuilder(Stack()).batch_size(3).shuffle(5).on_device("cpu").build(InMemDataset(list(range(12))))
+    assert loader.shuffle_seed == 5
+    part = loader.slice(6, 12)
+    assert sorted(torch.cat(list(part)).tolist()) == list(range(6, 12))
+
+
+def test_a_loader_given_the_builders_collate_and_a_device_without_num_workers_batches_there():
+    """Lightning and users re-create a ResumableDataLoader from its constructor arguments, which
+    need not name num_workers (DataLoader's default 0)."""
+    built = DataLoaderBuilder(StackingBatcher()).batch_size(4).build(blobs(8))
+    loader = ResumableDataLoader(blobs(8), batch_size=4, collate_fn=built.collate_fn, device="meta")
+    batches = list(loader)
+    assert len(batches) == 2 and all(b.x.device.type == "meta" for b in batches)
+
+
+def test_a_loaders_own_sampler_is_kept_when_it_moves_to_another_device():
+    """Under DDP Lightning re-creates the loader with a DistributedSampler (the shuffle seed kept as an
+    attribute): `to_device` must keep that rank's share, not put a whole-dataset shuffle back."""
+    data = InMemDataset(list(range(8)))
+    sampler = DistributedSampler(data, num_replicas=2, rank=1, shuffle=False)
+    loader = ResumableDataLoader(data, batch_size=2, sampler=sampler, collate_fn=Stack().batch, shuffle_seed=5)
+    moved = loader.to_device("cpu")
+    assert moved.sampler is sampler
+    assert torch.cat(list(moved)).tolist() == [1, 3, 5, 7]
