@@ -138,3 +138,14 @@ def test_a_module_whose_record_is_not_a_map_is_named_by_its_class(tmp_path):
     with pytest.raises(RecordError) as error:
         NamedMpkFileRecorder().load_module(OneLinear(), path)
     assert "expected a map for Linear, got list" in str(error.value)
+
+
+def test_a_parameter_recorded_without_its_param_field_names_the_file_and_key(tmp_path):
+    path = randomised_params(Tiny()).save_file(tmp_path / "m", DefaultRecorder())
+    record = unpack(path)
+    del record["item"]["linear"]["weight"]["param"]
+    repack(path, record)
+    with pytest.raises(RecordError) as error:
+        Tiny().load_file(path, DefaultRecorder())
+    assert (error.value.path, error.value.key) == (str(path), "linear.weight")
+    assert error.value.detail == "expected ParamSerde {id, param}"
