@@ -308,3 +308,10 @@ def test_bytes_for_another_model_name_the_parameter():
     wrong.layers[0] = torch.nn.Linear(4, 6)
     with pytest.raises(RecordError, match=r"<bytes>: at 'layers\.0\.weight'"):
         NamedMpkBytesRecorder().load_module(wrong, data)
+
+
+def test_text_with_a_nul_but_no_newline_given_for_the_bytes_is_named_as_text_not_a_path():
+    text = "\x83\xa4item\0\x90"
+    with raises_exactly(TypeError, f"{expected_by(NamedMpkBytesRecorder, 'read_record')}; got str of {len(text)} "
+                                   "characters: text, not bytes (a file's bytes are read with open(path, 'rb'))"):
+        NamedMpkBytesRecorder().read_record(text)  # type: ignore[arg-type]
