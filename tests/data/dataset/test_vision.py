@@ -435,6 +435,8 @@ def test_coco_errors_name_the_file_the_entry_and_the_key(tmp_path):
           categories=[])
     fails(DatasetError, "{}: no annotations found (the key 'annotations' is missing; expected a non-empty list)",
           annotations=None)
+    fails(DatasetError, "{}: no images found (the key 'images' is a dict; expected a non-empty list)",
+          images={"0": "a.jpg"})
     fails(DatasetError, "{}: categories[1]: 'name' is '', expected a non-empty string",
           categories=[{"id": 0, "name": "dot"}, {"id": 1, "name": ""}])
     bad_box = [dict(data["annotations"][0]), dict(data["annotations"][1], bbox=[1, 2, 3])]
@@ -449,6 +451,8 @@ def test_coco_errors_name_the_file_the_entry_and_the_key(tmp_path):
           images=[data["images"][0], {"id": 1, "file_name": "gone.jpg"}])
     with raises_exactly(DatasetNotFoundError, f"COCO annotations file {tmp_path / 'none.json'} not found"):
         ImageFolderDataset.new_coco_detection(tmp_path / "none.json", tmp_path)
+    with raises_exactly(DatasetNotFoundError, f"COCO annotations file {tmp_path} not found (it is a folder)"):
+        ImageFolderDataset.new_coco_detection(tmp_path, tmp_path)
     (tmp_path / "bad.json").write_text("{")
     with pytest.raises(DatasetError, match=r"bad.json: not a valid JSON file \(Expecting property name"):
         ImageFolderDataset.new_coco_detection(tmp_path / "bad.json", tmp_path)
