@@ -25,9 +25,11 @@ from burnlike.record.format.location import as_path
 from burnlike.train import LearnerBuilder
 from burnlike.train.sharded import (
     CompactFSDPStrategy,
+    CompactShards,
     ShardedStrategy,
     compact_strategy,
     model_skeleton,
+    shard_model,
     whole_model,
 )
 from tests.helpers.fit import cuda
@@ -213,3 +215,38 @@ def test_on_a_gpu_both_sharding_strategies_save_records_and_resume_exactly(tmp_p
     fit(saved, "--epochs", "2", "--resume", "--dump", str(tmp_path / "b"), *extra, gpu=True)
     assert_equal(weights(tmp_path / "b" / "start.npz"), end)
     assert (saved / "checkpoint" / "model-2.mpk").exists()
+
+
+def test_fsdp_by_name_without_an_accelerator_is_sharded_on_the_cpu_and_compact_fsdp_with_cuda():
+    """The accelerator a caller leaves out is Lightning's "auto": CUDA if this machine has it."""
+    expected = CompactFSDPStrategy if torch.cuda.is_available() else ShardedStrategy
+    assert type(compact_strategy("fsdp")) is expected
+
+
+def test_removing_a_checkpoint_removes_an_object_store_folder_whole_and_a_missing_file_quietly(tmp_path):
+    folder = as_path(f"memory://remove-{tmp_path.name}/trainer-1.mpk")
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "shard-0.mpk").write_bytes(b"shard")
+    CompactShards._remove(str(folder))
+    assert not folder.exists() and not (folder / "shard-0.mpk").exists()
+    CompactShards._remove(str(tmp_path / "trainer-2.mpk"))  # a save whose file was never written
+    local = tmp_path / "trainer-3.mpk"
+    local.write_bytes(b"record")
+    CompactShards._remove(str(local))
+    assert not local.exists()
+
+
+def test_each_layer_and_the_whole_model_are_sharded_over_the_mesh_given(one_rank_group):
+    """The strategy's data-parallel mesh, not torch's default one (which spans the default group
+    on the default device type, without the dimension's name)."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import FSDPModule
+
+    mesh = init_device_mesh("cpu", (1,), mesh_dim_names=("data_parallel",))
+    model = Mlp()
+    shard_model(model, mesh)
+    layers = [m for m in model.modules() if any(True for _ in m.parameters(recurse=False))]
+    assert layers and all(isinstance(m, FSDPModule) for m in [model, *layers])
+    for param in model.parameters():
+        assert param.device_mesh.mesh_dim_names == ("data_parallel",)
+        assert param.device_mesh.device_type == "cpu"
