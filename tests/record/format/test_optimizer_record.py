@@ -32,7 +32,13 @@ from burnlike.optim import (
 )
 from burnlike.record import CompactRecorder, DefaultRecorder, PrettyJsonFileRecorder, RecordError
 from burnlike.record.format.module_record import param_ids
-from burnlike.record.format.optimizer_record import burn_optimizer, load_optimizer_record, optimizer_to_record
+from burnlike.record.format.optimizer_record import (
+    ParamEntry,
+    burn_optimizer,
+    load_optimizer_record,
+    optimizer_to_record,
+    state_to_record,
+)
 from tests.record.helpers import unpack
 
 
@@ -331,3 +337,30 @@ def test_a_parameter_outside_the_model_record_is_refused():
         optimizer_to_record(optimizer, model)
     with pytest.raises(TypeError, match="Adadelta has no Burn optimizer record"):
         optimizer_to_record(torch.optim.Adadelta(model.parameters()), model)
+
+
+def test_an_adagrad_state_without_lr_decay_is_refused_naming_burns_struct(tmp_path):
+    model, _, bias = line_with_ids()
+    optimizer = AdaGradConfig().torch_optimizer(list(model.parameters()), 1e-3)
+    path = burn_file(tmp_path / "optim-1.mpk", {bias: {"V1": {"Rank1": {"decay": {}}}}})
+    with pytest.raises(RecordError) as error:
+        load_optimizer_record(optimizer, model, DefaultRecorder().load(path), path)
+    assert error.value.detail == "expected Burn's AdaGradState with fields ['lr_decay'] (missing ['lr_decay'])"
+
+
+def test_an_unknown_param_id_says_to_load_the_model_record_first(tmp_path):
+    model, _, _ = line_with_ids()
+    optimizer = AdamConfig().torch_optimizer(list(model.parameters()), 1e-3)
+    path = burn_file(tmp_path / "optim-1.mpk", {"0123456789abc": {"V1": {"Rank1": GOOD}}})
+    with pytest.raises(RecordError) as error:
+        load_optimizer_record(optimizer, model, DefaultRecorder().load(path), path)
+    assert error.value.detail == ("this ParamId is not one of the optimizer's parameters (load the model record saved "
+                                  "with the optimizer's first, so the model has its ParamIds)")
+
+
+@pytest.mark.parametrize(("version", "dtype"), [("0.19.0", "Bool"), ("0.21.0", {"Bool": "Native"})])
+def test_a_state_tensors_dtype_is_written_as_the_records_burn_version_spells_it(version, dtype):
+    """Bool is the one dtype whose spelling changed (0.20); the state's tensors follow the record's version."""
+    table = [ParamEntry("0123456789abc", (2,), transposed=False)]
+    item, _ = state_to_record({0: {"momentum_buffer": torch.tensor([True, False])}}, "Sgd", table, version)
+    assert item["0123456789abc"]["V1"]["Rank1"]["momentum"]["velocity"]["dtype"] == dtype
