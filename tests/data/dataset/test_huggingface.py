@@ -29,6 +29,7 @@ from burnlike.data.dataset import (
     SqliteDataset,
 )
 from burnlike.data.dataset import huggingface as hf
+from tests.helpers.expect import raises_exactly
 
 datasets = pytest.importorskip("datasets")
 
@@ -287,3 +288,19 @@ def test_import_burnlike_data_leaves_datasets_unimported():
     code = "import sys, burnlike.data, burnlike.data.dataset; print('datasets' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_a_single_file_has_no_subsets(offline, tmp_path):
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text('{"x": 1}\n')
+    with raises_exactly(ValueError, f"{rows} is a single file and has no subsets; leave with_subset('small') out"):
+        HuggingfaceDatasetLoader(rows).with_subset("small").with_base_dir(tmp_path / "db").dataset("train")
+
+
+def test_a_value_messagepack_has_no_type_for_names_its_type():
+    """The row's error (which names the split, the row and the features) quotes this message."""
+    class Handle:
+        pass
+
+    with raises_exactly(TypeError, "a Handle can't be stored as MessagePack"):
+        hf._plain(Handle())
