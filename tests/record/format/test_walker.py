@@ -20,6 +20,7 @@ from burnlike.record import (
     NamedMpkFileRecorder,
 )
 from burnlike.record.format.module_record import module_to_record
+from burnlike.record.format.walker import Field, fields
 from tests.helpers.records import Net, randomised
 
 
@@ -157,3 +158,17 @@ def test_burn_0_19_records_an_optional_stateless_child_as_some(tmp_path):
 
     assert size(WithOptionalPool(), "0.19.0") == size(WithPool(), "0.19.0") + 1
     assert size(WithOptionalPool(), "0.21.0") == size(WithPool(), "0.21.0")
+
+
+def test_a_stateless_list_inside_a_list_records_as_one_nil():
+    """Burn's unit value for the whole inner list, not a list of nils."""
+    model = nn.Sequential(nn.Linear(2, 2), nn.Sequential(nn.ReLU(), nn.ReLU()))
+    item = module_to_record(model)
+    assert len(item) == 2 and item[1] is None
+
+
+def test_a_stateless_child_is_a_nil_field():
+    model = nn.Sequential(nn.Linear(2, 2))
+    holder = nn.Module()
+    holder.act, holder.body = nn.ReLU(), model
+    assert fields(holder) == [Field("act", "nil"), Field("body", "module", model)]
