@@ -121,6 +121,11 @@ def test_init_is_burns_and_normalize_false_takes_normalised_images(weights):
     torch.testing.assert_close(dists(x, y, "sum"), per_image.sum())
 
 
+def test_init_builds_the_network_on_the_device_asked_for():
+    dists = DistsConfig().init(device="meta")
+    assert {t.device.type for t in [*dists.parameters(), *dists.buffers()]} == {"meta"}
+
+
 def test_weights_in_burns_flat_layout_or_torchmetrics_copy_load(weights, tmp_path):
     _, alpha, beta, backbone, _ = weights
     flat = tmp_path / "flat.pt"

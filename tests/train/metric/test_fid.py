@@ -90,6 +90,19 @@ def test_compute_fid_needs_two_rows_of_the_same_width():
         fid.compute_fid(torch.zeros(3, 4), torch.zeros(3, 5))
 
 
+
+def test_calling_fid_on_two_image_batches_is_the_distance_of_their_features():
+    fid = small_fid()
+    real, gen = images(0, 6), images(1, 5) * 0.5
+    expected = frechet(fid.extract_features(real), fid.extract_features(gen))
+    assert float(fid(real, gen)) == pytest.approx(expected, rel=1e-4)
+    assert expected > 1e-3  # two different sets: the generated images' features are not the real ones'
+
+
+def test_init_keeps_the_configs_normalize():
+    assert FidConfig(normalize=True).init().normalize is True
+    assert FidConfig(normalize=False).init().normalize is False
+
 # --- pytorch-fid's InceptionV3 from its weight file ----------------------------------------------
 @pytest.fixture(scope="module")
 def inception(tmp_path_factory):
