@@ -30,6 +30,7 @@ from burnlike.record.format import registry
 from burnlike.record.format.bincode import ITEM_FORMAT, _Reader, _Writer, decode
 from burnlike.record.format.budget import Budget
 from burnlike.record.tensor.ahead import ViewsAhead
+from burnlike.record.tensor.dtypes import BINCODE_INDEX
 from tests.helpers.records import FILES, Net, needs_burn, randomised
 from tests.record.format.helpers import Masked
 
@@ -214,3 +215,10 @@ def test_the_bincode_aliases_write_their_recorders_bytes(tmp_path):
                         (NoStdTrainingRecorder(), BinFileRecorder())):
         a, b = alias.save_module(net, tmp_path / "alias"), same.save_module(net, tmp_path / "same")
         assert a.read_bytes() == b.read_bytes(), type(alias).__name__
+
+
+def test_a_bool_param_is_written_with_burns_native_bool_store(tmp_path):
+    """0.20+ follows the Bool dtype with BoolStore's variant: Native is 0 (burn-std dtype.rs)."""
+    path = Masked().save_file(tmp_path / "m", BinFileRecorder())
+    # the mask: 3 bytes [1, 0, 1], rank 1, shape [3], dtype Bool, BoolStore::Native
+    assert b"\x03\x01\x00\x01\x01\x03" + bytes([BINCODE_INDEX.index("Bool"), 0]) in path.read_bytes()
