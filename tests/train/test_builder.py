@@ -311,3 +311,9 @@ def test_with_interrupter_names_what_it_got(tmp_path):
     for wrong, got in (("stop", "str"), (threading.Event(), "Event")):
         with pytest.raises(TypeError, match=rf"^with_interrupter expects a burnlike\.train\.Interrupter, got {got}$"):
             LearnerBuilder(tmp_path).with_interrupter(wrong)
+
+
+@pytest.mark.parametrize("epoch", [0, -2])
+def test_a_non_positive_checkpoint_epoch_names_the_setting(tmp_path, epoch):
+    with pytest.raises(ValueError, match=rf"^checkpoint must be a positive integer, got {epoch}$"):
+        LearnerBuilder(tmp_path).checkpoint(epoch)

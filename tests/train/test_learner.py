@@ -16,6 +16,7 @@ import torch
 from burnlike.optim import AdamConfig, SgdConfig
 from burnlike.record import DefaultRecorder, load_checkpoint
 from burnlike.train import FileApplicationLoggerInstaller, LearnerSummary, Split
+from burnlike.train.learner import Learner
 from burnlike.train.logger import read_epochs, read_metric_log
 from burnlike.train.metric import LearningRateMetric
 from burnlike.train.metric.store import EpochEntry
@@ -176,3 +177,15 @@ def test_a_single_file_model_n_checkpoint_resumes_to_the_uninterrupted_weights(t
     learner.trainer.save_checkpoint(old)  # what FileCheckpointer wrote before: the whole Lightning dict
     assert "optimizer_states" in load_checkpoint(old)
     assert same_weights(fit(checkpointing_builder(tmp_path / "old", 3).checkpoint(2)), straight)
+
+
+def test_a_learner_built_by_hand_prints_no_summary_unless_asked(tmp_path):
+    built = metrics_builder(tmp_path).build(Classifier(), SgdConfig(), 0.1)
+    assert Learner(built.trainer, built.module, tmp_path, {}).show_summary is False
+
+
+def test_resuming_without_a_file_checkpointer_says_what_is_missing(tmp_path):
+    learner = metrics_builder(tmp_path).checkpoint(1).build(Classifier(), SgdConfig(), 0.1)
+    with pytest.raises(ValueError, match=r"^checkpoint\(epoch\) needs with_file_checkpointer\(recorder\): "
+                                         r"there is nothing to resume from$"):
+        learner.resume_path()

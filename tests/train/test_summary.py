@@ -38,3 +38,8 @@ def test_summary_from_dir_keeps_the_model_and_get_answers_none_for_a_missing_row
     assert summary.model == "Net(hidden=3)" and "Model:\nNet(hidden=3)" in str(summary)
     assert summary.get("train", "Loss").min_value == 0.25
     assert summary.get("valid", "Loss") is None
+
+
+def test_the_summary_leaves_two_blank_lines_between_the_epochs_and_the_table():
+    lines = str(LearnerSummary(2, [MetricSummary("valid", "Loss", 0.5, 2, 0.9, 1)])).splitlines()
+    assert lines[1:4] == ["Total Epochs: 2", "", ""]
