@@ -19,6 +19,7 @@ from burnlike.app.overrides import override_error
     ("sed=3", "did you mean seed?"),
     ("learner.precision=16", "did you mean trainer.precision?"),  # a key of another group
     ("trainer.max_steps=10", "other lightning.Trainer arguments pass through as trainer.extra.max_steps"),
+    ("learner.num_epoch.of.run=3", "did you mean learner.num_epochs?"),  # the typo is the first name under the group
 ])
 def test_an_unknown_key_is_named_with_the_right_one(arg, names):
     message = override_error([arg])
@@ -49,3 +50,10 @@ def test_known_keys_flags_and_other_groups_pass(args):
 def test_the_first_unknown_key_is_named():
     message = override_error(["learner.num_epochs=2", "trainer.max_epochs=3", "sed=1"])
     assert message is not None and message.startswith("trainer.max_epochs:")
+
+
+@pytest.mark.parametrize("before", [["-m"], ["--cfg", "job"], ["+trainer.extra.foo=1"], ["~logger"], ["model@other=mlp"],
+                                    ["hydra/launcher=slurm"], ["data"]])
+def test_an_unknown_key_after_hydras_own_arguments_is_still_named(before):
+    message = override_error([*before, "sed=1"])
+    assert message is not None and message.startswith("sed: no such key"), message
