@@ -109,3 +109,10 @@ def test_as_path_keeps_a_remote_paths_storage_options_unless_given_others():
     remote = RemotePath("memory://bucket/m.mpk", {"skip_instance_cache": True})
     assert as_path(remote).storage_options == {"skip_instance_cache": True}
     assert as_path(remote, {"other": 1}).storage_options == {"other": 1}
+
+
+def test_a_pattern_with_a_folder_globs_the_files_inside_matching_folders(memory_dir):
+    for name in ("epoch-1/train.log", "epoch-2/train.log", "epoch-2/model.mpk", "other/train.log", "top.log"):
+        (memory_dir / name).write_bytes(b"x")
+    found = list(memory_dir.glob("epoch-*/*.log"))
+    assert found == [memory_dir / "epoch-1" / "train.log", memory_dir / "epoch-2" / "train.log"]
