@@ -6,6 +6,7 @@ mid-epoch checkpoint had trained, on the first pass only."""
 
 from __future__ import annotations
 
+import logging
 import os
 import random
 import signal
@@ -148,3 +149,10 @@ def test_a_sigterm_puts_lightnings_flag_back_to_false_not_just_falsy(tmp_path):
     preemption._trainer = trainer
     preemption._notice(signal.SIGTERM, None)
     assert preemption.received == signal.SIGTERM and trainer.received_sigterm is False
+
+
+def test_a_signal_as_the_run_ends_is_logged_by_name(tmp_path, caplog):
+    with caplog.at_level(logging.INFO, logger="burnlike"):
+        fit(cpu_builder(tmp_path, epochs=1).callback(SignalAfter(4, signal.SIGUSR1))
+            .trainer_kwargs(limit_val_batches=0))
+    assert "SIGUSR1 arrived as the run ended; it finished, nothing to resume" in caplog.messages
