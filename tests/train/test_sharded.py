@@ -11,10 +11,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import lightning as L
 import numpy as np
 import pytest
 import torch
 from lightning.pytorch.strategies import FSDPStrategy, ModelParallelStrategy
+from lightning.pytorch.trainer.states import TrainerFn
 
 from burnlike.cli import main as cli
 from burnlike.optim import AdamConfig
@@ -250,3 +252,73 @@ def test_each_layer_and_the_whole_model_are_sharded_over_the_mesh_given(one_rank
     for param in model.parameters():
         assert param.device_mesh.mesh_dim_names == ("data_parallel",)
         assert param.device_mesh.device_type == "cpu"
+
+
+class Wrapped(L.LightningModule):
+    """The training module a sharded fit checkpoints: the model under `model.`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.model = Mlp()
+
+
+def fitting_strategy(strategy, seed: int):
+    """`strategy` as a one-rank fit has it after setup: a sharded module (FSDP2 over a one-rank CPU
+    mesh) with one Adam optimizer that has taken a step, attached to a fitting Trainer."""
+    from torch.distributed.device_mesh import init_device_mesh
+
+    torch.manual_seed(seed)
+    module = Wrapped()
+    shard_model(module, init_device_mesh("cpu", (1,)))
+    optimizer = torch.optim.Adam(module.parameters(), lr=0.1)
+    module.model(torch.randn(8, 4)).sum().backward()
+    optimizer.step()
+    module.trainer = L.Trainer(accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
+                               enable_progress_bar=False, enable_model_summary=False)
+    module.trainer.state.fn = TrainerFn.FITTING
+    strategy.connect(module)
+    strategy.optimizers = [optimizer]
+    return strategy
+
+
+def full_states(strategy) -> tuple[dict[str, torch.Tensor], dict]:
+    from torch.distributed.checkpoint.state_dict import (
+        StateDictOptions,
+        get_model_state_dict,
+        get_optimizer_state_dict,
+    )
+
+    full = StateDictOptions(full_state_dict=True, cpu_offload=True)
+    return (get_model_state_dict(strategy.model, options=full),
+            get_optimizer_state_dict(strategy.model, strategy.optimizers[0], options=full))
+
+
+def assert_same_states(got, want, f16: bool = False) -> None:
+    (model_got, optim_got), (model_want, optim_want) = got, want
+    assert_equal(model_got, model_want, f16)
+    assert sorted(optim_got["state"]) == sorted(optim_want["state"])
+    for name, state in optim_want["state"].items():
+        for key in ("exp_avg", "exp_avg_sq"):
+            assert torch.equal(optim_got["state"][name][key], state[key]), (name, key)
+
+
+def test_a_sharded_checkpoint_puts_back_the_weights_and_the_optimizer_state(one_rank_group, tmp_path):
+    saved = fitting_strategy(ShardedStrategy(), seed=0)
+    want = full_states(saved)
+    checkpoint = {"state_dict": saved.lightning_module_state_dict(),
+                  "optimizer_states": [saved.optimizer_state(saved.optimizers[0])], "epoch": 1}
+    saved.save_checkpoint(checkpoint, tmp_path / "trainer-1.mpk")
+    assert is_sharded_checkpoint(tmp_path / "trainer-1.mpk")
+    resumed = fitting_strategy(ShardedStrategy(), seed=1)
+    assert not torch.equal(full_states(resumed)[0]["model.linear.0.weight"], want[0]["model.linear.0.weight"])
+    assert resumed.load_checkpoint(tmp_path / "trainer-1.mpk")["epoch"] == 1
+    assert_same_states(full_states(resumed), want, f16=True)  # CompactRecorder: f16 weights, f32 optimizer state
+
+
+def test_a_gathered_checkpoint_puts_back_the_weights_and_the_optimizer_state(one_rank_group, tmp_path):
+    saved = fitting_strategy(ShardedStrategy(sharded=False), seed=0)
+    want = full_states(saved)
+    resumed = fitting_strategy(ShardedStrategy(sharded=False), seed=1)
+    left = resumed.load_full({"state_dict": dict(want[0]), "optimizer_states": [want[1]], "epoch": 1}, "trainer-1.mpk")
+    assert left == {"optimizer_states": [want[1]], "epoch": 1}
+    assert_same_states(full_states(resumed), want)
