@@ -12,12 +12,21 @@ import re
 import struct
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
 
 from burnlike.app import loggers
-from burnlike.app.loggers import LoggerConfigError, _wandb, build_loggers, check, git_commit, hyperparams
+from burnlike.app.loggers import (
+    LoggerConfigError,
+    _wandb,
+    build_loggers,
+    check,
+    git_commit,
+    hyperparams,
+    script_dir,
+)
 from burnlike.app.run import run
 from tests.app.helpers import SMALL
 from tests.helpers.paths import REPO
@@ -234,3 +243,30 @@ def test_app_wandb_offline_run_dir_holds_epochs_and_config(mlp_conf, tmp_path, m
     epochs = [h["trainer/global_step"] for h in history if "valid/Accuracy" in h]
     assert epochs == [1, 2]
     assert config["config"]["optimized_metric"] == "valid/Accuracy"
+
+
+# --- where MLflow's file store goes, and the script's folder ----------------------------------------
+def test_mlflow_file_store_goes_to_the_local_dir_given_for_an_object_store_run(conf, tmp_path, monkeypatch):
+    pytest.importorskip("mlflow")
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE", raising=False)  # _mlflow sets it: restored afterwards
+    (logger,) = build_loggers(conf("logger.kinds=[mlflow]"), "memory://bucket/run", local_dir=tmp_path / "local")
+    assert logger._tracking_uri == (tmp_path / "local" / "mlruns").resolve().as_uri()
+
+
+def test_mlflow_file_store_of_an_object_store_run_without_a_local_dir_is_in_the_current_folder(conf, tmp_path,
+                                                                                                monkeypatch):
+    pytest.importorskip("mlflow")
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE", raising=False)  # _mlflow sets it: restored afterwards
+    monkeypatch.chdir(tmp_path)
+    (logger,) = build_loggers(conf("logger.kinds=[mlflow]"), "memory://bucket/run")
+    assert logger._tracking_uri == (tmp_path / "mlruns").resolve().as_uri()
+
+
+def test_script_dir_is_the_folder_of_the_main_module_and_none_without_a_file(tmp_path, monkeypatch):
+    main = types.ModuleType("__main__")
+    monkeypatch.setitem(sys.modules, "__main__", main)
+    assert script_dir() is None  # an interactive session's __main__ has no __file__
+    main.__file__ = str(tmp_path / "train.py")
+    assert script_dir() == tmp_path.resolve()
