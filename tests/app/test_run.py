@@ -122,6 +122,12 @@ def test_validate_names_the_key_and_what_it_expects(conf, override, message):
     assert str(error.value) == message
 
 
+def test_async_save_without_checkpointing_is_refused(conf):
+    with pytest.raises(AppConfigError) as error:
+        validate(conf(*SMALL, "learner.async_save=true", "learner.checkpointing=false"))
+    assert str(error.value) == "learner.async_save=true needs learner.checkpointing=true (nothing else is saved)"
+
+
 @pytest.mark.parametrize(("override", "message"), [
     ("trainer.num_nodes=0", "trainer.num_nodes=0 is invalid: expected an integer >= 1"),
     ("learner.num_epochs=0", "learner.num_epochs=0 is invalid: expected an integer >= 1"),

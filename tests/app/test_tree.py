@@ -91,3 +91,9 @@ def test_config_tree_styles_resolved_values_and_scalars(colour_terminal):
     key = re.search(r"\x1b\[([0-9;]+)mwidth", raw)
     assert key and "38" not in key[1].split(";"), raw  # not a truecolor/256-colour theme
     assert key[1].split(";")[-1] in {str(c) for c in [*range(30, 38), *range(90, 98)]}, raw  # one of 16 colours
+
+
+def test_a_data_group_without_a_root_prints_as_it_is(capsys):
+    """Another repo's data config need not have a root (a CSV file, a dataset name): nothing is added."""
+    print_config(OmegaConf.create({"data": {"name": "reviews", "batch_size": 8}}))
+    assert capsys.readouterr().out == "config data: name=reviews batch_size=8\n"
