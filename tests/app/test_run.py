@@ -669,3 +669,12 @@ def test_a_failed_checkpoint_ends_the_run_naming_the_file_and_lists_no_unsaved_e
     monkeypatch.setattr(os, "replace", real_replace)
     assert load_checkpoint(tmp_path / "checkpoint" / "trainer-1.mpk")["epoch"] == 0
     assert not list((tmp_path / "checkpoint").glob("*.tmp"))  # the temp file went with the failure
+
+
+def test_artifacts_choose_where_the_config_is_saved(conf, tmp_path):
+    """`artifacts=` (a folder or an object store URL) holds the run's files, Hydra's run dir only its logs:
+    config.json is written there first, before the data is even read."""
+    store = tmp_path / "store"
+    with pytest.raises(AppConfigError, match=r"^model: CnnConfig reads the batches of data=image_folder"):
+        run(conf("model=cnn", f"artifacts={store}"), artifact_dir=tmp_path / "local")
+    assert (store / "config.json").is_file() and not (tmp_path / "local" / "config.json").exists()
