@@ -1,0 +1,43 @@
+"""`burnlike.train.renderer.processor`: the callbacks that hand a renderer each step's metric
+states. An evaluation's state of a numeric metric formats the epoch's running mean so far, the
+count-weighted mean of its steps, before the step's own value, as Burn's do."""
+
+from __future__ import annotations
+
+import torch
+
+from burnlike.train import EvaluatorBuilder
+from burnlike.train.metric import LossMetric
+from burnlike.train.metric.entry import format_float
+from burnlike.train.renderer.base import (
+    EvaluationName,
+    EvaluationProgress,
+    MetricsRendererEvaluation,
+    MetricState,
+    ProgressType,
+)
+from tests.helpers.toy import Classifier, loader
+
+
+class StateLog(MetricsRendererEvaluation):
+    """Keeps each test step's metric state."""
+
+    def __init__(self) -> None:
+        self.states: list[MetricState] = []
+
+    def update_test(self, name: EvaluationName, state: MetricState) -> None:
+        self.states.append(state)
+
+    def render_test(self, item: EvaluationProgress, progress_indicators: list[ProgressType]) -> None:
+        pass
+
+
+def test_an_evaluations_running_value_is_the_count_weighted_mean_of_its_steps(tmp_path):
+    renderer = StateLog()
+    torch.manual_seed(0)
+    EvaluatorBuilder(tmp_path).metrics(LossMetric()).renderer(renderer).build(Classifier()).eval("t", loader(40, 16))
+    steps = [(float(v), int(c)) for v, c in (s.entry.serialized_entry.serialized.split(",") for s in renderer.states)]
+    shown = [s.entry.serialized_entry.formatted for s in renderer.states]
+    expected = [f"epoch {format_float(sum(v * c for v, c in steps[:i]) / sum(c for _, c in steps[:i]), 2)} - "
+                f"batch {format_float(steps[i - 1][0], 2)}" for i in (1, 2, 3)]
+    assert shown == expected
