@@ -87,3 +87,16 @@ def test_a_parent_holding_another_run_is_kept(tmp_path):
     (day / "run" / ".hydra").mkdir(parents=True)
     assert discard_run_dir(day / "run", tmp_path)
     assert not (day / "run").exists() and (day / "other-run").is_dir()
+
+
+def test_a_run_dir_that_cannot_be_removed_stays_without_an_error(tmp_path):
+    """Discarding happens while a failed run reports its own error: a run dir rmtree can't remove (a
+    symlink here; on Windows, a train.log still open) stays, and raises nothing over that error."""
+    target = tmp_path / "real"
+    (target / ".hydra").mkdir(parents=True)
+    (target / "train.log").write_text("")
+    run = tmp_path / "outputs" / "run"
+    run.parent.mkdir()
+    run.symlink_to(target, target_is_directory=True)
+    discard_run_dir(run, tmp_path)
+    assert (target / "train.log").is_file() and run.is_symlink()
