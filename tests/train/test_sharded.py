@@ -322,3 +322,41 @@ def test_a_gathered_checkpoint_puts_back_the_weights_and_the_optimizer_state(one
     left = resumed.load_full({"state_dict": dict(want[0]), "optimizer_states": [want[1]], "epoch": 1}, "trainer-1.mpk")
     assert left == {"optimizer_states": [want[1]], "epoch": 1}
     assert_same_states(full_states(resumed), want)
+
+
+def fsdp_fitting_strategy(seed: int) -> CompactFSDPStrategy:
+    """A `CompactFSDPStrategy` as a one-rank fit has it after setup, its module wrapped by torch's
+    FSDP (which runs on the CPU over gloo when asked to: Lightning's strategy only ever asks on GPUs)."""
+    from torch.distributed.fsdp import FullyShardedDataParallel
+
+    torch.manual_seed(seed)
+    module = Wrapped()
+    strategy = CompactFSDPStrategy(state_dict_type="full")
+    strategy.connect(module)
+    strategy.model = FullyShardedDataParallel(module, device_id=torch.device("cpu"), use_orig_params=True)
+    optimizer = torch.optim.Adam(strategy.model.parameters(), lr=0.1)
+    strategy.model.model(torch.randn(8, 4)).sum().backward()
+    optimizer.step()
+    module.trainer = L.Trainer(accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
+                               enable_progress_bar=False, enable_model_summary=False)
+    module.trainer.state.fn = TrainerFn.FITTING
+    strategy.optimizers = [optimizer]
+    return strategy
+
+
+def fsdp_full_states(strategy: CompactFSDPStrategy) -> tuple[dict[str, torch.Tensor], dict]:
+    from torch.distributed.fsdp import FullStateDictConfig, FullyShardedDataParallel, StateDictType
+
+    with FullyShardedDataParallel.state_dict_type(strategy.model, StateDictType.FULL_STATE_DICT,
+                                                  FullStateDictConfig(offload_to_cpu=True, rank0_only=False)):
+        return (dict(strategy.model.state_dict()),
+                FullyShardedDataParallel.optim_state_dict(strategy.model, strategy.optimizers[0]))
+
+
+def test_torchs_fsdp_wrapper_takes_a_gathered_checkpoints_weights_and_optimizer_state(one_rank_group):
+    want = fsdp_full_states(fsdp_fitting_strategy(seed=0))
+    resumed = fsdp_fitting_strategy(seed=1)
+    assert not torch.equal(fsdp_full_states(resumed)[0]["model.linear.0.weight"], want[0]["model.linear.0.weight"])
+    left = resumed.load_full({"state_dict": dict(want[0]), "optimizer_states": [want[1]], "epoch": 1}, "trainer-1.mpk")
+    assert left == {"optimizer_states": [want[1]], "epoch": 1}
+    assert_same_states(fsdp_full_states(resumed), want)
