@@ -10,12 +10,14 @@ import torch
 import torch.multiprocessing as mp
 from torch.distributed.checkpoint import load, save
 
-from burnlike.record import CompactRecorder, DefaultRecorder, RecordError
+from burnlike.record import CompactRecorder, DefaultRecorder, PrettyJsonFileRecorder, RecordError
 from burnlike.record.checkpoint.dcp import (
     CompactLoadPlanner,
     CompactSavePlanner,
     CompactStorageReader,
     CompactStorageWriter,
+    describe,
+    whole_tensors,
 )
 from burnlike.record.checkpoint.shard_folder import is_sharded_checkpoint
 from burnlike.record.format import registry
@@ -120,6 +122,55 @@ def test_a_memory_filesystem_holds_a_sharded_checkpoint():
     back = {"model.w": torch.zeros(5), "step": 0}
     load(back, storage_reader=CompactStorageReader(url), planner=CompactLoadPlanner())
     assert torch.equal(back["model.w"], w) and back["step"] == 3
+
+
+
+def saved_training_checkpoint(folder) -> None:
+    """A one-process save of what a training checkpoint holds: the model's weights, nested, and a value."""
+    save({"state_dict": {"model": {"w": torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]), "b": torch.arange(3)}},
+          "epoch": 4}, storage_writer=CompactStorageWriter(folder), planner=CompactSavePlanner())
+
+
+def test_a_save_creates_its_folder_and_the_missing_folders_above_it(tmp_path):
+    saved_training_checkpoint(tmp_path / "runs" / "epoch-4")
+    assert is_sharded_checkpoint(tmp_path / "runs" / "epoch-4")
+
+
+def test_the_writer_tells_dcp_the_checkpoint_it_writes(tmp_path):
+    assert CompactStorageWriter(tmp_path).storage_meta().checkpoint_id == str(tmp_path)
+
+
+def test_the_metadata_keeps_dcps_planner_data_for_unflattening(tmp_path):
+    saved_training_checkpoint(tmp_path)
+    assert CompactStorageReader(tmp_path).read_metadata().planner_data == {
+        "state_dict.model.w": ("state_dict", "model", "w"), "state_dict.model.b": ("state_dict", "model", "b"),
+        "epoch": ("epoch",)}
+
+
+def test_a_reader_given_a_recorder_reads_only_that_recorders_metadata_file(tmp_path):
+    saved_training_checkpoint(tmp_path)  # .metadata.mpk
+    with pytest.raises(RecordError, match=r"\.metadata\.json: no such record file"):
+        CompactStorageReader(tmp_path, PrettyJsonFileRecorder()).read_metadata()
+
+
+def test_whole_tensors_are_the_models_weights_at_their_saved_dtype_without_the_prefix(tmp_path):
+    saved_training_checkpoint(tmp_path)
+    tensors = whole_tensors(tmp_path)
+    assert sorted(tensors) == ["b", "w"]
+    assert torch.equal(tensors["w"], torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]))  # f16 on disk, f32 back
+    assert tensors["b"].dtype == torch.int64 and torch.equal(tensors["b"], torch.arange(3))
+
+
+def test_describe_lists_the_shards_each_tensors_stored_dtype_shape_and_bytes_and_the_values(tmp_path):
+    saved_training_checkpoint(tmp_path)
+    assert describe(tmp_path) == [
+        f"{tmp_path}: sharded checkpoint (burnlike-dcp/1), 1 shard files: shard-0.mpk",
+        "  2 tensors:",
+        f"    {'state_dict.model.b':<50} int64    [3]                  1 shards           24 B",
+        f"    {'state_dict.model.w':<50} float16  [2, 3]               1 shards           12 B",
+        "  tensor bytes: 36",
+        "  1 values: epoch",
+    ]
 
 
 @pytest.mark.slow
