@@ -160,3 +160,12 @@ def test_image_batcher_refusals_name_what_is_wrong(tmp_path):
         batcher.targets([Box()])
     hot = ImageBatcher(num_classes=3).targets([MultiLabel([0, 2]), MultiLabel([])])
     assert hot.dtype == torch.int64 and hot.tolist() == [[1, 0, 1], [0, 0, 0]]
+
+
+def test_normalise_takes_mean_and_std_as_float32_as_burns_f32_config_does():
+    """The scale and shift come from the float32 values of mean and std (what a Burn config's f32 fields
+    hold): computed from their float64 values, MNIST's 0.1307 and 0.3081 round to other float32 batches."""
+    images = torch.arange(256, dtype=torch.uint8).reshape(1, 16, 16, 1)
+    mean, std = torch.tensor(0.1307), torch.tensor(0.3081)  # float32
+    expected = images.permute(0, 3, 1, 2).float() * (1.0 / (255.0 * std)) - mean / std
+    assert torch.equal(ImageBatcher(mean=(0.1307,), std=(0.3081,)).normalise(images), expected)
