@@ -131,3 +131,14 @@ def test_a_malformed_optim_n_is_named_with_its_key(tmp_path):
     with pytest.raises(RecordError) as error:
         joined(trainer)
     assert error.value.path == str(tmp_path / "optim-1.mpk") and error.value.key == f"{pid}.V1.Rank2.momentum"
+
+
+def test_the_optim_and_scheduler_files_are_written_at_the_names_the_trainer_file_lists(tmp_path):
+    """Even for a recorder whose `file_extension()` is not its class's extension (Burn's method to override)."""
+    recorder = DefaultRecorder()
+    recorder.file_extension = lambda: "burn"  # type: ignore[method-assign]
+    model = randomised_params(Tiny())
+    checkpoint = lightning_checkpoint(model)
+    save_parts(checkpoint, model, tmp_path, 2, recorder)
+    assert {checkpoint[FILES_KEY][kind] for kind in ("optim", "scheduler")} == {"optim-2.burn", "scheduler-2.burn"}
+    assert (tmp_path / "optim-2.burn").is_file() and (tmp_path / "scheduler-2.burn").is_file()
