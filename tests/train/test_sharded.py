@@ -353,6 +353,8 @@ def fsdp_full_states(strategy: CompactFSDPStrategy) -> tuple[dict[str, torch.Ten
                 FullyShardedDataParallel.optim_state_dict(strategy.model, strategy.optimizers[0]))
 
 
+@pytest.mark.filterwarnings("ignore:FSDP is switching to use `NO_SHARD`", "ignore:When using ``NO_SHARD``",
+                            "ignore:FSDP.state_dict_type\\(\\) and FSDP.set_state_dict_type\\(\\) are being deprecated")
 def test_torchs_fsdp_wrapper_takes_a_gathered_checkpoints_weights_and_optimizer_state(one_rank_group):
     want = fsdp_full_states(fsdp_fitting_strategy(seed=0))
     resumed = fsdp_fitting_strategy(seed=1)
