@@ -16,6 +16,7 @@ from burnlike.record import DefaultRecorder, RecordError
 from burnlike.record.checkpoint.epoch_files import FILES_KEY, join_parts, save_parts
 from burnlike.record.checkpoint.lightning_dict import encode_checkpoint
 from burnlike.record.checkpoint.value import decode_value
+from burnlike.record.format.module_record import IDS_ATTR
 from tests.record.helpers import Tiny, lightning_checkpoint, randomised_params, repack, unpack
 
 EPOCH_1_FILES = {"model": "model-1.mpk", "optim": "optim-1.mpk", "scheduler": "scheduler-1.mpk"}
@@ -142,3 +143,14 @@ def test_the_optim_and_scheduler_files_are_written_at_the_names_the_trainer_file
     save_parts(checkpoint, model, tmp_path, 2, recorder)
     assert {checkpoint[FILES_KEY][kind] for kind in ("optim", "scheduler")} == {"optim-2.burn", "scheduler-2.burn"}
     assert (tmp_path / "optim-2.burn").is_file() and (tmp_path / "scheduler-2.burn").is_file()
+
+
+def test_an_optimizer_burn_has_no_record_for_gives_the_model_no_param_ids(tmp_path):
+    """A rank that doesn't write (`write=False`) must not mint ParamIds for an optimizer Burn can't record."""
+    model = randomised_params(Tiny())
+    optimizer = torch.optim.Adadelta(model.parameters())
+    checkpoint = lightning_checkpoint(model)
+    checkpoint["optimizer_states"] = [optimizer.state_dict()]
+    save_parts(checkpoint, model, tmp_path, 1, DefaultRecorder(), write=False, optimizers=[optimizer])
+    assert IDS_ATTR not in model.__dict__
+    assert checkpoint[FILES_KEY]["optim"] == "optim-1.mpk" and list(tmp_path.iterdir()) == []
