@@ -74,3 +74,19 @@ def test_numbers_in_names_are_formatted_as_rusts_display_and_debug(x, display, d
     """Rust's `format!("{}", f64)` and `format!("{:?}", f64)` (core::fmt::float), which Burn's metric
     names use (burn-train/src/metric/fbetascore.rs, precision.rs, hamming.rs at v0.21.0)."""
     assert rust_f64(x) == display and rust_f64_debug(x) == debug
+
+
+@pytest.mark.parametrize("level", [logging.NOTSET, logging.WARNING])
+def test_the_experiment_log_gets_info_records_of_a_logger_set_quieter(tmp_path, level):
+    lg = logging.getLogger("burnlike")
+    before = lg.level
+    lg.setLevel(level)
+    handler = install_experiment_log(tmp_path)
+    try:
+        assert lg.level == logging.INFO
+        logging.getLogger("burnlike.train.test").info("an info record")
+        handler.flush()
+        assert "an info record" in (tmp_path / "experiment.log").read_text()
+    finally:
+        remove_experiment_log(handler)
+        lg.setLevel(before)

@@ -184,3 +184,10 @@ def test_main_device_is_the_first_device():
     assert ExecutionStrategy.ddp([torch.device("cpu"), "cpu"]).main_device() == torch.device("cpu")
     with pytest.raises(ValueError, match="names no device"):
         TrainingStrategy.Custom("ddp").main_device()
+
+
+def test_trainer_devices_maps_mps_to_one_mps_device_and_refuses_other_kinds():
+    assert trainer_devices(["mps"]) == {"accelerator": "mps", "devices": 1}
+    assert trainer_devices([torch.device("mps")]) == {"accelerator": "mps", "devices": 1}
+    with pytest.raises(ValueError, match=r"^devices: unsupported device type 'meta'$"):
+        trainer_devices(["meta"])
