@@ -19,7 +19,7 @@ import subprocess
 import sys
 import zlib
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import pytest
 import torch
@@ -608,3 +608,17 @@ def test_a_pid_the_kernel_refuses_to_signal_is_a_live_process(monkeypatch):
 
     monkeypatch.setattr(files.os, "kill", refused)
     assert files._alive(4242) is True
+
+
+def test_a_writer_of_small_pieces_hands_the_kernel_each_mib_as_it_goes(tmp_path):
+    """The save buffers at most 1 MiB in the process; the rest is already the kernel's (and its writeback's)."""
+    seen: list[int] = []
+
+    def write(f: IO[bytes]) -> None:
+        for _ in range(24):  # 1.5 MiB in 64 KiB pieces
+            f.write(b"\1" * (64 << 10))
+        seen.append(os.fstat(f.fileno()).st_size)
+
+    atomic_write(tmp_path / "m.bin", write)
+    assert seen[0] >= 1 << 20
+    assert (tmp_path / "m.bin").stat().st_size == 24 * (64 << 10)
