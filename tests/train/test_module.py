@@ -339,3 +339,15 @@ def test_a_step_with_wrong_grads_is_told_what_grads_must_be(tmp_path, model, got
     with pytest.raises(TypeError, match=r"^TrainOutput\.grads must be backward\(loss\) \(burnlike\.train\.backward\), "
                                         rf"got {got}\. Don't call loss\.backward\(\) yourself"):
         learner.fit(loader(32, 16))
+
+
+def test_a_model_without_train_step_is_named_in_the_error():
+    with pytest.raises(TypeError, match=r"^Linear must implement train_step\(batch\) \(burnlike\.train\.TrainStep\)$"):
+        StepModule(nn.Linear(2, 2), SgdConfig(), 0.1)
+
+
+def test_a_checkpoint_without_a_metric_store_loads_as_an_empty_one():
+    """A plain Lightning checkpoint (saved by a run without burnlike's store) still resumes."""
+    module = StepModule(Classifier(), SgdConfig(), 0.1)
+    module.on_load_checkpoint({"state_dict": module.state_dict()})
+    assert module.store.state_dict() == StepModule(Classifier(), SgdConfig(), 0.1).store.state_dict()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import gc
 import logging
+import re
 import warnings
 
 import lightning as L
@@ -175,3 +176,51 @@ def test_tensorboard_event_files_hold_epochs_and_hyperparameters(tmp_path):
                  if k.endswith("session_start_info"))
     assert start.session_start_info.hparams["git_commit"].string_value == "abc"
     assert start.session_start_info.hparams["model/hidden"].number_value == 8
+
+
+def test_a_bridge_not_yet_set_up_saves_no_runs():
+    assert tracking.MetricLoggerBridge().state_dict() == {"runs": []}
+
+
+@pytest.mark.parametrize("every", [-1, 1.5, True, "2"])
+def test_every_n_steps_must_be_a_non_negative_integer(every):
+    with pytest.raises(ValueError, match=rf"^every_n_steps must be an integer >= 0 \(0: epoch values only\), "
+                                         rf"got {re.escape(repr(every))}$"):
+        tracking.MetricLoggerBridge(every_n_steps=every)
+
+
+def test_tensorboard_gets_a_hyperparameter_of_no_scalar_type_as_its_text(tmp_path):
+    pytest.importorskip("tensorboard")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    from tensorboard.plugins.hparams import plugin_data_pb2
+
+    logger = TensorBoardLogger(tmp_path, name="tb", version=0, default_hp_metric=False)
+    tracking.log_hyperparams(logger, {"layers": [8, 4], "lr": 0.5})
+    logger.experiment.flush()
+    acc = EventAccumulator(str(tmp_path / "tb" / "version_0"))
+    acc.Reload()
+    start = next(plugin_data_pb2.HParamsPluginData.FromString(v) for k, v in acc.PluginTagToContent("hparams").items()
+                 if k.endswith("session_start_info"))
+    assert start.session_start_info.hparams["layers"].string_value == "[8, 4]"
+    assert start.session_start_info.hparams["lr"].number_value == 0.5
+
+
+class WandbLogger(OwnLogger):
+    """Another package's logger that happens to share W&B's class name, with no run attribute."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.saves = 0
+
+    def save(self) -> None:
+        self.saves += 1
+
+
+def test_a_fit_ends_a_logger_named_like_wandbs_without_a_run_by_saving_it(tmp_path):
+    own = WandbLogger()
+    trainer = L.Trainer(logger=own, enable_progress_bar=False, enable_model_summary=False, accelerator="cpu",
+                        default_root_dir=tmp_path)
+    bridge = tracking.MetricLoggerBridge()
+    bridge.on_fit_end(trainer, None)  # type: ignore[arg-type]
+    bridge.on_exception(trainer, None, RuntimeError("boom"))  # type: ignore[arg-type]
+    assert own.saves == 2
