@@ -23,6 +23,7 @@ import torch
 
 from burnlike.optim import AdamConfig, SgdConfig
 from burnlike.record import DefaultRecorder, PrettyJsonFileRecorder
+from burnlike.record.checkpoint.shard_folder import METADATA, write_training_state
 from burnlike.train import (
     Aggregate,
     ClassificationOutput,
@@ -43,6 +44,7 @@ from burnlike.train.checkpoint import (
     FileCheckpointer,
     MetricEarlyStopping,
     Save,
+    checkpoint_path,
     default_checkpointing_strategy,
     newest_checkpoint,
 )
@@ -645,3 +647,29 @@ def test_checkpointing_actions_have_burns_variant_names():
     assert CheckpointingAction.Delete(3) == Delete(3) and isinstance(Delete(3), CheckpointingAction)
     assert KeepLastNCheckpoints(1).checkpointing(2, MetricStore()) == [CheckpointingAction.Save,
                                                                         CheckpointingAction.Delete(1)]
+
+
+def test_checkpoint_path_names_the_model_file_by_default(tmp_path):
+    assert checkpoint_path(tmp_path, 3, "mpk") == tmp_path / "checkpoint" / "model-3.mpk"
+
+
+def test_newest_checkpoint_reads_a_sharded_checkpoints_step_from_its_training_state(tmp_path):
+    folder = tmp_path / "checkpoint"
+    folder.mkdir()
+    write_checkpoint(folder / "trainer-2.mpk", 8)
+    sharded = folder / "trainer-3.mpk"  # a folder: the shards, their metadata, the training state
+    sharded.mkdir()
+    (sharded / f"{METADATA}.mpk").write_bytes(b"")
+    write_training_state(sharded, {"state_dict": {}, "global_step": 12}, DefaultRecorder())
+    assert newest_checkpoint(tmp_path, "mpk") == sharded
+    write_training_state(sharded, {"state_dict": {}, "global_step": "12"}, DefaultRecorder())  # not a step
+    assert newest_checkpoint(tmp_path, "mpk") == folder / "trainer-2.mpk"
+
+
+def test_a_sharded_run_saves_each_epochs_whole_model_as_burns_model_record(tmp_path, one_rank_group):
+    learner = (LearnerBuilder(tmp_path).with_file_checkpointer(DefaultRecorder()).num_epochs(1).progress_bar(False)
+               .with_application_logger(False).trainer_kwargs(strategy="fsdp", accelerator="cpu", devices=1)
+               .build(Classifier(), AdamConfig(), 1e-2))
+    trained = learner.fit(loader(32, 16)).model
+    restored = Classifier().load_file(tmp_path / "checkpoint" / "model-1.mpk", DefaultRecorder())
+    assert same_weights(restored, trained)
