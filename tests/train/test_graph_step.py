@@ -18,11 +18,13 @@ import warnings
 import lightning as L
 import pytest
 import torch
+from lightning.pytorch.strategies import DDPStrategy
 from torch.utils.data import DataLoader, IterableDataset
 
 import burnlike
 from burnlike.data import DataLoaderBuilder
 from burnlike.optim import AdamConfig
+from burnlike.optim.lr_scheduler import LrScheduler
 from burnlike.record import load_checkpoint
 from burnlike.train import LearnerBuilder
 from burnlike.train.graph_step import _copy, _record, _signature, host_lr, keep_grads, skipped_hooks
@@ -319,3 +321,47 @@ def test_fp16_runs_eagerly_with_the_reason(tmp_path, caplog):
         _, learner = train(tmp_path, fast=True, devices=("cuda:0",), precision="16-mixed", epochs=1)
     assert not learner.module.graph_step.captured
     assert any("precision=16-mixed" in r.getMessage() for r in caplog.records)
+
+
+class SyncFlags(L.Callback):
+    """Notes, at each gradient of the model's first parameter, whether DDP all-reduces that backward."""
+
+    def __init__(self) -> None:
+        self.flags: list[bool] = []
+
+    def on_train_start(self, trainer, pl_module) -> None:
+        ddp = trainer.strategy.model
+        next(pl_module.parameters()).register_hook(lambda grad: self.flags.append(ddp.require_backward_grad_sync))
+
+
+def test_under_ddp_only_an_accumulation_groups_last_backward_all_reduces(tmp_path, one_rank_group):
+    flags = SyncFlags()
+    learner = (LearnerBuilder(tmp_path).devices(["cpu"]).grads_accumulation(2).num_epochs(1).progress_bar(False)
+               .with_application_logger(False).trainer_kwargs(strategy=DDPStrategy(process_group_backend="gloo"))
+               .callback(flags).build(Classifier(), AdamConfig(), 1e-2))
+    learner.fit(loader(64, 16))
+    assert flags.flags == [False, True, False, True]
+
+
+class NoisySchedule:
+    """A schedule whose every learning rate comes with the same warning."""
+
+    def lr_at(self, k: int) -> float:
+        warnings.warn("noisy schedule", UserWarning, stacklevel=1)
+        return 0.1
+
+    def init(self) -> LrScheduler:
+        return LrScheduler(self.lr_at)
+
+
+def test_only_the_schedulers_first_step_runs_under_burnlikes_warning_filter(tmp_path):
+    """The caller's filters decide about a schedule's warnings after its first step: under "default"
+    the warning shows at the schedule's construction, at its first step (inside burnlike's filter),
+    once more after it (leaving a `catch_warnings` resets Python's once-per-place registry), then no
+    more. Each further step under a filter of burnlike's would show it once more."""
+    burnlike.seed(0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        (LearnerBuilder(tmp_path).devices(["cpu"]).grads_accumulation(2).num_epochs(1).progress_bar(False)
+         .with_application_logger(False).build(Classifier(), AdamConfig(), NoisySchedule()).fit(loader(128, 16)))
+    assert sum(str(w.message) == "noisy schedule" for w in caught) == 3

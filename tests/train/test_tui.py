@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import io
 import logging
+import math
+import signal
 import sys
 import threading
 import time
@@ -23,7 +25,9 @@ from rich.file_proxy import FileProxy
 from burnlike.optim import AdamConfig
 from burnlike.train import Split, StepModule
 from burnlike.train.metric import AccuracyMetric, LossMetric
+from burnlike.train.preemption import Preempted
 from burnlike.train.tui import BARS, LiveView, _duration, sparkline
+from tests.helpers.fit import SignalAfter, cpu_builder, fit
 from tests.helpers.toy import Batch, Classifier, FailsInTraining, loader
 from tests.train.helpers import fit_with_display, silent_builder
 
@@ -387,3 +391,31 @@ def test_stopping_a_view_that_never_started_does_nothing():
     view = LiveView(console=terminal())
     view._stop()
     assert view._live is None and view._moved == []
+
+
+def test_a_resumed_epoch_continues_at_the_batch_it_stopped_at(tmp_path):
+    run = tmp_path / "run"
+    with pytest.raises(Preempted):  # noticed at step 6: epoch 2 with 2 of its 4 batches done
+        fit(cpu_builder(run).callback(SignalAfter(5, signal.SIGUSR1)))
+    console = terminal()
+    fit(cpu_builder(run).checkpoint("last").progress_bar(True).callback(LiveView(refresh=0.0, console=console)))
+    assert "Epoch 2/2 · train 3/4" in console.file.getvalue()
+
+
+def test_live_view_redraws_once_its_refresh_interval_has_passed(tmp_path):
+    """The interval is a lower bound: a frame is due when exactly `refresh` seconds have passed
+    (here both infinite: a view never drawn, refreshing only on forced draws otherwise)."""
+    console = terminal()
+    view = LiveView(refresh=math.inf, console=console)
+    trainer = Trainer(logger=False, enable_checkpointing=False, enable_progress_bar=False, accelerator="cpu",
+                      default_root_dir=tmp_path)
+    module = step_module()
+    view.on_train_start(trainer, module)
+    try:
+        view.pace.last = -math.inf
+        view._draw(trainer, module, force=False)
+        assert "Epoch 1" in console.file.getvalue()
+        view._draw(trainer, module, force=False)  # just drawn: not again
+        assert console.file.getvalue().count("Epoch 1") == 1
+    finally:
+        view._stop()
