@@ -19,9 +19,8 @@ install: $(VENV)/.installed
 train: install
 	BURNLIKE_DATA=$(DATA) $(PY) train.py model=mnist trainer.devices=1
 
-# On every core: the tests that start several training processes share one worker (tests/conftest.py)
 test: install
-	BURNLIKE_DATA=$(DATA) $(PY) -m pytest -q -n auto --dist loadgroup
+	BURNLIKE_DATA=$(DATA) $(PY) -m pytest -q
 
 lint: install
 	$(VENV)/bin/ruff check burnlike tests benchmarks train.py examples scripts

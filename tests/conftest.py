@@ -23,16 +23,6 @@ from tests.helpers.hostile import CASES
 from tests.helpers.idx import write_mnist_idx
 from tests.helpers.paths import CONF
 
-# Tests that start several training processes (DDP, FSDP, torchrun nodes, signals to a job). Under
-# `make test` (pytest-xdist, `--dist loadgroup`) they share one worker and run one at a time, so two
-# jobs never compete for the cores (their stop-within-30-s limits and rank timeouts hold); every
-# other test spreads over the workers.
-PROCESS_JOBS = ("tests/journeys/test_cluster_day.py", "tests/journeys/test_preemption.py",
-                "tests/journeys/test_multi_node.py", "tests/journeys/test_ddp.py", "tests/journeys/test_sweeps.py",
-                "tests/journeys/test_object_stores.py", "tests/train/test_sharded.py",
-                "tests/record/checkpoint/test_dcp.py", "tests/app/test_ddp.py",
-                "tests/journeys/test_docs_commands.py")  # docs/clusters.md runs a DDP job
-
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     """mutmut runs several pytest sessions in one process: a handler a library made in an earlier
@@ -52,9 +42,6 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if "MUTANT_UNDER_TEST" not in os.environ:  # a plain run
-        for item in items:
-            if item.nodeid.split("::", 1)[0] in PROCESS_JOBS:
-                item.add_marker(pytest.mark.xdist_group("process_jobs"))
         return
     # mutmut's stats run (which tests cover which function) leaves slow tests out too: a function only
     # they reach gets "no tests", the verdict a mutant's run would give it with them left out
