@@ -31,9 +31,8 @@ better.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import cast
 
 import torch
 import torch.nn.functional as F
@@ -41,9 +40,15 @@ from torch import Tensor, nn
 
 from burnlike.config import config
 from burnlike.nn.loss import Reduction
-from burnlike.train.metric.base import Metric, MetricContext, Number
-from burnlike.train.metric.pretrained import Held, PathLike, check, copy_into, read_state_dict, tensors
-from burnlike.train.output import IMAGE
+from burnlike.train.metric.pretrained import (
+    ImageDistanceMetric,
+    PathLike,
+    check,
+    check_images,
+    copy_into,
+    read_state_dict,
+    tensors,
+)
 
 DISTS_WEIGHTS_URL = "https://github.com/dingkeyan93/DISTS/raw/master/DISTS_pytorch/weights.pt"
 VGG16_IMAGENET_URL = "https://download.pytorch.org/models/vgg16-397923af.pth"
@@ -175,7 +180,7 @@ class Dists(nn.Module):
 
     def forward_no_reduction(self, input: Tensor, target: Tensor) -> Tensor:
         """The distance of each pair of images, [B]."""
-        _check_images(input, target)
+        check_images("DISTS", input, target)
         with torch.no_grad():
             if self.normalize:
                 input, target = (input - self.mean) / self.std, (target - self.mean) / self.std
@@ -202,14 +207,7 @@ class Dists(nn.Module):
         return distance.sum() if Reduction(reduction) is Reduction.Sum else distance.mean()
 
 
-def _check_images(input: Tensor, target: Tensor, name: str = "DISTS") -> None:
-    if input.shape != target.shape:
-        raise ValueError(f"{name}: images {tuple(input.shape)} and {tuple(target.shape)} differ in shape")
-    if input.dim() != 4 or input.shape[1] != 3:
-        raise ValueError(f"{name}: expects RGB images [batch, 3, height, width], got {tuple(input.shape)}")
-
-
-class DistsMetric(Metric):
+class DistsMetric(ImageDistanceMetric):
     """`DISTS`: the DISTS distance of each output image to its target, averaged over the batch and
     weighted by batch size (burnlike's metric over Burn's module).
 
@@ -217,39 +215,15 @@ class DistsMetric(Metric):
     in float32, outside autocast, without gradients, on the images' device; it is not a submodule
     of the training module (not in its checkpoints or summary)."""
 
-    name = "DISTS"
-    input = IMAGE
-    higher_is_better = False
-
     def __init__(self, dists: Dists) -> None:
-        super().__init__()
         if not isinstance(dists, Dists):
             raise TypeError(f"DistsMetric expects a Dists module (DistsConfig().init_pretrained(...)), "
                             f"got {type(dists).__name__}")
-        self._network = Held(dists)
+        super().__init__(dists, "DISTS")
 
     @property
     def dists(self) -> Dists:
-        return self._network.module
-
-    def with_name(self, name: str) -> DistsMetric:
-        self.name = name
-        return self
-
-    def batch_value(self, item: Any, ctx: MetricContext) -> tuple[Number, Number]:
-        x, y = item.output.detach().float(), item.targets.detach().float()
-        _check_images(x, y, self.name)
-        network = self._network.on(x.device)
-        with torch.autocast(x.device.type, enabled=False):
-            distance = network.forward_no_reduction(x, y)
-        return distance.mean(), x.shape[0]
-
-    def _apply(self, fn: Callable[[Tensor], Tensor], recurse: bool = True) -> DistsMetric:
-        """Moved with the training module (to its device, never to another dtype), though not its
-        submodule: on the device before a CUDA-graph capture."""
-        super()._apply(fn, recurse)  # type: ignore[no-untyped-call]  # torch leaves it untyped
-        self._network.on(self.mean.device)
-        return self
+        return cast(Dists, self._network.module)
 
     def clone(self) -> DistsMetric:
         """A fresh metric sharing the (frozen) network."""

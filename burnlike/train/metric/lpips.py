@@ -31,10 +31,9 @@ better.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import cast
 
 import torch
 from torch import Tensor, nn
@@ -42,9 +41,15 @@ from torchmetrics.functional.image.lpips import ScalingLayer, _NoTrainLpips
 
 from burnlike.config import config
 from burnlike.nn.loss import Reduction
-from burnlike.train.metric.base import Metric, MetricContext, Number
-from burnlike.train.metric.pretrained import Held, PathLike, check, copy_into, read_state_dict, tensors
-from burnlike.train.output import IMAGE
+from burnlike.train.metric.pretrained import (
+    ImageDistanceMetric,
+    PathLike,
+    check,
+    check_images,
+    copy_into,
+    read_state_dict,
+    tensors,
+)
 
 
 class LpipsNet(str, Enum):
@@ -162,7 +167,7 @@ class Lpips(nn.Module):
 
     def forward_no_reduction(self, input: Tensor, target: Tensor) -> Tensor:
         """The distance of each pair of images, [B]."""
-        _check_images(f"LPIPS ({self.net.value})", input, target, MIN_SIZE[self.net])
+        check_images(f"LPIPS ({self.net.value})", input, target, MIN_SIZE[self.net])
         with torch.no_grad():
             distance: Tensor = self.model(input, target, normalize=self.normalize)
         return distance.reshape(input.shape[0])
@@ -172,17 +177,7 @@ class Lpips(nn.Module):
         return distance.sum() if Reduction(reduction) is Reduction.Sum else distance.mean()
 
 
-def _check_images(name: str, input: Tensor, target: Tensor, min_size: int = 1) -> None:
-    if input.shape != target.shape:
-        raise ValueError(f"{name}: images {tuple(input.shape)} and {tuple(target.shape)} differ in shape")
-    if input.dim() != 4 or input.shape[1] != 3:
-        raise ValueError(f"{name}: expects RGB images [batch, 3, height, width], got {tuple(input.shape)}")
-    if min(input.shape[2:]) < min_size:
-        raise ValueError(f"{name}: images {tuple(input.shape[2:])} are smaller than the backbone's "
-                         f"{min_size}×{min_size} pixels")
-
-
-class LpipsMetric(Metric):
+class LpipsMetric(ImageDistanceMetric):
     """`LPIPS (Vgg)` (or `Alex`, `Squeeze`): the LPIPS distance of each output image to its target,
     averaged over the batch and weighted by batch size (burnlike's metric over Burn's module).
 
@@ -190,39 +185,15 @@ class LpipsMetric(Metric):
     The network runs in float32, outside autocast, without gradients, on the images' device; it is
     not a submodule of the training module (not in its checkpoints or summary)."""
 
-    input = IMAGE
-    higher_is_better = False
-
     def __init__(self, lpips: Lpips) -> None:
-        super().__init__()
         if not isinstance(lpips, Lpips):
             raise TypeError(f"LpipsMetric expects an Lpips module (LpipsConfig().init_pretrained(...)), "
                             f"got {type(lpips).__name__}")
-        self._network = Held(lpips)
-        self.name = f"LPIPS ({lpips.net.value})"
+        super().__init__(lpips, f"LPIPS ({lpips.net.value})", MIN_SIZE[lpips.net])
 
     @property
     def lpips(self) -> Lpips:
-        return self._network.module
-
-    def with_name(self, name: str) -> LpipsMetric:
-        self.name = name
-        return self
-
-    def batch_value(self, item: Any, ctx: MetricContext) -> tuple[Number, Number]:
-        x, y = item.output.detach().float(), item.targets.detach().float()
-        _check_images(self.name, x, y, MIN_SIZE[self.lpips.net])
-        network = self._network.on(x.device)
-        with torch.autocast(x.device.type, enabled=False):
-            distance = network.forward_no_reduction(x, y)
-        return distance.mean(), x.shape[0]
-
-    def _apply(self, fn: Callable[[Tensor], Tensor], recurse: bool = True) -> LpipsMetric:
-        """Moved with the training module (to its device, never to another dtype), though not its
-        submodule: on the device before a CUDA-graph capture."""
-        super()._apply(fn, recurse)  # type: ignore[no-untyped-call]  # torch leaves it untyped
-        self._network.on(self.mean.device)
-        return self
+        return cast(Lpips, self._network.module)
 
     def clone(self) -> LpipsMetric:
         """A fresh metric sharing the (frozen) network."""

@@ -17,14 +17,16 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar, cast
 
 import torch
 from torch import Tensor, nn
 
 from burnlike.record.format.registry import torch_format
+from burnlike.train.metric.base import Metric, MetricContext, Number
+from burnlike.train.output import IMAGE
 
 PathLike = str | os.PathLike[str]
 M = TypeVar("M", bound=nn.Module)
@@ -141,3 +143,56 @@ class Held(Generic[M]):
         if first is not None and first.device != device:
             self.module.to(device)
         return self.module
+
+
+class DistanceNetwork(Protocol):
+    """A frozen network giving one distance per image pair (LPIPS, DISTS)."""
+
+    def forward_no_reduction(self, input: Tensor, target: Tensor) -> Tensor: ...
+
+
+def check_images(name: str, input: Tensor, target: Tensor, min_size: int = 1) -> None:
+    """Output and target images of one shape, RGB [batch, 3, height, width], at least `min_size` wide."""
+    if input.shape != target.shape:
+        raise ValueError(f"{name}: images {tuple(input.shape)} and {tuple(target.shape)} differ in shape")
+    if input.dim() != 4 or input.shape[1] != 3:
+        raise ValueError(f"{name}: expects RGB images [batch, 3, height, width], got {tuple(input.shape)}")
+    if min(input.shape[2:]) < min_size:
+        raise ValueError(f"{name}: images {tuple(input.shape[2:])} are smaller than the backbone's "
+                         f"{min_size}×{min_size} pixels")
+
+
+D = TypeVar("D", bound="ImageDistanceMetric")
+
+
+class ImageDistanceMetric(Metric):
+    """Each output image's distance to its target through a held network (LPIPS, DISTS), averaged
+    over the batch and weighted by batch size. The network runs in float32, outside autocast, on
+    the images' device; it is not a submodule (not in checkpoints or the summary), yet moves with
+    the training module (before a CUDA-graph capture)."""
+
+    input = IMAGE
+    higher_is_better = False
+    def __init__(self, network: nn.Module, name: str, min_size: int = 1) -> None:
+        super().__init__()
+        self._network = Held(network)
+        self.name = name
+        self.min_size = min_size  # the smallest image side the network takes
+
+    def with_name(self: D, name: str) -> D:
+        self.name = name
+        return self
+
+    def batch_value(self, item: Any, ctx: MetricContext) -> tuple[Number, Number]:
+        x, y = item.output.detach().float(), item.targets.detach().float()
+        check_images(self.name, x, y, self.min_size)
+        network = cast(DistanceNetwork, self._network.on(x.device))
+        with torch.autocast(x.device.type, enabled=False):
+            distance = network.forward_no_reduction(x, y)
+        return distance.mean(), x.shape[0]
+
+    def _apply(self: D, fn: Callable[[Tensor], Tensor], recurse: bool = True) -> D:
+        super()._apply(fn, recurse)  # type: ignore[no-untyped-call]  # torch leaves it untyped
+        self._network.on(self.mean.device)
+        return self
+
