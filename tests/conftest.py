@@ -73,6 +73,19 @@ def _no_handler_outlives_its_test():
                 handler.close()
 
 
+@pytest.fixture(autouse=True)
+def _no_environment_outlives_its_test():
+    """The environment each test starts from is the session's. Lightning's in-process fit under a
+    distributed strategy exports `LOCAL_RANK`, `MASTER_PORT`, ...; a later multi-process run would
+    inherit them, take itself for a rank Lightning already launched, spawn no other ranks and wait
+    for them forever. W&B exports its service's socket, which a later subprocess would connect to."""
+    before = dict(os.environ)
+    yield
+    if os.environ != before:
+        os.environ.clear()
+        os.environ.update(before)
+
+
 @pytest.fixture(scope="module")
 def conf():
     """`conf(*overrides)`: the app's config composed by Hydra from conf/, as `train.py` composes it."""
