@@ -277,7 +277,7 @@ def run(cfg: DictConfig, artifact_dir: str | Path | None = None) -> float:
     except (ValueError, TypeError) as e:  # Lightning's Trainer rejects an argument (MisconfigurationException too)
         raise AppConfigError(trainer_error(cfg, e)) from e
     try:
-        learner.resume_path()
+        learner.resume_path(warn=False)  # fit warns (once) about what it skips
     except (FileNotFoundError, ValueError) as e:
         raise AppConfigError(resume_error(cfg, artifact, e)) from e
     tracker = MetricTracker(str(cfg.optimized_metric), artifact / "result.json", learner.module.store, learner.trainer)

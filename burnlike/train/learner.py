@@ -104,9 +104,10 @@ class Learner(components.Learner):
             train = SkipFirst(train, skip)  # a plain loader: its first pass skips them (its order is its own)
         return train, valid
 
-    def resume_path(self) -> AnyPath | None:
+    def resume_path(self, *, warn: bool = True) -> AnyPath | None:
         """The file Lightning resumes from: `trainer-N` (Burn's per-epoch layout), else an older
-        single-file `model-N`; for "last" the newest complete checkpoint in the run dir."""
+        single-file `model-N`; for "last" the newest complete checkpoint in the run dir. `warn=False`
+        checks without the warnings `fit` gives (skipped files, nothing to resume from yet)."""
         if self.checkpoint is None:
             return None
         if self.checkpoint_extension is None:
@@ -114,13 +115,12 @@ class Learner(components.Learner):
         if self.checkpoint == "last":  # a scheduler's requeue runs the same command: resume if there is anything
             unreadable: list[tuple[AnyPath, str]] = []
             newest = newest_checkpoint(self.artifact_dir, self.checkpoint_extension, unreadable)
-            for path, why in unreadable:
+            for path, why in unreadable if warn else ():
                 log.warning("checkpoint('last'): %s can't be read (%s); skipped, resuming from %s", path, why,
                             newest if newest is not None else "the start")
-            if newest is None:
+            if newest is None and warn:
                 log.warning("checkpoint('last'): no checkpoint in %s yet; training from the start",
                             self.artifact_dir / "checkpoint")
-                return None
             return newest
         epoch = int(self.checkpoint)
         for kind in ("trainer", "model"):

@@ -88,15 +88,26 @@ class MetricLoggerBridge(L.Callback):
         """A preempted or failed fit ends its logger runs too: a W&B run left open is still "in use"
         when the requeued job starts it again a moment later."""
         code = exception.code if isinstance(exception, SystemExit) and isinstance(exception.code, int) else 1
-        self._end_runs(trainer, code)
+        self._end_runs(trainer, code, stopped_by=exception)
 
-    def _end_runs(self, trainer: L.Trainer, exit_code: int) -> None:
-        if trainer.is_global_zero:
-            for logger in trainer.loggers:
+    def _end_runs(self, trainer: L.Trainer, exit_code: int, stopped_by: BaseException | None = None) -> None:
+        """Save each logger and finish its W&B run. After a fit that raised (`stopped_by`), a logger
+        that can't end its run is named in a warning and the fit's own exception goes on: a signal
+        sent to every process of a job also stops W&B's service, and a lost connection must not
+        turn a preemption's exit status into a crash."""
+        if not trainer.is_global_zero:
+            return
+        for logger in trainer.loggers:
+            try:
                 logger.save()
                 if type(logger).__name__ == "WandbLogger" and getattr(logger, "_experiment", None) is not None:
                     # else the next fit in this process (or the requeued job) reuses a run still open
                     cast(Any, logger).experiment.finish(exit_code=exit_code)
+            except Exception as error:
+                if stopped_by is None:
+                    raise
+                log.warning("%s could not end its run after the fit stopped (%s): %s: %s", type(logger).__name__,
+                            type(stopped_by).__name__, type(error).__name__, error)
 
     def _epoch(self, split: Split, epoch: int, entries: Mapping[str, EpochEntry]) -> None:
         trainer = self._trainer

@@ -678,3 +678,12 @@ def test_artifacts_choose_where_the_config_is_saved(conf, tmp_path):
     with pytest.raises(AppConfigError, match=r"^model: CnnConfig reads the batches of data=image_folder"):
         run(conf("model=cnn", f"artifacts={store}"), artifact_dir=tmp_path / "local")
     assert (store / "config.json").is_file() and not (tmp_path / "local" / "config.json").exists()
+
+
+def test_a_requeued_run_with_nothing_to_resume_says_so_once(mlp_conf, tmp_path, caplog):
+    with caplog.at_level(logging.WARNING, logger="burnlike"):
+        run(mlp_conf("model.hidden_sizes=[8]", "learner.summary=false", "learner.checkpoint=last",
+                     "learner.num_epochs=1", "trainer.limit_train_batches=1", "trainer.limit_val_batches=1"),
+            tmp_path / "run")
+    notes = [r.getMessage() for r in caplog.records if "checkpoint('last')" in r.getMessage()]
+    assert notes == [f"checkpoint('last'): no checkpoint in {tmp_path / 'run' / 'checkpoint'} yet; training from the start"]

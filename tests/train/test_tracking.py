@@ -224,3 +224,24 @@ def test_a_fit_ends_a_logger_named_like_wandbs_without_a_run_by_saving_it(tmp_pa
     bridge.on_fit_end(trainer, None)  # type: ignore[arg-type]
     bridge.on_exception(trainer, None, RuntimeError("boom"))  # type: ignore[arg-type]
     assert own.saves == 2
+
+
+class LostLogger(OwnLogger):
+    """A logger whose service went away (a signal sent to every process of the job stops W&B's too)."""
+
+    def save(self) -> None:
+        raise ConnectionResetError("Connection lost")
+
+
+def test_a_logger_that_cannot_end_its_run_leaves_the_fits_own_exception_and_the_other_loggers(tmp_path, caplog):
+    lost, own = LostLogger(), WandbLogger()
+    trainer = L.Trainer(logger=[lost, own], enable_progress_bar=False, enable_model_summary=False,
+                        accelerator="cpu", default_root_dir=tmp_path)
+    bridge = tracking.MetricLoggerBridge()
+    with caplog.at_level(logging.WARNING, "burnlike.train"):
+        bridge.on_exception(trainer, None, SystemExit(143))  # type: ignore[arg-type]
+    assert own.saves == 1
+    assert "LostLogger could not end its run after the fit stopped (SystemExit): ConnectionResetError: Connection lost" \
+        in caplog.text
+    with pytest.raises(ConnectionResetError):  # a fit that ended well reports a logger that can't save
+        bridge.on_fit_end(trainer, None)  # type: ignore[arg-type]
