@@ -305,6 +305,23 @@ def test_model_n_is_a_plain_burn_module_record_and_resume_matches_an_uninterrupt
     assert same_weights(Classifier().load_file(tmp_path / "cut" / "checkpoint" / "model-3.mpk"), straight)
 
 
+class CkptRecorder(DefaultRecorder):
+    """A user's recorder with its own (dotted) extension: Burn's `FileRecorder::file_extension`."""
+
+    def file_extension(self) -> str:
+        return "ckpt.burn"
+
+
+def test_a_recorder_with_its_own_extension_checkpoints_deletes_and_resumes_by_it(tmp_path):
+    straight = fit(checkpointing_builder(tmp_path / "straight", 3).with_file_checkpointer(CkptRecorder()))
+    cut = checkpointing_builder(tmp_path / "cut", 2, keep=1).with_file_checkpointer(CkptRecorder())
+    fit(cut)
+    assert sorted(p.name for p in (tmp_path / "cut" / "checkpoint").iterdir()) == [
+        f"{kind}-2.ckpt.burn" for kind in ("model", "optim", "scheduler", "trainer")]
+    resumed = fit(checkpointing_builder(tmp_path / "cut", 3).with_file_checkpointer(CkptRecorder()).checkpoint("last"))
+    assert same_weights(resumed, straight)
+
+
 def test_checkpointer_logs_each_file_it_removes(tmp_path, caplog):
     builder = (LearnerBuilder(tmp_path).metric_valid_numeric(LossMetric()).num_epochs(2).progress_bar(False)
                .with_application_logger(False).with_file_checkpointer(DefaultRecorder())

@@ -77,16 +77,19 @@ class Recorder:
         }
 
     def path_for(self, path: str | os.PathLike[str] | RemotePath) -> AnyPath:
-        """Replace any extension with this recorder's (`model.mpk.gz` → `model.bin`, `model` → `model.mpk`)."""
+        """Replace any extension with this recorder's `file_extension()` (`model.mpk.gz` → `model.bin`,
+        `model` → `model.mpk`); a subclass that overrides it, as Burn's `FileRecorder` allows, names
+        every file it writes with its own."""
         p = as_path(path)
         name = p.name
-        for known in _known_extensions():
+        ext = self.file_extension()
+        for known in dict.fromkeys([ext, *_known_extensions()]):
             if name.endswith("." + known):
                 name = name[: -len(known) - 1]
                 break
         else:
             name = p.stem if p.suffix else name
-        return p.with_name(f"{name}.{self.extension}")
+        return p.with_name(f"{name}.{ext}")
 
     def resolve(self, path: str | os.PathLike[str] | RemotePath) -> AnyPath:
         """The file to read: `path`, or `path` with this recorder's extension when only that exists."""

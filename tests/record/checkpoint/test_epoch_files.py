@@ -134,15 +134,22 @@ def test_a_malformed_optim_n_is_named_with_its_key(tmp_path):
     assert error.value.path == str(tmp_path / "optim-1.mpk") and error.value.key == f"{pid}.V1.Rank2.momentum"
 
 
-def test_the_optim_and_scheduler_files_are_written_at_the_names_the_trainer_file_lists(tmp_path):
-    """Even for a recorder whose `file_extension()` is not its class's extension (Burn's method to override)."""
-    recorder = DefaultRecorder()
-    recorder.file_extension = lambda: "burn"  # type: ignore[method-assign]
+class WeightsRecorder(DefaultRecorder):
+    """A user's recorder with its own extension (Burn's `FileRecorder::file_extension` to override),
+    dotted."""
+
+    def file_extension(self) -> str:
+        return "ckpt.burn"
+
+
+def test_each_part_is_written_at_the_name_the_trainer_file_lists(tmp_path):
+    """Even for a recorder whose `file_extension()` is not its class's extension."""
     model = randomised_params(Tiny())
     checkpoint = lightning_checkpoint(model)
-    save_parts(checkpoint, model, tmp_path, 2, recorder)
-    assert {checkpoint[FILES_KEY][kind] for kind in ("optim", "scheduler")} == {"optim-2.burn", "scheduler-2.burn"}
-    assert (tmp_path / "optim-2.burn").is_file() and (tmp_path / "scheduler-2.burn").is_file()
+    save_parts(checkpoint, model, tmp_path, 2, WeightsRecorder())
+    names = {checkpoint[FILES_KEY][kind] for kind in ("model", "optim", "scheduler")}
+    assert names == {"model-2.ckpt.burn", "optim-2.ckpt.burn", "scheduler-2.ckpt.burn"}
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(names)
 
 
 def test_an_optimizer_burn_has_no_record_for_gives_the_model_no_param_ids(tmp_path):
