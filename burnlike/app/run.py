@@ -191,13 +191,10 @@ def trainer_strategy(cfg: DictConfig, strategy: Any = None) -> Any:
 
 
 def _is_multirun() -> bool:
-    try:
-        from hydra.core.hydra_config import HydraConfig
-        from hydra.types import RunMode
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
 
-        return HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
-    except Exception:  # pragma: no cover - outside Hydra
-        return False
+    return HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
 
 
 def output_dir() -> Path:

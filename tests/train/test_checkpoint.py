@@ -531,6 +531,9 @@ def test_the_early_stopping_callback_watches_the_strategys_metric():
     callback = MetricEarlyStoppingStrategy(LossMetric()).to_callback()
     assert callback.monitor == "valid/Loss"
     assert callback.state_key == "MetricEarlyStopping{'monitor': 'valid/Loss', 'strategy': 'burn'}"
+    # Lightning's own checks are off, as its fields read: the decision is Burn's rule (a missing
+    # value never stops, a NaN counts as no improvement), taken at the train epoch's end
+    assert (callback.strict, callback.check_finite, callback._check_on_train_epoch_end) == (False, False, True)
 
 
 def test_two_early_stoppings_keep_their_states_apart():

@@ -1,9 +1,13 @@
 """`burnlike.train.process_group`: the exit handler ends a DDP process group without waiting at a
-barrier (at exit the other ranks may be gone), and does nothing when no group is up."""
+barrier (at exit the other ranks may be gone), and does nothing when no group is up; it is
+registered once per process, however many fits the process runs."""
 
 from __future__ import annotations
 
-from burnlike.train.process_group import end_process_group
+import atexit
+
+from burnlike.train import process_group
+from burnlike.train.process_group import end_at_exit, end_process_group
 
 
 def test_the_exit_handler_ends_a_group_without_a_barrier_and_does_nothing_without_one(one_rank_group, monkeypatch):
@@ -17,3 +21,13 @@ def test_the_exit_handler_ends_a_group_without_a_barrier_and_does_nothing_withou
     end_process_group()  # nothing up: no error
     end_process_group(barrier=True)
     assert barriers == []
+
+
+def test_the_exit_handler_is_registered_once_for_many_fits(monkeypatch):
+    """A process that runs a sweep's fits one after another keeps one handler, not one per fit."""
+    registered: list[object] = []
+    monkeypatch.setattr(process_group, "_registered", False)
+    monkeypatch.setattr(atexit, "register", registered.append)
+    for _ in range(3):
+        end_at_exit()
+    assert registered == [end_process_group]

@@ -71,3 +71,14 @@ def test_heads_are_the_first_n_bytes_of_local_and_fsspec_files(tmp_path, memory_
     assert registry._head(path, 4) == bytes(range(4))
     (memory_dir / "f.bin").write_bytes(bytes(range(200)))
     assert registry._head(f"{memory_dir}/f.bin", 4) == bytes(range(4))  # a URL, as a user passes it
+
+
+def test_torch_format_names_a_torch_zip_a_legacy_pickle_and_nothing_else(tmp_path):
+    """The kind of torch.save file, by its first bytes: `"zip"` (torch ≥ 1.6), `"pickle"` (the
+    legacy format), None for a record."""
+    state = {"w": torch.ones(2)}
+    torch.save(state, tmp_path / "new.pt")
+    torch.save(state, tmp_path / "old.pt", _use_new_zipfile_serialization=False)
+    record = DefaultRecorder().save_module(Net(), tmp_path / "model")
+    assert [registry.torch_format(p) for p in (tmp_path / "new.pt", tmp_path / "old.pt", record)] == \
+        ["zip", "pickle", None]

@@ -20,7 +20,7 @@ from burnlike.record import (
     NamedMpkFileRecorder,
 )
 from burnlike.record.format.module_record import module_to_record
-from burnlike.record.format.walker import Field, fields
+from burnlike.record.format.walker import Field, Visitor, fields, walk
 from tests.helpers.records import Net, randomised
 
 
@@ -172,3 +172,51 @@ def test_a_stateless_child_is_a_nil_field():
     holder = nn.Module()
     holder.act, holder.body = nn.ReLU(), model
     assert fields(holder) == [Field("act", "nil"), Field("body", "module", model)]
+
+
+def kinds(m: nn.Module, version: str = "0.21.0") -> list[tuple[str, str]]:
+    return [(f.name, f.kind) for f in fields(m, version)]
+
+
+@pytest.mark.parametrize(("layer", "expected"), [
+    (nn.Conv2d(2, 4, 3), [("weight", "param"), ("bias", "param"), ("stride", "nil"), ("kernel_size", "nil"),
+                          ("dilation", "nil"), ("groups", "nil"), ("padding", "nil")]),
+    (nn.Conv1d(2, 4, 3, bias=False), [("weight", "param"), ("bias", "none"), ("stride", "nil"),
+                                      ("kernel_size", "nil"), ("dilation", "nil"), ("groups", "nil"),
+                                      ("padding", "nil")]),
+    (nn.GroupNorm(2, 4), [("gamma", "param"), ("beta", "param"), ("num_groups", "nil"), ("num_channels", "nil"),
+                          ("epsilon", "nil")]),
+    (nn.GroupNorm(2, 4, affine=False), [("num_groups", "nil"), ("num_channels", "nil"), ("epsilon", "nil")]),
+    (nn.BatchNorm1d(3), [("gamma", "param"), ("beta", "param"), ("running_mean", "param"),
+                         ("running_var", "param"), ("momentum", "nil"), ("epsilon", "nil")]),
+    (nn.LayerNorm(3, elementwise_affine=False), [("epsilon", "nil")]),
+], ids=["conv2d", "conv1d-no-bias", "group-norm", "group-norm-no-affine", "batch-norm", "layer-norm-no-affine"])
+def test_standard_layers_have_burns_fields_with_config_fields_as_nil(layer, expected):
+    """A config field is `nil` (Burn's `Ignored`/constant fields), which every codec writes as nil."""
+    assert kinds(layer) == expected
+
+
+def test_burn_0_19_conv2d_geometry_fields_are_nil_pairs():
+    assert kinds(nn.Conv2d(2, 4, 3), "0.19.0")[2:5] == [("stride", "nil2"), ("kernel_size", "nil2"),
+                                                         ("dilation", "nil2")]
+
+
+class Cursor(Visitor[str]):
+    """Records which node (a path string standing for the codec's cursor) each stateless module gets."""
+
+    def __init__(self) -> None:
+        self.stateless_at: list[tuple[str, str]] = []
+
+    def entry(self, node: str, index: int) -> str:
+        return f"{node}[{index}]"
+
+    def stateless(self, node: str, key: str) -> None:
+        self.stateless_at.append((node, key))
+
+
+def test_a_visitor_gets_a_list_entrys_own_node_for_a_stateless_entry():
+    """A codec reading a list's stateless entry must be at that entry (e.g. to check it is nil there)."""
+    visitor = Cursor()
+    walk(nn.Sequential(nn.Linear(2, 2), nn.ReLU()), visitor, "item")
+    walk(nn.ReLU(), visitor, "root")  # the root's key is the empty path
+    assert visitor.stateless_at == [("item[1]", "1"), ("root", "")]

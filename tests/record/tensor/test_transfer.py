@@ -129,3 +129,23 @@ def test_tied_weights_load_once_from_the_last_entry(tmp_path, monkeypatch):
     DefaultRecorder().load_module(loaded, path)
     assert loaded.head.weight is loaded.emb.weight
     assert torch.equal(loaded.emb.weight, saved.emb.weight + 1)  # the head entry came last and won
+
+
+def test_a_parameter_of_the_records_dtype_is_read_straight_from_the_file(tmp_path, monkeypatch):
+    """No scratch buffer between the file and a contiguous CPU parameter of the stored dtype; a
+    parameter of another dtype goes through one (read, then cast). (A tensor of 64 KiB or more is
+    read from the file at transfer time; smaller ones are already in memory.)"""
+    from burnlike.record.tensor.buffers import Scratch
+
+    used: list[torch.dtype] = []
+    real_get = Scratch.get
+    monkeypatch.setattr(Scratch, "get", lambda self, slot, dtype, shape: used.append(dtype) or real_get(self, slot, dtype, shape))
+    torch.manual_seed(0)
+    saved = nn.Embedding(256, 128)
+    path = NamedMpkFileRecorder().save_module(saved, tmp_path / "emb")
+    same = nn.Embedding(256, 128)
+    NamedMpkFileRecorder().load_module(same, path)
+    assert used == [] and torch.equal(same.weight, saved.weight)
+    wider = nn.Embedding(256, 128).double()
+    NamedMpkFileRecorder().load_module(wider, path)
+    assert used == [torch.float32] and torch.equal(wider.weight, saved.weight.double())
