@@ -9,7 +9,6 @@ import importlib.util
 import json
 import os
 import re
-import struct
 import subprocess
 import sys
 import types
@@ -30,32 +29,11 @@ from burnlike.app.loggers import (
 from burnlike.app.run import run
 from tests.app.helpers import SMALL
 from tests.helpers.paths import REPO
+from tests.helpers.wandb_records import wandb_records
 
 
 def git(cwd: Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
-
-
-def wandb_records(path):
-    """The protobuf records (wandb's own `Record` schema) of an offline run's `.wandb` file: a 7-byte
-    header, then LevelDB-log blocks of 32 KiB whose chunks carry (crc32, length, type) headers."""
-    from wandb.proto import wandb_internal_pb2
-
-    data, pos, block, pending = path.read_bytes(), 7, 32768, b""
-    assert data[:4] == b":W&B"
-    while pos + 7 <= len(data):
-        if block - pos % block < 7:  # a block's tail too short for a header is padding
-            pos += block - pos % block
-            continue
-        _, length, kind = struct.unpack("<IHB", data[pos:pos + 7])
-        chunk, pos = data[pos + 7:pos + 7 + length], pos + 7 + length
-        if kind == 0:
-            continue
-        pending = chunk if kind in (1, 2) else pending + chunk  # full/first, middle/last
-        if kind in (1, 4):
-            record = wandb_internal_pb2.Record()
-            record.ParseFromString(pending)
-            yield record
 
 
 # --- csv and tensorboard --------------------------------------------------------------------------

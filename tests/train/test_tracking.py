@@ -23,6 +23,7 @@ from burnlike.train import LearnerBuilder, tracking
 from burnlike.train.metric import AccuracyMetric, LossMetric
 from burnlike.train.tracking import continue_logger_runs, continue_run
 from tests.helpers.toy import Classifier, loader
+from tests.helpers.wandb_records import wandb_records
 from tests.train.helpers import train_messages, write_checkpoint
 
 
@@ -245,3 +246,20 @@ def test_a_logger_that_cannot_end_its_run_leaves_the_fits_own_exception_and_the_
         in caplog.text
     with pytest.raises(ConnectionResetError):  # a fit that ended well reports a logger that can't save
         bridge.on_fit_end(trainer, None)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("exception", "code"), [(SystemExit(143), 143), (RuntimeError("boom"), 1)])
+def test_a_stopped_fit_ends_its_wandb_run_with_the_jobs_exit_status(tmp_path, monkeypatch, exception, code):
+    """W&B shows a preempted run (128 + signal) or a failed one (1) as such, not as finished."""
+    pytest.importorskip("wandb")
+    from lightning.pytorch.loggers import WandbLogger
+
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    logger = WandbLogger(project="p", save_dir=str(tmp_path), offline=True)
+    trainer = L.Trainer(logger=logger, enable_progress_bar=False, enable_model_summary=False, accelerator="cpu",
+                        default_root_dir=tmp_path)
+    logger.experiment.log({"a": 1})  # the run starts
+    tracking.MetricLoggerBridge().on_exception(trainer, None, exception)  # type: ignore[arg-type]
+    (path,) = (tmp_path / "wandb").glob("offline-run-*/*.wandb")
+    exits = [r.exit.exit_code for r in wandb_records(path) if r.WhichOneof("record_type") == "exit"]
+    assert exits == [code]
