@@ -7,7 +7,7 @@ for with `SqliteDataset`; later calls find the database and never touch Hugging 
 does the same in the running interpreter, over the real `datasets` package (the `huggingface` extra),
 and returns burnlike's `SqliteDataset`, so a Burn user gets what they know: the same file name under
 the same base dir (Burn's own databases there are reused), the same column names (nested features
-flattened, `.` written `_`: `image_bytes`, `image_path`), images and audio kept as their encoded
+flattened, `.` written `_`: `image_bytes`, `image_path`), images, audio, video and PDFs kept as their encoded
 bytes, and a dataset that random-accesses rows from disk in every loader worker without holding the
 whole split in memory. Each row is stored as a MessagePack map (Burn's `(row_id, item)` table form,
 which Burn's `SqliteDataset` reads too), so list and nested features (token ids, labels per item)
@@ -127,7 +127,25 @@ def _plain(value: Any) -> Any:
         return str(value)
     if hasattr(value, "tolist"):  # numpy scalars and arrays
         return value.tolist()
-    raise TypeError(f"a {type(value).__name__} can't be stored as MessagePack")
+    if isinstance(value, int):  # msgpack hands over the ints it has no 64-bit form for
+        raise OverflowError(f"{value} is beyond MessagePack's 64-bit integers")
+    raise TypeError(f"a value of type {type(value).__name__} can't be stored as MessagePack")
+
+
+def _is_media(feature: object) -> bool:
+    """A feature `datasets` decodes into an object (Image, Audio, Video, Pdf, Nifti: each a dataclass
+    with a `decode` flag). Its column is stored as the encoded file, `<column>_bytes` and
+    `<column>_path`, as Burn stores images and audio: no decoder library is needed to import it."""
+    return dataclasses.is_dataclass(feature) and isinstance(getattr(feature, "decode", None), bool)
+
+
+def _packed(packer: msgpack.Packer, item: Mapping[str, Any], where: str, features: object) -> bytes:
+    """`item` as MessagePack; a value it can't hold is a DatasetError naming `where` (the split and
+    row) and the dataset's features."""
+    try:
+        return packer.pack(item)
+    except (TypeError, ValueError, OverflowError) as e:
+        raise DatasetError(f"{where}: {e} (the features are {features})") from None
 
 
 class HuggingfaceDatasetLoader:
@@ -300,7 +318,7 @@ class HuggingfaceDatasetLoader:
     def _write_split(self, conn: sqlite3.Connection, datasets: Any, split: str, dataset: Any) -> None:
         media = []
         for column, feature in dataset.features.items():
-            if isinstance(feature, (datasets.Image, datasets.Audio)):
+            if _is_media(feature):
                 media.append(column.replace(".", "_"))
                 if feature.decode:
                     dataset = dataset.cast_column(column, dataclasses.replace(feature, decode=False))
@@ -323,9 +341,6 @@ class HuggingfaceDatasetLoader:
                     path = item.get(f"{column}_path")
                     if item.get(f"{column}_bytes") is None and isinstance(path, str) and os.path.isfile(path):
                         item[f"{column}_bytes"] = Path(path).read_bytes()
-                try:
-                    rows.append((row_id, packer.pack(item)))
-                except (TypeError, ValueError, OverflowError) as e:
-                    raise DatasetError(f"{self._describe()} split {split!r} row {row_id - 1}: {e} "
-                                       f"(the features are {dataset.features})") from None
+                rows.append((row_id, _packed(packer, item, f"{self._describe()} split {split!r} row {row_id - 1}",
+                                             dataset.features)))
             conn.executemany(f"insert into {table} (row_id, item) values (?, ?)", rows)

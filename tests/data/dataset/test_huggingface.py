@@ -302,5 +302,27 @@ def test_a_value_messagepack_has_no_type_for_names_its_type():
     class Handle:
         pass
 
-    with raises_exactly(TypeError, "a Handle can't be stored as MessagePack"):
+    with raises_exactly(TypeError, "a value of type Handle can't be stored as MessagePack"):
         hf._plain(Handle())
+
+
+@pytest.mark.parametrize("feature", ["Pdf", "Video"])
+def test_a_media_column_of_any_kind_keeps_its_file_bytes_without_its_decoder(offline, tmp_path, feature):
+    """Like images and audio: a PDF or video column is imported as `<column>_bytes`/`_path`, so no
+    decoder library (pdfplumber, torchcodec) is needed, and the bytes are the file's."""
+    media = getattr(datasets, feature)
+    blobs = [b"%PDF-1.4 first", b"%PDF-1.4 second"]
+    plain = datasets.Dataset.from_dict({"doc": [{"bytes": b, "path": None} for b in blobs], "label": [0, 1]},
+                                       features=datasets.Features({"doc": media(decode=False),
+                                                                   "label": datasets.Value("int64")}))
+    plain.cast_column("doc", media()).save_to_disk(str(tmp_path / "docs"))
+    train = HuggingfaceDatasetLoader(tmp_path / "docs").with_base_dir(tmp_path / "db").dataset("train")
+    assert [(item["doc_bytes"], item["label"]) for item in train.iter()] == [(blobs[0], 0), (blobs[1], 1)]
+
+
+def test_a_row_messagepack_cannot_hold_is_named_with_its_split_row_and_features():
+    packer = msgpack.Packer(use_bin_type=True, default=hf._plain)
+    with raises_exactly(hf.DatasetError, "rows.parquet split 'train' row 3: 1180591620717411303424 is beyond MessagePack's 64-bit "
+                                         "integers "
+                                         "(the features are {'x': Value('int64')})"):
+        hf._packed(packer, {"x": 2 ** 70}, "rows.parquet split 'train' row 3", {"x": datasets.Value("int64")})
