@@ -143,7 +143,8 @@ def _packed(packer: msgpack.Packer, item: Mapping[str, Any], where: str, feature
     """`item` as MessagePack; a value it can't hold is a DatasetError naming `where` (the split and
     row) and the dataset's features."""
     try:
-        return packer.pack(item)
+        packed: bytes = packer.pack(item)
+        return packed
     except (TypeError, ValueError, OverflowError) as e:
         raise DatasetError(f"{where}: {e} (the features are {features})") from None
 
