@@ -11,7 +11,6 @@ as `StepModule` and `MetricsRendererCallback`: only the loop driving them is the
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, TypeVar
@@ -21,7 +20,7 @@ from burnlike.train.metric.base import Metric, MetricContext, steps_since
 from burnlike.train.metric.store import EpochEntry, MetricStore, Split
 from burnlike.train.module import check_metrics
 from burnlike.train.renderer.base import TrainingProgress
-from burnlike.train.renderer.processor import definition, indicators, metric_state, takes_indicators
+from burnlike.train.renderer.processor import RunningMeans, definition, indicators, takes_indicators
 from burnlike.train.summary import LearnerSummary
 
 log = logging.getLogger("burnlike.train")
@@ -101,7 +100,7 @@ class SupervisedTrainingEventProcessor(EventProcessorTraining):
         self._renderer = renderer
         self._numeric = {split: set((numeric or {}).get(split, ())) for split in ("train", "valid")}
         self._checked: set[str] = set()
-        self._running: dict[tuple[str, str], tuple[float, float]] = {}
+        self._running = RunningMeans()  # by (split, metric)
         self._started = False
 
     def metrics(self, split: str) -> list[Metric]:
@@ -163,12 +162,8 @@ class SupervisedTrainingEventProcessor(EventProcessorTraining):
             return
         update = getattr(self._renderer, f"update_{split}")
         for m, steps in zip(metrics, steps_since(metrics, starts)):
-            total, weight = self._running.get((split, m.name), (0.0, 0.0))
-            for value, count in steps:
-                total, weight = total + value * count, weight + count
-                update(metric_state(m, value, count, total / weight if weight else math.nan,
-                                    m.name in self._numeric[split]))
-            self._running[(split, m.name)] = (total, weight)
+            for state in self._running.states((split, m.name), m, steps, m.name in self._numeric[split]):
+                update(state)
         progress = TrainingProgress(item.progress, item.global_progress, item.iteration)
         render = getattr(self._renderer, f"render_{split}")
         if takes_indicators(render):
@@ -178,8 +173,8 @@ class SupervisedTrainingEventProcessor(EventProcessorTraining):
 
     def _end_epoch(self, split: str, epoch: int) -> None:
         entries = {m.name: EpochEntry(*m.finish_epoch()) for m in self._metrics[split]}
-        for key in [k for k in self._running if k[0] == split]:
-            del self._running[key]
+        for m in self._metrics[split]:
+            self._running.restart((split, m.name))
         if entries:
             log.info("epoch %d %s: %s", epoch, split, ", ".join(f"{k}={e.value:.4g}" for k, e in entries.items()))
         self.store.end_epoch(Split(split), epoch, entries)

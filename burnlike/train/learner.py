@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -17,13 +17,12 @@ from burnlike.record.format import registry
 from burnlike.record.format.location import AnyPath
 from burnlike.train import components
 from burnlike.train.checkpoint import checkpoint_path, newest_checkpoint
+from burnlike.train.epoch_logs import EpochLogWriter
 from burnlike.train.logger import (
     ApplicationLogger,
-    FileMetricLogger,
     install_application_logger,
     remove_experiment_log,
 )
-from burnlike.train.metric.store import EpochEntry, Split
 from burnlike.train.module import STORE_RESULT, StepModule
 from burnlike.train.plot import plot_metrics
 from burnlike.train.preemption import BATCHES_DONE, SkipFirst
@@ -79,16 +78,10 @@ class Learner(components.Learner):
         self.application_logger = application_logger
         self.renderer = renderer
         self._skeleton: nn.Module | None = None  # the model's structure before a sharded fit
-        self._file_logger = FileMetricLogger(artifact_dir)
-        module.store.add_listener(self._write_logs)
+        module.store.add_listener(EpochLogWriter(artifact_dir, lambda: trainer.is_global_zero))
 
     def model(self) -> nn.Module:
         return self.module.model
-
-    def _write_logs(self, split: Split, epoch: int, entries: Mapping[str, EpochEntry]) -> None:
-        if self.trainer.is_global_zero:  # rank 0's own steps: Burn's files are per process
-            for name, entry in entries.items():
-                self._file_logger.log_epoch(split.value, epoch, name, entry.steps)
 
     def _resume_loaders(self, ckpt: AnyPath, train: Iterable[Any], valid: Iterable[Any] | None
                         ) -> tuple[Iterable[Any], Iterable[Any] | None]:

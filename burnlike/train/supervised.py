@@ -15,6 +15,7 @@ from typing import Any
 from burnlike.train.builder import LearnerBuilder
 from burnlike.train.checkpoint import default_checkpointing_strategy, newest_epoch_files
 from burnlike.train.components import Learner
+from burnlike.train.epoch_logs import EpochLogWriter
 from burnlike.train.event import SupervisedTrainingEventProcessor
 from burnlike.train.interrupter import Interrupter
 from burnlike.train.learner import LearningResult
@@ -25,7 +26,6 @@ from burnlike.train.learning_strategy import (
     TrainingComponents,
 )
 from burnlike.train.logger import (
-    FileMetricLogger,
     install_application_logger,
     read_epochs,
     remove_experiment_log,
@@ -86,13 +86,7 @@ class SupervisedTraining(LearnerBuilder):
         metrics = {"train": train, "valid": distinct_metrics(self._valid_metrics, exclude=train)}
         store = MetricStore()
         store.register([*metrics["train"], *metrics["valid"]])
-        files = FileMetricLogger(directory)
-
-        def write_logs(split: Split, epoch: int, entries: Any) -> None:
-            for name, entry in entries.items():
-                files.log_epoch(split.value, epoch, name, entry.steps)
-
-        store.add_listener(write_logs)
+        store.add_listener(EpochLogWriter(directory))
         checkpointer = None
         checkpoint = self._checkpoint
         if self._recorder is not None:

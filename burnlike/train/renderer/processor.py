@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import inspect
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
 import lightning as L
@@ -75,7 +75,7 @@ class MetricsRendererCallback(L.Callback):
         self.numeric = {split: set((numeric or {}).get(split, ())) for split in SPLITS}
         self._with_indicators = {split: takes_indicators(getattr(renderer, f"render_{split}")) for split in SPLITS}
         self._seen: dict[tuple[str, str], int] = {}  # (split, metric) → steps already rendered this epoch
-        self._running: dict[tuple[str, str], tuple[float, float]] = {}  # (split, metric) → (Σ v·c, Σ c)
+        self._running = RunningMeans()  # by (split, metric)
         self._listening: set[int] = set()
 
     # Fit start ---------------------------------------------------------------------------------
@@ -90,7 +90,7 @@ class MetricsRendererCallback(L.Callback):
         for split in SPLITS:  # a resumed epoch's restored steps were rendered before the interruption
             for m in pl_module.metrics(split):
                 self._seen[(split, m.name)] = m.num_steps
-                self._running[(split, m.name)] = _sums(m.host_history()) if m.updated else (0.0, 0.0)
+                self._running.restart((split, m.name), m.host_history() if m.updated else ())
         if not trainer.is_global_zero:
             return
         register = getattr(self.renderer, "register_metric", None)
@@ -127,11 +127,8 @@ class MetricsRendererCallback(L.Callback):
         for m, steps in zip(metrics, steps_since(metrics, starts)):
             key = (split, m.name)
             self._seen[key] = m.num_steps
-            total, weight = self._running.get(key, (0.0, 0.0))
-            for value, count in steps:
-                total, weight = total + value * count, weight + count
-                update(self.state(split, m, value, count, total / weight if weight else math.nan))
-            self._running[key] = (total, weight)
+            for state in self._running.states(key, m, steps, m.name in self.numeric[split]):
+                update(state)
         epoch = Progress(pl_module.current_epoch + 1, _int(trainer.max_epochs))
         item = TrainingProgress(items(loader, batch_idx + 1, batches), epoch, batch_idx + 1)
         render = getattr(self.renderer, f"render_{split}")
@@ -144,16 +141,13 @@ class MetricsRendererCallback(L.Callback):
         seen = self._seen.get((split, m.name), 0)
         return seen if seen <= m.num_steps else 0
 
-    def state(self, split: str, m: Metric, value: float, count: float, running: float) -> MetricState:
-        return metric_state(m, value, count, running, m.name in self.numeric[split])
-
     # Epoch ends --------------------------------------------------------------------------------
     def _epoch_stored(self, split: Split, epoch: int, entries: Mapping[str, EpochEntry]) -> None:
         """The split's metrics were reset for the next epoch: render from their first step."""
         name = Split(split).value
         for key in [k for k in self._seen if k[0] == name]:
             self._seen[key] = 0
-            self._running[key] = (0.0, 0.0)
+            self._running.restart(key)
 
 
 class EvaluationRendererCallback(L.Callback):
@@ -168,7 +162,7 @@ class EvaluationRendererCallback(L.Callback):
         self.numeric = set(numeric)
         self._with_indicators = takes_indicators(renderer.render_test)
         self._seen = [0] * len(self.metrics)
-        self._running = [(0.0, 0.0)] * len(self.metrics)
+        self._running = RunningMeans()  # by the metric's index
 
     def on_test_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         register = getattr(self.renderer, "register_metric", None)
@@ -182,12 +176,8 @@ class EvaluationRendererCallback(L.Callback):
             return
         for i, (m, steps) in enumerate(zip(self.metrics, steps_since(self.metrics, self._seen))):
             self._seen[i] = m.num_steps
-            total, weight = self._running[i]
-            for value, count in steps:
-                total, weight = total + value * count, weight + count
-                state = metric_state(m, value, count, total / weight if weight else math.nan, m.name in self.numeric)
+            for state in self._running.states(i, m, steps, m.name in self.numeric):
                 self.renderer.update_test(self.name, state)
-            self._running[i] = (total, weight)
         batches = trainer.num_test_batches
         loaders = trainer.test_dataloaders
         loader = loaders[dataloader_idx] if isinstance(loaders, (list, tuple)) else loaders
@@ -211,6 +201,29 @@ def metric_state(m: Metric, value: float, count: float, running: float, numeric:
     if m.numeric and numeric:
         return MetricState.Numeric(entry, entry_value)
     return MetricState.Generic(entry)
+
+
+class RunningMeans:
+    """Each metric's running mean over the epoch so far, shown beside each step's value: the
+    count-weighted sums (Σ value·count, Σ count) per key, e.g. (split, metric name)."""
+
+    def __init__(self) -> None:
+        self.sums: dict[Hashable, tuple[float, float]] = {}
+
+    def states(self, key: Hashable, m: Metric, steps: Iterable[tuple[float, float]], numeric: bool) -> list[MetricState]:
+        """The `MetricState` after each of `steps`, with the running mean including it."""
+        total, weight = self.sums.get(key, (0.0, 0.0))
+        out = []
+        for value, count in steps:
+            total, weight = total + value * count, weight + count
+            out.append(metric_state(m, value, count, total / weight if weight else math.nan, numeric))
+        self.sums[key] = (total, weight)
+        return out
+
+    def restart(self, key: Hashable, steps: Iterable[tuple[float, float]] = ()) -> None:
+        """Start `key`'s epoch anew, from `steps` already taken (a resumed epoch's)."""
+        steps = list(steps)
+        self.sums[key] = (sum(v * c for v, c in steps), sum(c for _, c in steps))
 
 
 def definition(m: Metric) -> MetricDefinition:
@@ -243,10 +256,6 @@ def indicators(item: TrainingProgress) -> list[ProgressType]:
     if item.progress is not None:
         out.append(ProgressType.Detailed("Items", item.progress))
     return out
-
-
-def _sums(steps: list[tuple[float, float]]) -> tuple[float, float]:
-    return sum(v * c for v, c in steps), sum(c for _, c in steps)
 
 
 def _int(value: Any) -> int:

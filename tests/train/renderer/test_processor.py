@@ -41,3 +41,19 @@ def test_an_evaluations_running_value_is_the_count_weighted_mean_of_its_steps(tm
     expected = [f"epoch {format_float(sum(v * c for v, c in steps[:i]) / sum(c for _, c in steps[:i]), 2)} - "
                 f"batch {format_float(steps[i - 1][0], 2)}" for i in (1, 2, 3)]
     assert shown == expected
+
+
+def test_running_means_weigh_each_step_by_its_count_and_restart_from_a_resumed_epochs_steps():
+    from burnlike.train.renderer.processor import RunningMeans
+
+    running, loss = RunningMeans(), LossMetric()
+    states = running.states("train", loss, [(1.0, 3.0), (3.0, 1.0)], numeric=True)
+    assert [s.entry.serialized_entry.formatted for s in states] == [
+        f"epoch {format_float(1.0, 2)} - batch {format_float(1.0, 2)}",
+        f"epoch {format_float(1.5, 2)} - batch {format_float(3.0, 2)}"]
+    assert running.states("train", loss, [(0.5, 2.0)], numeric=True)[0].numeric_entry.aggregated_value == 0.5
+    assert running.sums["train"] == (7.0, 6.0)
+    running.restart("train", [(2.0, 1.0), (4.0, 1.0)])  # the steps a resumed epoch had taken
+    assert running.sums["train"] == (6.0, 2.0)
+    running.restart("train")
+    assert running.sums["train"] == (0.0, 0.0)
