@@ -1,8 +1,8 @@
 """Models, builders and small readers shared by the tests of `burnlike.train` (tests/train/ and
 tests/train/metric/): a regressor with Burn 0.20's `inference_step`, a token-successor sequence
 model, a classifier without parameters, the learner builders several files fit with, feeding a
-metric one epoch, a metric store from a dict of epoch values, a bare checkpoint file and the
-messages logged to `burnlike.train`."""
+metric one epoch, a metric store from a dict of epoch values, a bare checkpoint file, the
+messages logged to `burnlike.train` and an evaluation renderer that keeps the metric states it gets."""
 
 from __future__ import annotations
 
@@ -28,6 +28,13 @@ from burnlike.train import (
     backward,
 )
 from burnlike.train.metric import AccuracyMetric, LossMetric, MetricContext
+from burnlike.train.renderer.base import (
+    EvaluationName,
+    EvaluationProgress,
+    MetricsRendererEvaluation,
+    MetricState,
+    ProgressType,
+)
 from tests.helpers.toy import Batch, Classifier, loader
 
 NAN = float("nan")
@@ -148,3 +155,17 @@ def write_checkpoint(path, step, recorder=None, **extra):
 def train_messages(caplog):
     """The messages logged to `burnlike.train`."""
     return [r.getMessage() for r in caplog.records if r.name == "burnlike.train"]
+
+
+# --- renderers ------------------------------------------------------------------------------------
+class StateLog(MetricsRendererEvaluation):
+    """Keeps each test step's metric state."""
+
+    def __init__(self) -> None:
+        self.states: list[MetricState] = []
+
+    def update_test(self, name: EvaluationName, state: MetricState) -> None:
+        self.states.append(state)
+
+    def render_test(self, item: EvaluationProgress, progress_indicators: list[ProgressType]) -> None:
+        pass

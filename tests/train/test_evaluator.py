@@ -34,16 +34,9 @@ from burnlike.train import (
 from burnlike.train.evaluator import TEST_EPOCH
 from burnlike.train.logger import read_metric_log
 from burnlike.train.metric import AccuracyMetric, LearningRateMetric, LossMetric
-from burnlike.train.renderer.base import (
-    EvaluationName,
-    EvaluationProgress,
-    MetricsRendererEvaluation,
-    MetricState,
-    ProgressType,
-)
 from burnlike.train.summary import MetricSummary
 from tests.helpers.toy import Classifier, Regressor, UntypedRegressor, blobs, collate, loader
-from tests.train.helpers import InferenceStepRegressor, NoParameters
+from tests.train.helpers import InferenceStepRegressor, NoParameters, StateLog
 
 
 class Untyped(nn.Module):
@@ -262,19 +255,6 @@ def test_the_evaluation_summary_is_flushed_to_stdout_at_once(tmp_path, monkeypat
                  .with_application_logger(False).build(Classifier()))
     evaluator.eval("blobs", loader(32, 16))
     assert "| Test (blobs)" in raw.getvalue().decode()
-
-
-class StateLog(MetricsRendererEvaluation):
-    """Keeps each test step's metric state."""
-
-    def __init__(self) -> None:
-        self.states: list[MetricState] = []
-
-    def update_test(self, name: EvaluationName, state: MetricState) -> None:
-        self.states.append(state)
-
-    def render_test(self, item: EvaluationProgress, progress_indicators: list[ProgressType]) -> None:
-        pass
 
 
 def test_an_evaluators_renderer_gets_numeric_states_of_its_numeric_metrics(tmp_path):

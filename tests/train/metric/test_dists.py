@@ -7,10 +7,6 @@ padding 1), in float64. The epoch value follows Burn's aggregate of numeric entr
 `src/metric/store/aggregate.rs`: Σ value·count / Σ count), each batch's entry being its mean
 distance and its size."""
 
-import socket
-import urllib.request
-from dataclasses import dataclass
-
 import pytest
 import torch
 import torch.nn.functional as F
@@ -19,23 +15,19 @@ from torch import nn
 
 from burnlike.train.metric import Dists, DistsConfig, DistsMetric, WeightsError
 from burnlike.train.metric.dists import bundled_weights
-from burnlike.train.output import IMAGE, Adaptor
+from burnlike.train.output import IMAGE
 from tests.train.helpers import feed_epoch
+from tests.train.metric.helpers import (
+    Images,
+    assert_each_refused,
+    he_initialised,
+    images,
+    save_as_torchvision,
+)
 
 MEAN = torch.tensor([0.485, 0.456, 0.406], dtype=torch.float64).reshape(1, 3, 1, 1)
 STD = torch.tensor([0.229, 0.224, 0.225], dtype=torch.float64).reshape(1, 3, 1, 1)
 TOTAL = 3 + 64 + 128 + 256 + 512 + 512
-
-
-@dataclass
-class Images(Adaptor):
-    output: torch.Tensor
-    targets: torch.Tensor
-    provides = frozenset({IMAGE})
-
-
-def images(seed, n=2, size=32):
-    return torch.rand(n, 3, size, size, generator=torch.Generator().manual_seed(seed))
 
 
 @pytest.fixture(scope="module")
@@ -44,15 +36,8 @@ def weights(tmp_path_factory):
     a classifier DISTS ignores), and random positive α, β in the DISTS file's layout with Σ α = Σ β."""
     folder = tmp_path_factory.mktemp("dists")
     torch.manual_seed(0)
-    features = torchvision.models.vgg.make_layers(torchvision.models.vgg.cfgs["D"]).double().eval()
-    for layer in features:
-        if isinstance(layer, nn.Conv2d):  # activations keep their scale through the 13 layers
-            nn.init.kaiming_normal_(layer.weight, nonlinearity="relu")
-            nn.init.uniform_(layer.bias, -0.1, 0.1)
-    state = {f"features.{k}": v.float() for k, v in features.state_dict().items()}
-    state["classifier.0.weight"] = torch.zeros(4, 8)
-    backbone = folder / "vgg16.pth"
-    torch.save(state, backbone)
+    features = he_initialised(torchvision.models.vgg.make_layers(torchvision.models.vgg.cfgs["D"]).double().eval())
+    backbone = save_as_torchvision(features, folder / "vgg16.pth", {"classifier.0.weight": torch.zeros(4, 8)})
     g = torch.Generator().manual_seed(1)
     alpha = torch.rand(1, TOTAL, 1, 1, generator=g) + 0.05
     beta = alpha.flatten()[torch.randperm(TOTAL, generator=g)].reshape(1, TOTAL, 1, 1)
@@ -154,11 +139,7 @@ def test_weights_errors_name_the_file_the_key_and_what_was_expected(weights, tmp
         "shape": ({"alpha": alpha.float()[:100], "beta": beta.float()},
                   r"key 'alpha' has shape \(100,\), expected \(1475,\)"),
     }
-    for name, (state, message) in cases.items():
-        file = tmp_path / f"{name}.pt"
-        torch.save(state, file)
-        with pytest.raises(WeightsError, match=rf"^{file}: {message}"):
-            dists.load_weights(backbone, file)
+    assert_each_refused(tmp_path, cases, lambda file: dists.load_weights(backbone, file), suffix=".pt")
     conv = tmp_path / "conv.pth"
     torch.save({"features.0.weight": torch.zeros(64, 3, 3, 3)}, conv)
     with pytest.raises(WeightsError, match=rf"^{conv}: missing keys 'features.0.bias', 'features.2.weight'"):
@@ -167,20 +148,11 @@ def test_weights_errors_name_the_file_the_key_and_what_was_expected(weights, tmp
     assert torch.equal(dists.alpha, torch.full((TOTAL,), 0.1))
 
 
-def test_building_and_loading_downloads_nothing(weights, tmp_path, monkeypatch):
+def test_building_and_loading_downloads_nothing(weights, no_downloads):
     _, _, _, backbone, ab = weights
-    home = tmp_path / "torch_home"
-    home.mkdir()
-    monkeypatch.setenv("TORCH_HOME", str(home))
-
-    def refuse(*args, **kwargs):
-        raise AssertionError("network access")
-
-    monkeypatch.setattr(urllib.request, "urlopen", refuse)
-    monkeypatch.setattr(socket.socket, "connect", refuse)
     metric = DistsMetric(DistsConfig().init_pretrained(backbone, ab))
     metric.update(Images(images(0, n=1, size=16), images(1, n=1, size=16)), None)
-    assert list(home.iterdir()) == []
+    assert list(no_downloads.iterdir()) == []
 
 
 # --- the metric -----------------------------------------------------------------------------------

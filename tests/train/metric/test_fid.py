@@ -8,10 +8,9 @@ count-weighted mean of an epoch's logged entries): `FidMetric` logs one entry pe
 all its images, so that mean is the FID itself, not a mean of per-batch distances."""
 
 import math
-import socket
-import urllib.request
 import warnings
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import pytest
@@ -29,18 +28,10 @@ from burnlike.train.metric.fid import INCEPTION_WEIGHTS_URL, InceptionV3FeatureE
 from burnlike.train.output import IMAGE, LOSS, NONE, Adaptor
 from tests.helpers.toy import Batch, collate
 from tests.train.helpers import feed_epoch
+from tests.train.metric.helpers import Images, assert_each_refused, images
 
 IMAGENET_MEAN = torch.tensor([0.485, 0.456, 0.406]).reshape(1, 3, 1, 1)
 IMAGENET_STD = torch.tensor([0.229, 0.224, 0.225]).reshape(1, 3, 1, 1)
-
-
-@dataclass
-class Images(Adaptor):
-    """An output item that feeds the image metrics."""
-
-    output: torch.Tensor
-    targets: torch.Tensor
-    provides = frozenset({IMAGE})
 
 
 class Pooled(nn.Module):
@@ -66,8 +57,7 @@ def frechet(a, b):
     return float(((a.mean(0) - b.mean(0)) ** 2).sum() + np.trace(sa) + np.trace(sb) - 2 * cross)
 
 
-def images(seed, n, size=8):
-    return torch.rand(n, 3, size, size, generator=torch.Generator().manual_seed(seed))
+small_images = partial(images, size=8)  # the pooled network reads any size: 8×8 keeps these tests fast
 
 
 # --- the Fréchet distance -------------------------------------------------------------------------
@@ -93,7 +83,7 @@ def test_compute_fid_needs_two_rows_of_the_same_width():
 
 def test_calling_fid_on_two_image_batches_is_the_distance_of_their_features():
     fid = small_fid()
-    real, gen = images(0, 6), images(1, 5) * 0.5
+    real, gen = small_images(0, 6), small_images(1, 5) * 0.5
     expected = frechet(fid.extract_features(real), fid.extract_features(gen))
     assert float(fid(real, gen)) == pytest.approx(expected, rel=1e-4)
     assert expected > 1e-3  # two different sets: the generated images' features are not the real ones'
@@ -176,11 +166,7 @@ def test_weights_errors_name_the_file_the_key_and_what_was_expected(inception, t
         "unexpected": ({**tiny, "Mixed_8a.conv.weight": torch.zeros(1)}, r"unexpected key 'Mixed_8a.conv.weight'"),
         "shape": (tiny, r"key 'Conv2d_1a_3x3.conv.weight' has shape \(1,\), expected \(32, 3, 3, 3\)"),
     }
-    for name, (broken, message) in cases.items():
-        file = tmp_path / f"{name}.pth"
-        torch.save(broken, file)
-        with pytest.raises(WeightsError, match=rf"^{file}: {message}"):
-            fid.load_weights(file)
+    assert_each_refused(tmp_path, cases, fid.load_weights)
     text = tmp_path / "notes.pth"
     text.write_text("not weights")
     with pytest.raises(WeightsError, match=rf"^{text}: neither a PyTorch state dict \(.pt/.pth\) nor a safetensors"):
@@ -203,25 +189,16 @@ def test_safetensors_weights_load_as_the_pth_file(inception, tmp_path):
         fid.load_weights(path)
 
 
-def test_building_and_loading_downloads_nothing(inception, tmp_path, monkeypatch):
+def test_building_and_loading_downloads_nothing(inception, no_downloads):
     _, path, _ = inception
-    home = tmp_path / "torch_home"
-    home.mkdir()
-    monkeypatch.setenv("TORCH_HOME", str(home))
-
-    def refuse(*args, **kwargs):
-        raise AssertionError("network access")
-
-    monkeypatch.setattr(urllib.request, "urlopen", refuse)
-    monkeypatch.setattr(socket.socket, "connect", refuse)
     FidMetric(FidConfig().with_normalize(False).init_pretrained(path))
-    assert list(home.iterdir()) == []
+    assert list(no_downloads.iterdir()) == []
 
 
 # --- the epoch's FID ------------------------------------------------------------------------------
 def test_the_epoch_value_is_the_fid_of_all_the_epochs_images():
-    real = [images(10 + i, n) for i, n in enumerate((4, 4, 3))]
-    gen = [(r + 0.2 * images(20 + i, r.shape[0])).clamp(0, 1) for i, r in enumerate(real)]
+    real = [small_images(10 + i, n) for i, n in enumerate((4, 4, 3))]
+    gen = [(r + 0.2 * small_images(20 + i, r.shape[0])).clamp(0, 1) for i, r in enumerate(real)]
     metric = FidMetric(small_fid())
     value, lines = feed_epoch(metric, *(Images(g, r) for g, r in zip(gen, real)))
     pool = Pooled()
@@ -237,7 +214,7 @@ def test_an_epoch_of_fewer_than_two_images_is_nan():
     metric = FidMetric(small_fid())
     value, lines = metric.finish_epoch()
     assert math.isnan(value) and lines == []
-    value, lines = feed_epoch(metric, Images(images(0, 1), images(1, 1)))
+    value, lines = feed_epoch(metric, Images(small_images(0, 1), small_images(1, 1)))
     assert math.isnan(value) and lines[0][1] == 1.0
 
 
@@ -247,7 +224,7 @@ def test_in_a_process_group_the_epoch_state_is_summed_over_the_ranks(one_rank_gr
         warnings.simplefilter("error")  # no "compute before update" warning: a rank fed nothing still joins the sum
         value, lines = metric.finish_epoch()
     assert math.isnan(value) and lines == []
-    real, gen = images(5, 6), images(6, 6)
+    real, gen = small_images(5, 6), small_images(6, 6)
     value, _ = feed_epoch(metric, Images(gen, real))
     assert value == pytest.approx(frechet(Pooled()(real), Pooled()(gen)), rel=1e-4)
 
@@ -258,7 +235,7 @@ def test_fid_metric_names_itself_and_refuses_what_is_not_an_rgb_batch():
     assert metric.with_name("FID (valid)").name == "FID (valid)"
     with pytest.raises(ValueError, match=r"^FID \(valid\): targets must be RGB images \[batch, 3, height, width\], "
                                          r"got \(2, 1, 8, 8\)"):
-        metric.update(Images(images(0, 2), torch.zeros(2, 1, 8, 8)), None)
+        metric.update(Images(small_images(0, 2), torch.zeros(2, 1, 8, 8)), None)
     with pytest.raises(TypeError, match="FidMetric expects an Fid module"):
         FidMetric(Pooled())
     with pytest.raises(TypeError, match="needs an int attribute num_features"):
@@ -269,7 +246,7 @@ def test_a_clone_shares_the_network_and_keeps_its_own_images():
     metric = FidMetric(small_fid())
     clone = metric.clone()
     assert clone.fid is metric.fid and clone.name == metric.name
-    metric.update(Images(images(0, 3), images(1, 3)), None)
+    metric.update(Images(small_images(0, 3), small_images(1, 3)), None)
     assert math.isnan(clone.finish_epoch()[0]) and not math.isnan(metric.finish_epoch()[0])
 
 
@@ -292,7 +269,7 @@ def test_the_network_and_state_move_with_the_metric_but_keep_their_dtype():
     assert extractor[0].weight.device.type == "meta" and metric._state.module.device.type == "meta"
     with pytest.raises(TypeError, match=r"^FID has no per-batch value: it is the distance over all the epoch's "
                                         r"images"):
-        metric.batch_value(Images(images(0, 2), images(1, 2)), None)
+        metric.batch_value(Images(small_images(0, 2), small_images(1, 2)), None)
 
 
 def test_fid_config_reads_burns_json():
@@ -329,7 +306,7 @@ class Denoiser(Module, TrainStep[Batch, ImageOutput], ValidStep[Batch, ImageOutp
 
 
 def image_loader(n, seed):
-    clean = images(seed, n)
+    clean = small_images(seed, n)
     noisy = (clean + 0.3 * torch.randn(clean.shape, generator=torch.Generator().manual_seed(seed + 1))).clamp(0, 1)
     return DataLoader(TensorDataset(noisy, clean), batch_size=5, collate_fn=collate)
 

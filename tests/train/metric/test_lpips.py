@@ -6,10 +6,6 @@ loaded from the same ImageNet-layout file, and the linear layers from an LPIPS-l
 epoch value follows Burn's aggregate of numeric entries (burn-train `src/metric/store/aggregate.rs`:
 Σ value·count / Σ count), each batch's entry being its mean distance and its size."""
 
-import socket
-import urllib.request
-from dataclasses import dataclass
-
 import pytest
 import torch
 import torchvision
@@ -26,8 +22,15 @@ from burnlike.train.metric import (
     get_lpips_weights_url,
 )
 from burnlike.train.metric.lpips import bundled_weights
-from burnlike.train.output import IMAGE, Adaptor
+from burnlike.train.output import IMAGE
 from tests.train.helpers import feed_epoch
+from tests.train.metric.helpers import (
+    Images,
+    assert_each_refused,
+    he_initialised,
+    images,
+    save_as_torchvision,
+)
 
 SHIFT = torch.tensor([-0.030, -0.088, -0.188]).reshape(1, 3, 1, 1)
 SCALE = torch.tensor([0.458, 0.448, 0.450]).reshape(1, 3, 1, 1)
@@ -40,31 +43,14 @@ BACKBONES = {
 }
 
 
-@dataclass
-class Images(Adaptor):
-    output: torch.Tensor
-    targets: torch.Tensor
-    provides = frozenset({IMAGE})
-
-
-def images(seed, n=2, size=32):
-    return torch.rand(n, 3, size, size, generator=torch.Generator().manual_seed(seed))
-
-
 def write_weights(tmp_path, net, seed=0):
     """A seeded torchvision backbone (He-initialised) saved as torchvision publishes it (`features.*`,
     plus a classifier LPIPS ignores), and random positive linear layers in the LPIPS file's layout."""
     torch.manual_seed(seed)
     make, taps = BACKBONES[net]
-    features = make().eval()
-    for layer in features.modules():
-        if isinstance(layer, nn.Conv2d):  # activations keep their scale through the layers
-            nn.init.kaiming_normal_(layer.weight, nonlinearity="relu")
-            nn.init.uniform_(layer.bias, -0.1, 0.1)
-    state = {f"features.{k}": v for k, v in features.state_dict().items()}
-    state["classifier.1.weight"] = torch.zeros(10, 4)
-    backbone = tmp_path / f"{net.value}_backbone.pth"
-    torch.save(state, backbone)
+    features = he_initialised(make().eval())
+    backbone = save_as_torchvision(features, tmp_path / f"{net.value}_backbone.pth",
+                                   {"classifier.1.weight": torch.zeros(10, 4)})
     channels = [features[i - 1].out_channels if isinstance(features[i - 1], nn.Conv2d) else
                 features[i].expand1x1.out_channels * 2 for i in taps]
     g = torch.Generator().manual_seed(seed + 1)
@@ -147,11 +133,7 @@ def test_weights_errors_name_the_file_the_key_and_what_was_expected(tmp_path):
         "shape": ({**lins, "lin1.model.1.weight": torch.zeros(1, 64, 1, 1)},
                   r"key 'lin1.model.1.weight' has shape \(1, 64, 1, 1\), expected \(1, 192, 1, 1\)"),
     }
-    for name, (state, message) in cases.items():
-        file = tmp_path / f"{name}.pth"
-        torch.save(state, file)
-        with pytest.raises(WeightsError, match=rf"^{file}: {message}"):
-            lpips.load_weights(backbone, file)
+    assert_each_refused(tmp_path, cases, lambda file: lpips.load_weights(backbone, file))
     # a SqueezeNet file given as AlexNet's backbone: its first missing key, in torchvision's names
     _, _, squeeze_backbone, _ = write_weights(tmp_path, LpipsNet.Squeeze)
     with pytest.raises(WeightsError, match=rf"^{squeeze_backbone}: missing keys 'features.3.weight', "
@@ -169,21 +151,12 @@ def test_urls_are_burns():
     assert LpipsConfig.from_dict({"net": "Squeeze", "normalize": False}).net is LpipsNet.Squeeze
 
 
-def test_building_and_loading_downloads_nothing(tmp_path, monkeypatch):
+def test_building_and_loading_downloads_nothing(tmp_path, no_downloads):
     _, _, backbone, lin_path = write_weights(tmp_path, LpipsNet.Squeeze)
-    home = tmp_path / "torch_home"
-    home.mkdir()
-    monkeypatch.setenv("TORCH_HOME", str(home))
-
-    def refuse(*args, **kwargs):
-        raise AssertionError("network access")
-
-    monkeypatch.setattr(urllib.request, "urlopen", refuse)
-    monkeypatch.setattr(socket.socket, "connect", refuse)
     metric = LpipsMetric(LpipsConfig(net=LpipsNet.Squeeze).init_pretrained(backbone))
     metric.update(Images(images(0), images(1)), None)
     LpipsConfig(net=LpipsNet.Alex).init()
-    assert list(home.iterdir()) == []
+    assert list(no_downloads.iterdir()) == []
 
 
 # --- the metric -----------------------------------------------------------------------------------

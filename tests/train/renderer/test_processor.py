@@ -9,27 +9,8 @@ import torch
 from burnlike.train import EvaluatorBuilder
 from burnlike.train.metric import LossMetric
 from burnlike.train.metric.entry import format_float
-from burnlike.train.renderer.base import (
-    EvaluationName,
-    EvaluationProgress,
-    MetricsRendererEvaluation,
-    MetricState,
-    ProgressType,
-)
 from tests.helpers.toy import Classifier, loader
-
-
-class StateLog(MetricsRendererEvaluation):
-    """Keeps each test step's metric state."""
-
-    def __init__(self) -> None:
-        self.states: list[MetricState] = []
-
-    def update_test(self, name: EvaluationName, state: MetricState) -> None:
-        self.states.append(state)
-
-    def render_test(self, item: EvaluationProgress, progress_indicators: list[ProgressType]) -> None:
-        pass
+from tests.train.helpers import StateLog
 
 
 def test_an_evaluations_running_value_is_the_count_weighted_mean_of_its_steps(tmp_path):
