@@ -238,6 +238,18 @@ def test_removing_a_checkpoint_removes_an_object_store_folder_whole_and_a_missin
     assert not local.exists()
 
 
+def test_removing_a_checkpoint_that_links_to_a_folder_leaves_that_folder_and_does_not_raise(tmp_path):
+    """Removal is best effort (a leftover checkpoint must not stop the fit), and a link is never
+    followed into the folder it names: that folder is not this run's to delete."""
+    target = tmp_path / "elsewhere"
+    target.mkdir()
+    (target / "shard-0.mpk").write_bytes(b"shard")
+    link = tmp_path / "trainer-1.mpk"
+    link.symlink_to(target, target_is_directory=True)
+    CompactShards._remove(str(link))
+    assert (target / "shard-0.mpk").read_bytes() == b"shard"
+
+
 def test_each_layer_and_the_whole_model_are_sharded_over_the_mesh_given(one_rank_group):
     """The strategy's data-parallel mesh, not torch's default one (which spans the default group
     on the default device type, without the dimension's name)."""
@@ -324,6 +336,13 @@ def test_a_gathered_checkpoint_puts_back_the_weights_and_the_optimizer_state(one
     assert_same_states(full_states(resumed), want)
 
 
+def test_a_checkpoint_with_more_optimizer_states_than_the_fit_has_optimizers_names_both_counts(one_rank_group):
+    strategy = fitting_strategy(ShardedStrategy(sharded=False), seed=0)
+    model, optimizer = full_states(strategy)
+    with pytest.raises(RuntimeError, match=r"^1 optimizers, but the checkpoint trainer-1\.mpk holds 2 optimizer states$"):
+        strategy.load_full({"state_dict": dict(model), "optimizer_states": [optimizer, optimizer]}, "trainer-1.mpk")
+
+
 def fsdp_fitting_strategy(seed: int) -> CompactFSDPStrategy:
     """A `CompactFSDPStrategy` as a one-rank fit has it after setup, its module wrapped by torch's
     FSDP (which runs on the CPU over gloo when asked to: Lightning's strategy only ever asks on GPUs)."""
@@ -362,3 +381,15 @@ def test_torchs_fsdp_wrapper_takes_a_gathered_checkpoints_weights_and_optimizer_
     left = resumed.load_full({"state_dict": dict(want[0]), "optimizer_states": [want[1]], "epoch": 1}, "trainer-1.mpk")
     assert left == {"optimizer_states": [want[1]], "epoch": 1}
     assert_same_states(fsdp_full_states(resumed), want)
+
+
+@pytest.mark.filterwarnings("ignore:FSDP is switching to use `NO_SHARD`", "ignore:When using ``NO_SHARD``",
+                            "ignore:FSDP.state_dict_type\\(\\) and FSDP.set_state_dict_type\\(\\) are being deprecated")
+def test_torchs_fsdp_wrapper_refuses_a_gathered_optimizer_state_without_its_per_parameter_state(one_rank_group):
+    """Every rank loads the state it read itself (nothing is broadcast from rank 0), so torch checks
+    it on each rank: a ValueError saying what is missing, not a bare KeyError."""
+    strategy = fsdp_fitting_strategy(seed=0)
+    model, optimizer = fsdp_full_states(strategy)
+    with pytest.raises(ValueError, match='must have the keys "state"'):
+        strategy.load_full({"state_dict": dict(model), "optimizer_states": [{"param_groups": optimizer["param_groups"]}]},
+                           "trainer-1.mpk")
