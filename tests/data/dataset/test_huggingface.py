@@ -326,3 +326,39 @@ def test_a_row_messagepack_cannot_hold_is_named_with_its_split_row_and_features(
                                          "integers "
                                          "(the features are {'x': Value('int64')})"):
         hf._packed(packer, {"x": 2 ** 70}, "rows.parquet split 'train' row 3", {"x": datasets.Value("int64")})
+
+
+def test_numpy_values_are_stored_as_numbers_and_lists():
+    """`datasets` can hand numpy scalars and arrays (array features, numpy-typed values): MessagePack
+    has no type for them, so they are stored as what `tolist()` gives."""
+    import numpy as np
+
+    packer = msgpack.Packer(use_bin_type=True, default=hf._plain)
+    item = {"score": np.float32(1.5), "count": np.int64(3), "grid": np.arange(4, dtype=np.uint8).reshape(2, 2)}
+    assert msgpack.unpackb(packer.pack(item)) == {"score": 1.5, "count": 3, "grid": [[0, 1], [2, 3]]}
+
+
+def test_a_one_row_split_checks_the_item_type_when_it_is_opened(offline, tmp_path):
+    """A dataclass with a field the columns lack fails at `dataset()`, naming the column, however
+    few rows the split has."""
+    @dataclasses.dataclass
+    class Wrong:
+        text: str
+        score: float
+
+    reviews(1).save_to_disk(str(tmp_path / "one"))
+    with pytest.raises(MissingColumnError, match="'score'.*the row has"):
+        HuggingfaceDatasetLoader(tmp_path / "one").with_base_dir(tmp_path / "db").dataset("train", Wrong)
+
+
+def test_a_media_column_s_own_bytes_win_over_a_file_its_path_names(offline, tmp_path, monkeypatch):
+    """A row that holds its image's bytes keeps them, even where its (relative) path names another
+    file from the working directory; only a row without bytes is filled from its path."""
+    plain = datasets.Dataset.from_dict({"image": [{"bytes": png(1), "path": "a.png"}]},
+                                       features=datasets.Features({"image": datasets.Image()}))
+    plain.save_to_disk(str(tmp_path / "saved"))
+    (tmp_path / "cwd").mkdir()
+    (tmp_path / "cwd" / "a.png").write_bytes(png(200))
+    monkeypatch.chdir(tmp_path / "cwd")
+    train = HuggingfaceDatasetLoader(tmp_path / "saved").with_base_dir(tmp_path / "db").dataset("train")
+    assert train[0] == {"image_bytes": png(1), "image_path": "a.png"}

@@ -442,8 +442,10 @@ def test_coco_errors_name_the_file_the_entry_and_the_key(tmp_path):
     bad_box = [dict(data["annotations"][0]), dict(data["annotations"][1], bbox=[1, 2, 3])]
     fails(DatasetError, "{}: annotations[1]: 'bbox' is [1, 2, 3], expected 4 numbers [x_min, y_min, width, height]",
           annotations=bad_box)
-    fails(DatasetError, "{}: annotations[0]: 'category_id' is 7, which no category has (the largest category id is 1)",
-          annotations=[dict(data["annotations"][0], category_id=7)])
+    fails(DatasetError, "{}: annotations[0]: 'category_id' is 2, which no category has (the largest category id is 1)",
+          annotations=[dict(data["annotations"][0], category_id=2)])  # the first id past the last category
+    fails(DatasetError, "{}: annotations[1]: 'category_id' is 'dot', expected an integer >= 0",
+          annotations=[data["annotations"][0], dict(data["annotations"][1], category_id="dot")])
     fails(DatasetError, "{}: annotations[0]: 'image_id' is missing, expected an integer >= 0",
           annotations=[{"category_id": 0, "bbox": [1, 2, 3, 4]}])
     missing = str(tmp_path / "gone.jpg")
