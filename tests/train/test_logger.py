@@ -38,6 +38,13 @@ def test_a_metric_log_without_counted_values_has_no_epoch_value(tmp_path):
     assert read_metric_log(zero) is None
 
 
+def test_a_metric_logs_final_line_is_its_epoch_value(tmp_path):
+    """A `value,final` line gives the epoch value as written, not the mean of the counted steps."""
+    log = tmp_path / "Loss.log"
+    log.write_text("0.5,4\n0.25,4\n0.75,final\n")
+    assert read_metric_log(log) == 0.75
+
+
 def test_read_epochs_skips_folders_that_are_not_an_epoch(tmp_path):
     for folder, value in (("epoch-1", 0.5), ("epoch-old", 9.0), ("epoch-3-backup", 7.0), ("epoch-2", 0.25),
                           ("epoch-x", 8.0), ("epoch-old-4", 6.0), ("epoch-10", 0.125)):
@@ -52,14 +59,16 @@ def test_tagged_test_split_is_test_or_test_slash_the_slugged_tag():
     assert tagged_test_split(" My Set ") == "test/my-set"
 
 
-def test_the_experiment_log_takes_lightning_fabric_records_and_lets_go_of_every_logger(tmp_path):
+def test_the_experiment_log_makes_its_folders_takes_fabric_records_and_lets_go_of_every_logger(tmp_path):
+    """The artifact folder need not exist yet, nor its parent."""
     names = ("burnlike", "lightning.pytorch", "lightning.fabric")
-    handler = install_experiment_log(tmp_path)
+    artifacts = tmp_path / "runs" / "first"
+    handler = install_experiment_log(artifacts)
     try:
         assert all(handler in logging.getLogger(n).handlers for n in names)
         logging.getLogger("lightning.fabric").info("fabric says hello")
         handler.flush()
-        assert "fabric says hello" in (tmp_path / "experiment.log").read_text()
+        assert "fabric says hello" in (artifacts / "experiment.log").read_text()
     finally:
         remove_experiment_log(handler)
     assert not any(handler in logging.getLogger(n).handlers for n in names)
