@@ -5,10 +5,13 @@ count-weighted mean of its steps, before the step's own value, as Burn's do."""
 from __future__ import annotations
 
 import torch
+from torch.utils.data import DataLoader, TensorDataset
 
+from burnlike.data.dataloader import Progress
 from burnlike.train import EvaluatorBuilder
 from burnlike.train.metric import LossMetric
 from burnlike.train.metric.entry import format_float
+from burnlike.train.renderer.processor import items
 from tests.helpers.toy import Classifier, loader
 from tests.train.helpers import StateLog
 
@@ -38,3 +41,11 @@ def test_running_means_weigh_each_step_by_its_count_and_restart_from_a_resumed_e
     assert running.sums["train"] == (6.0, 2.0)
     running.restart("train")
     assert running.sums["train"] == (0.0, 0.0)
+
+
+def test_a_pass_cut_short_counts_items_up_to_its_last_batch_and_an_unbounded_one_the_whole_sampler():
+    """`limit_train_batches=3` over 100 items in batches of 10: the pass is 30 items, not 100; a pass
+    of unknown length (an infinite batch total) reads the sampler's length."""
+    data = DataLoader(TensorDataset(torch.zeros(100, 1)), batch_size=10)
+    assert items(data, 2, 3.0) == Progress(20, 30)
+    assert items(data, 2, float("inf")) == Progress(20, 100)
