@@ -64,9 +64,9 @@ def test_check_data_reads_burn_0_21_bool_and_refuses_a_shape_that_is_not_a_list(
             data_to_tensor({"bytes": b"\0" * 12, "shape": bad, "dtype": "F32"})
 
 
-def test_a_copy_of_read_only_bytes_is_writable_and_owns_its_memory():
+def test_read_only_bytes_are_copied_by_default_into_a_writable_tensor_of_its_own():
     raw = torch.arange(6, dtype=torch.float32).numpy().tobytes()  # bytes: read-only
-    out = bytes_to_tensor(raw, torch.float32, [2, 3], copy=True)
+    out = bytes_to_tensor(raw, torch.float32, [2, 3])  # copy=True is the default
     out[0, 0] = 7.0  # would fail (or write into the bytes object) without the copy
     assert out[0, 0].item() == 7.0 and raw[:4] == b"\x00\x00\x00\x00"
 
@@ -131,8 +131,9 @@ def test_tensor_bytes_that_do_not_match_the_shape_are_refused(tmp_path, width, e
     data = record["item"]["linear"]["weight"]["param"]
     data["bytes"] = data["bytes"] + b"\0" * extra if extra > 0 else data["bytes"][:extra]
     repack(path, record)
-    got = width * width * 4 + extra
-    with pytest.raises(RecordError, match=rf"at 'linear\.weight'.*{got} bytes don't hold shape \[{width}, {width}\]"):
+    got, expected = width * width * 4 + extra, width * width * 4
+    with pytest.raises(RecordError, match=rf"at 'linear\.weight'.*{got} bytes don't hold shape \[{width}, {width}\] "
+                                          rf"of F32 \({expected} bytes\)"):
         Tiny(width).load_file(path, DefaultRecorder())
 
 
