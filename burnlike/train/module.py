@@ -292,7 +292,7 @@ class StepModule(StepHost):
         self._finished.add((split, epoch))
         entries = {m.name: EpochEntry(*m.finish_epoch()) for m in self.metrics(split)}
         for name, entry in entries.items():
-            self.log(f"{split}/{name}", entry.value, on_epoch=True, sync_dist=False, logger=False)
+            self.log(f"{split}/{name}", entry.value, on_step=False, on_epoch=True, sync_dist=False, logger=False)
         if entries:
             log.info("epoch %d %s: %s", epoch, split, ", ".join(f"{k}={e.value:.4g}" for k, e in entries.items()))
         self.store.end_epoch(Split(split), epoch, entries)

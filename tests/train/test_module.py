@@ -14,6 +14,7 @@ import signal
 import lightning as L
 import pytest
 import torch
+from lightning.pytorch.trainer.states import TrainerFn
 from torch import nn
 
 from burnlike.autodiff import backward
@@ -27,15 +28,18 @@ from burnlike.optim import (
 from burnlike.record import DefaultRecorder
 from burnlike.train import (
     ClassificationOutput,
+    InferenceStep,
     Learner,
     LearnerBuilder,
     MetricInputError,
     RegressionOutput,
+    SequenceOutput,
     Split,
     StepModule,
     SupervisedTraining,
     TrainOutput,
     TrainStep,
+    ValidStep,
 )
 from burnlike.train.logger import read_metric_log
 from burnlike.train.metric import (
@@ -46,8 +50,8 @@ from burnlike.train.metric import (
     PsnrMetric,
     PsnrMetricConfig,
 )
-from burnlike.train.module import check_metrics, output_type, outputs_providing
-from burnlike.train.preemption import Preempted
+from burnlike.train.module import _HISTORY_KEY, check_metrics, output_type, outputs_providing
+from burnlike.train.preemption import BATCHES_DONE, Preempted
 from tests.helpers.fit import SignalAfter, StackingBatcher, metrics_builder, same_weights
 from tests.helpers.toy import Batch, Classifier, Regressor, SelfBackward, UntypedRegressor, blobs, loader
 from tests.train.helpers import InferenceStepRegressor, Successor, valid_loss_builder
@@ -76,9 +80,16 @@ class LossAsGrads(Classifier):
 
 
 class HintOnly(torch.nn.Module):
-    """Declares its output only through `train_step`'s return hint, not `TrainStep[B, O]`."""
+    """Declares its outputs only through the step methods' return hints, not `TrainStep[B, O]`:
+    each step a different type, so a hint read from the wrong method shows."""
 
     def train_step(self, batch: object) -> TrainOutput[ClassificationOutput]:
+        raise NotImplementedError
+
+    def valid_step(self, batch: object) -> RegressionOutput:
+        raise NotImplementedError
+
+    def inference_step(self, batch: object) -> SequenceOutput:
         raise NotImplementedError
 
 
@@ -142,6 +153,16 @@ def test_step_module_accumulates_as_burn_under_a_plain_trainer():
             p -= 0.1 * p.grad
     for got, want in zip(module.model.parameters(), by_hand.parameters()):
         assert torch.allclose(got, want, atol=1e-6)
+
+
+def test_one_metric_instance_given_for_both_splits_becomes_one_instance_per_split():
+    """Burn registers each split's metrics separately: the valid split gets a clone, so its steps
+    and epoch ends never touch the train split's."""
+    accuracy = AccuracyMetric()
+    module = StepModule(Classifier(), SgdConfig(), 0.1, [accuracy], [accuracy])
+    [train], [valid] = module.metrics("train"), module.metrics("valid")
+    assert train is accuracy and isinstance(valid, AccuracyMetric) and valid is not accuracy
+    assert list(module.valid_metrics) == [valid]
 
 
 @pytest.mark.parametrize("accumulation", [0, -1, 1.5, True])
@@ -230,6 +251,50 @@ def test_an_epochs_train_values_are_stored_before_its_closing_validations(tmp_pa
     assert seen == [("train", 1), ("train", 2)]  # without validation: at the epoch's end
 
 
+def attached(module: StepModule, *, ready: int, last: bool, batches: int = 4) -> StepModule:
+    """`module` in a fitting Trainer whose train part has run `ready` of its `batches` batches,
+    with Lightning's `is_last_batch` flag `last` (the hooks read the fit loop's progress)."""
+    trainer = L.Trainer(accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
+                        enable_progress_bar=False, enable_model_summary=False)
+    trainer.state.fn = TrainerFn.FITTING
+    trainer.fit_loop.max_batches = batches
+    progress = trainer.fit_loop.epoch_loop.batch_progress
+    progress.current.ready, progress.is_last_batch = ready, last
+    module.trainer = trainer
+    return module
+
+
+def test_a_validation_starting_after_the_epochs_last_train_batch_stores_the_train_epoch_first():
+    """The batch count alone says the train part is done: the train epoch is stored when the
+    validation starts even where Lightning's data fetcher hasn't flagged the last batch; a
+    validation in mid-epoch (`val_check_interval`) leaves the epoch open."""
+    for ready, last, stored in ((4, False, [("train", 1)]), (4, True, [("train", 1)]), (3, False, [])):
+        module = attached(StepModule(Classifier(), SgdConfig(), 0.1), ready=ready, last=last)
+        seen = []
+        module.store.add_listener(lambda split, epoch, entries, seen=seen: seen.append((split.value, epoch)))
+        module.on_validation_epoch_start()
+        assert seen == stored, (ready, last)
+
+
+class FinishOnLastBatch(L.Callback):
+    """Ends the train epoch from a step-level hook, at the epoch's last batch."""
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        if batch_idx + 1 == trainer.num_training_batches:
+            pl_module.finish_epoch("train")
+
+
+def test_an_epoch_finished_from_a_step_hook_is_logged_under_its_split_name_as_an_epoch_value():
+    """`finish_epoch` is public: called from a per-batch hook it still logs the epoch value as
+    `split/Name` (what Lightning's callbacks monitor), not as per-step `_step`/`_epoch` pairs."""
+    module = StepModule(Classifier(), SgdConfig(), 0.1, [LossMetric()])
+    trainer = L.Trainer(max_epochs=1, logger=False, enable_checkpointing=False, enable_progress_bar=False,
+                        enable_model_summary=False, accelerator="cpu", callbacks=[FinishOnLastBatch()])
+    trainer.fit(module, loader(64, 16))
+    logged = {k: float(v) for k, v in trainer.callback_metrics.items() if k.startswith("train/")}
+    assert logged == {"train/Loss": pytest.approx(module.store.epochs(Split.TRAIN, "Loss")[1])}
+
+
 def shuffled_fit(root, *callbacks, resume=False):
     """3 epochs of accuracy and loss on seeded shuffled loaders (train and valid), checkpointed."""
     from burnlike.data import DataLoaderBuilder
@@ -265,6 +330,15 @@ def test_a_mid_epoch_resume_continues_the_epochs_metrics_and_logs_exactly(tmp_pa
             assert resumed.module.store.epochs(split, name) == straight.module.store.epochs(split, name)
 
 
+def test_a_mid_epoch_checkpoint_of_another_world_size_gives_rank_0_every_ranks_steps():
+    """Saved by 2 processes, resumed by 1: rank 0 continues the epoch with both ranks' steps (the
+    epoch's value is the same: a count-weighted mean over all of them)."""
+    module = attached(StepModule(Classifier(), SgdConfig(), 0.1, [LossMetric()]), ready=2, last=False)
+    saved = {"ranks": [{"Loss": [[0.5, 16.0]]}, {"Loss": [[0.25, 16.0], [0.75, 8.0]]}]}
+    module.on_load_checkpoint({BATCHES_DONE: 2, _HISTORY_KEY: saved})
+    assert module.metrics("train")[0].host_history() == [(0.5, 16.0), (0.25, 16.0), (0.75, 8.0)]
+
+
 def test_the_store_survives_a_resume(tmp_path):
     torch.manual_seed(0)
     first = metrics_builder(tmp_path, 2).with_file_checkpointer(DefaultRecorder()).build(Classifier(), AdamConfig(), 5e-2)
@@ -277,8 +351,10 @@ def test_the_store_survives_a_resume(tmp_path):
 
 
 # --- the step's output type against the metrics ---------------------------------------------------
-def test_the_output_type_is_read_from_a_train_step_return_hint():
+def test_the_output_types_are_read_from_the_step_methods_return_hints():
     assert output_type(HintOnly(), TrainStep) is ClassificationOutput
+    assert output_type(HintOnly(), ValidStep) is RegressionOutput
+    assert output_type(HintOnly(), InferenceStep) is SequenceOutput
 
 
 def test_a_typed_models_metric_mismatch_fails_when_the_step_module_is_made():
