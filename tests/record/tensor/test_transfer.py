@@ -103,6 +103,26 @@ def test_a_big_untransposed_tensor_loads_in_parts_on_both_threads(tmp_path, reco
     assert len([g for g in groups if g]) == 2  # both load threads got parts
 
 
+def test_big_loads_go_largest_first_to_the_least_loaded_thread(tmp_path, monkeypatch):
+    """Greedy largest-first balancing: four tables of 4, 3, 2 and 1 units split 4+1 and 3+2, so
+    neither thread waits on the other (smallest first would give 1+3 against 2+4)."""
+    monkeypatch.setattr(transfer, "THREADS", 2)
+    monkeypatch.setattr(transfer, "_PARALLEL_BYTES", 1 << 16)
+    rows = (256, 1024, 512, 768)  # x 128 f32: 128 KiB per unit, each read from the file at transfer time
+    model = nn.Sequential(*(nn.Embedding(n, 128) for n in rows))
+    path = DefaultRecorder().save_module(model, tmp_path / "tables")
+    groups: list[list[int]] = []
+    run_all = transfer._run_all
+
+    def spy(copies):
+        groups.append([c.target.shape[0] for c in copies])
+        run_all(copies)
+
+    monkeypatch.setattr(transfer, "_run_all", spy)
+    DefaultRecorder().load_module(nn.Sequential(*(nn.Embedding(n, 128) for n in rows)), path)
+    assert sorted(groups) == [[], [768, 512], [1024, 256]]  # the small ones' (none), then each thread's
+
+
 def test_a_big_tensor_loads_into_a_strided_parameter(tmp_path, monkeypatch):
     """A parameter that is a transposed view (not contiguous) is filled whole, not through flat parts."""
     monkeypatch.setattr(transfer, "PART_BYTES", 256 * 1024)
