@@ -27,7 +27,15 @@ from burnlike.optim import AdamConfig
 from burnlike.optim.lr_scheduler import LrScheduler
 from burnlike.record import load_checkpoint
 from burnlike.train import LearnerBuilder
-from burnlike.train.graph_step import _copy, _record, _signature, host_lr, keep_grads, skipped_hooks
+from burnlike.train.graph_step import (
+    CudaGraphConfig,
+    _copy,
+    _record,
+    _signature,
+    host_lr,
+    keep_grads,
+    skipped_hooks,
+)
 from burnlike.train.metric import AccuracyMetric, LossMetric
 from burnlike.train.metric.store import Split
 from burnlike.train.module import StepModule
@@ -284,6 +292,26 @@ def test_graph_replay_trains_as_the_eager_step(tmp_path, drop_last):
             expected = epoch_values(base, split)[name]
             assert values.keys() == expected.keys() and all(
                 values[e] == pytest.approx(expected[e], abs=1e-3) for e in values), (split, name)
+
+
+class CapturedAfterEachBatch(L.Callback):
+    """Whether the step's graphs exist after each training batch."""
+
+    def __init__(self) -> None:
+        self.captured: list[bool] = []
+
+    def on_train_batch_end(self, trainer: L.Trainer, module: L.LightningModule, outputs, batch, batch_idx: int) -> None:
+        self.captured.append(module.graph_step.captured)
+
+
+@cuda
+def test_the_step_is_captured_right_after_its_warm_up_steps(tmp_path):
+    """`CudaGraphConfig.warmup` eager steps on a side stream, then the capture at the next batch."""
+    seen = CapturedAfterEachBatch()
+    train(tmp_path, fast=True, devices=("cuda:0",), epochs=1, n=320, drop_last=True, on_device="cuda:0",
+          callbacks=[seen])
+    warmup = CudaGraphConfig().warmup
+    assert seen.captured[:warmup + 2] == [False] * warmup + [True, True]
 
 
 @cuda
