@@ -12,6 +12,7 @@ from burnlike.train import ClassificationOutput, LearnerEvent, SupervisedTrainin
 from burnlike.train.metric import AccuracyMetric, LossMetric
 from burnlike.train.metric.store import MetricStore, Split
 from burnlike.train.renderer import MetricsRenderer
+from burnlike.train.summary import LearnerSummary
 
 
 class Recording(MetricsRenderer):
@@ -86,7 +87,8 @@ def test_the_renderer_gets_registrations_states_with_running_means_progress_and_
         events.process_train(LearnerEvent.ProcessedItem(
             TrainingItem(output(correct), Progress(4 * i, 8), Progress.new(1, 2), i, 0.1)))
     events.process_train(LearnerEvent.EndEpoch(1))
-    events.process_train(LearnerEvent.End(None))
+    summary = LearnerSummary.from_store(events.store, ["Accuracy", "Loss"], [])
+    events.process_train(LearnerEvent.End(summary))
     assert [c for c in renderer.calls if c[0] == "register"] == [("register", "Accuracy"), ("register", "Loss")]
     accuracy = [c[2] for c in renderer.calls if c[0] == "update_train" and str(c[1]) == "Accuracy"]
     assert accuracy == ["epoch 100.00 % - batch 100.00 %", "epoch 75.00 % - batch 50.00 %"]
@@ -94,7 +96,8 @@ def test_the_renderer_gets_registrations_states_with_running_means_progress_and_
     assert [(r[1].progress, r[1].global_progress, r[1].iteration) for r in renders] == [
         (Progress(4, 8), Progress(1, 2), 1), (Progress(8, 8), Progress(1, 2), 2)]
     assert renders[0][2] == ["Epoch", "Iteration", "Items"]
-    assert renderer.calls[-1] == ("end", None) and events.renderer() is renderer
+    assert renderer.calls[-1] == ("end", summary) and events.renderer() is renderer
+    assert summary.get("train", "Accuracy").epochs == {1: pytest.approx(75.0)}
 
 
 def test_a_metric_the_output_cannot_feed_is_named_at_the_first_item():

@@ -61,10 +61,12 @@ def test_fit_writes_burn_layout_and_logs_parse_back(tmp_path, capsys):
     assert not result.model.training
 
 
-def test_the_experiment_log_says_where_training_finished(tmp_path):
+def test_the_experiment_log_says_what_is_fitted_and_where_training_finished(tmp_path):
     learner = valid_loss_builder(tmp_path).with_application_logger(True).build(Classifier(), SgdConfig(), 0.01)
     learner.fit(loader(32, 16), loader(16, 16))
-    assert "training finished at epoch 1" in (tmp_path / "experiment.log").read_text()
+    lines = (tmp_path / "experiment.log").read_text().splitlines()
+    assert [line for line in lines if "fitting" in line][0].endswith("fitting Classifier for 1 epochs")  # no resume
+    assert any(line.endswith("training finished at epoch 1") for line in lines)
 
 
 class CountingInstaller:

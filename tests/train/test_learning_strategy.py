@@ -227,6 +227,17 @@ def test_a_save_logs_the_model_file_it_writes(tmp_path, caplog):
     assert f"saving checkpoint {tmp_path / 'model-1.mpk'}" in [r.getMessage() for r in caplog.records]
 
 
+def test_each_checkpoint_file_is_on_the_disk_before_it_replaces_the_old_one(tmp_path, disk_calls):
+    """Burn's three files of an epoch are saved durably (fsynced, then renamed), as the Lightning
+    fit's checkpoints: a node crash right after a save leaves no empty file to resume from."""
+    trained_checkpointer(tmp_path)
+    for kind in ("model", "optim", "scheduler"):
+        target = tmp_path / f"{kind}-1.mpk"
+        [rename] = [i for i, call in enumerate(disk_calls) if call[0] == "replace" and call[3] == target]
+        inode = disk_calls[rename][1]
+        assert ("fsync", inode, "file") in disk_calls[:rename], kind
+
+
 def test_a_checkpoint_loaded_onto_a_device_fills_the_model_moved_there(tmp_path):
     checkpointer, saved = trained_checkpointer(tmp_path)
     burnlike.seed(1)

@@ -171,8 +171,11 @@ def test_every_burn_strategy_variant_has_its_python_twin():
         ExecutionStrategy.multi(["cpu", "cpu"])
     assert ExecutionStrategy.DistributedDataParallel(devices=["cpu", "cpu"], config=cfg) == \
         ExecutionStrategy.ddp(["cpu", "cpu"], cfg)
-    with pytest.raises(TypeError, match="runtime is Burn's communication server"):
+    with pytest.raises(TypeError) as refused:
         ExecutionStrategy.DistributedDataParallel(devices=["cpu"], runtime=object())
+    assert str(refused.value) == (
+        "ExecutionStrategy.DistributedDataParallel: runtime is Burn's communication server; "
+        "Lightning's DDP runs its own, so pass config=DistributedConfig(...) instead")
     assert MultiDeviceOptim.OptimMainDevice is MultiDeviceOptim.OPTIM_MAIN_DEVICE
     assert ReduceOperation.Mean is ReduceOperation.MEAN and ReduceOperation.Sum is ReduceOperation.SUM
 

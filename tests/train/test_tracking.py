@@ -19,8 +19,9 @@ from lightning.pytorch.loggers import CSVLogger, Logger, TensorBoardLogger
 
 from burnlike.optim import AdamConfig, SgdConfig
 from burnlike.record import CompactRecorder, DefaultRecorder
-from burnlike.train import LearnerBuilder, tracking
+from burnlike.train import LearnerBuilder, StepModule, tracking
 from burnlike.train.metric import AccuracyMetric, LossMetric
+from burnlike.train.metric.store import EpochEntry, Split
 from burnlike.train.tracking import continue_logger_runs, continue_run
 from tests.helpers.toy import Classifier, loader
 from tests.helpers.wandb_records import wandb_records
@@ -177,6 +178,32 @@ def test_tensorboard_event_files_hold_epochs_and_hyperparameters(tmp_path):
                  if k.endswith("session_start_info"))
     assert start.session_start_info.hparams["git_commit"].string_value == "abc"
     assert start.session_start_info.hparams["model/hidden"].number_value == 8
+
+
+class RowsLogger(OwnLogger):
+    """Keeps the metrics it is sent, as `(metrics, step)` rows."""
+
+    def __init__(self):
+        super().__init__()
+        self.rows = []
+
+    def log_metrics(self, metrics, step=None):
+        self.rows.append((dict(metrics), step))
+
+
+def test_a_bridge_set_up_again_for_its_module_logs_each_epoch_once_and_skips_other_modules(tmp_path):
+    """Lightning sets callbacks up once per `fit`/`validate` of one Trainer: the bridge listens to a
+    StepModule's store once, and a plain LightningModule (no store) is no error."""
+    rows = RowsLogger()
+    trainer = L.Trainer(logger=rows, enable_progress_bar=False, enable_model_summary=False, accelerator="cpu",
+                        default_root_dir=tmp_path)
+    module = StepModule(Classifier(), SgdConfig(), 0.1)
+    bridge = tracking.MetricLoggerBridge()
+    bridge.setup(trainer, module, "fit")
+    bridge.setup(trainer, module, "validate")
+    bridge.setup(trainer, L.LightningModule(), "fit")
+    module.store.end_epoch(Split.VALID, 1, {"Loss": EpochEntry(0.5)})
+    assert rows.rows == [({"valid/Loss": 0.5}, 1)]
 
 
 def test_a_bridge_not_yet_set_up_saves_no_runs():
