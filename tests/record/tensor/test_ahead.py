@@ -210,6 +210,28 @@ def test_views_ahead_joins_a_tensors_parts_for_view(monkeypatch):
         assert [bytes(views.view(tb)) for tb in tbs] == expected
 
 
+def test_view_of_a_tensor_in_tentative_parts_found_wider_is_made_again_at_its_dtype(monkeypatch):
+    """With `rewind`, a big tensor's parts come at the likely f16; a value beyond f16 in its last part
+    keeps it f32, and `view` (all the bytes at once) then gives the f32 bytes, as a whole-tensor view."""
+    monkeypatch.setattr(ahead, "PART_BYTES", 1 << 16)
+    monkeypatch.setattr(ahead, "_AHEAD_BYTES", 1 << 16)
+    torch.manual_seed(6)
+    weights = [torch.randn(600, 200) for _ in range(2)]
+    weights[0][-1, 3] = 1e5
+
+    def make() -> list[TensorBytes]:
+        return [TensorBytes(w, torch.float16, decide=lambda t, peak: storage_dtype(t, HalfPrecisionSettings(), peak))
+                for w in weights]
+
+    expected = [expected_bytes(tb) for tb in make()]
+    tbs = make()
+    with ViewsAhead(tbs, workers=1, rewind=True) as views:
+        assert len(views.queue) > 2  # parts
+        assert [bytes(views.view(tb)) for tb in tbs] == expected
+    assert [tb.dtype for tb in tbs] == [torch.float32, torch.float16]
+    assert len(expected[0]) == 600 * 200 * 4
+
+
 def test_the_writer_makes_later_queued_parts_while_the_one_it_needs_is_being_made(monkeypatch):
     """With the worker busy on the part the writer needs, the writer makes the queued later parts
     itself (into their own slots) instead of waiting; every part comes out right, in order."""
