@@ -195,6 +195,13 @@ def test_building_and_loading_downloads_nothing(inception, no_downloads):
     assert list(no_downloads.iterdir()) == []
 
 
+def test_init_pretrained_puts_the_network_on_the_device_asked_for(inception):
+    """Burn's `init_pretrained(device)`; the meta device stands for any other than the CPU."""
+    _, path, _ = inception
+    fid = FidConfig().init_pretrained(path, device="meta")
+    assert {t.device.type for t in (*fid.parameters(), *fid.buffers())} == {"meta"}
+
+
 # --- the epoch's FID ------------------------------------------------------------------------------
 def test_the_epoch_value_is_the_fid_of_all_the_epochs_images():
     real = [small_images(10 + i, n) for i, n in enumerate((4, 4, 3))]
