@@ -40,7 +40,8 @@ import re
 import sqlite3
 import sys
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -139,14 +140,14 @@ def _is_media(feature: object) -> bool:
     return dataclasses.is_dataclass(feature) and isinstance(getattr(feature, "decode", None), bool)
 
 
-def _packed(packer: msgpack.Packer, item: Mapping[str, Any], where: str, features: object) -> bytes:
-    """`item` as MessagePack; a value it can't hold is a DatasetError naming `where` (the split and
-    row) and the dataset's features."""
+def _packed(packer: msgpack.Packer, item: Mapping[str, Any], where: Callable[[], str], features: object) -> bytes:
+    """`item` as MessagePack; a value it can't hold is a DatasetError naming `where()` (the split and
+    row: made only then, not for every row) and the dataset's features."""
     try:
         packed: bytes = packer.pack(item)
         return packed
     except (TypeError, ValueError, OverflowError) as e:
-        raise DatasetError(f"{where}: {e} (the features are {features})") from None
+        raise DatasetError(f"{where()}: {e} (the features are {features})") from None
 
 
 class HuggingfaceDatasetLoader:
@@ -316,6 +317,9 @@ class HuggingfaceDatasetLoader:
         conn.close()
         os.replace(tmp, db_file)
 
+    def _row_name(self, split: str, row: int) -> str:
+        return f"{self._describe()} split {split!r} row {row}"
+
     def _write_split(self, conn: sqlite3.Connection, datasets: Any, split: str, dataset: Any) -> None:
         media = []
         for column, feature in dataset.features.items():
@@ -342,6 +346,5 @@ class HuggingfaceDatasetLoader:
                     path = item.get(f"{column}_path")
                     if item.get(f"{column}_bytes") is None and isinstance(path, str) and os.path.isfile(path):
                         item[f"{column}_bytes"] = Path(path).read_bytes()
-                rows.append((row_id, _packed(packer, item, f"{self._describe()} split {split!r} row {row_id - 1}",
-                                             dataset.features)))
+                rows.append((row_id, _packed(packer, item, partial(self._row_name, split, row_id - 1), dataset.features)))
             conn.executemany(f"insert into {table} (row_id, item) values (?, ?)", rows)

@@ -173,6 +173,7 @@ class ImageDistanceMetric(Metric):
 
     input = IMAGE
     higher_is_better = False
+
     def __init__(self, network: nn.Module, name: str, min_size: int = 1) -> None:
         super().__init__()
         self._network = Held(network)
@@ -195,4 +196,3 @@ class ImageDistanceMetric(Metric):
         super()._apply(fn, recurse)  # type: ignore[no-untyped-call]  # torch leaves it untyped
         self._network.on(self.mean.device)
         return self
-

@@ -325,7 +325,7 @@ def test_a_row_messagepack_cannot_hold_is_named_with_its_split_row_and_features(
     with raises_exactly(hf.DatasetError, "rows.parquet split 'train' row 3: 1180591620717411303424 is beyond MessagePack's 64-bit "
                                          "integers "
                                          "(the features are {'x': Value('int64')})"):
-        hf._packed(packer, {"x": 2 ** 70}, "rows.parquet split 'train' row 3", {"x": datasets.Value("int64")})
+        hf._packed(packer, {"x": 2 ** 70}, lambda: "rows.parquet split 'train' row 3", {"x": datasets.Value("int64")})
 
 
 def test_numpy_values_are_stored_as_numbers_and_lists():
