@@ -48,6 +48,12 @@ class OwnLogger(Logger):
         pass
 
 
+def bare_trainer(root, logger) -> L.Trainer:
+    """A CPU Trainer with `logger` and no bar or summary: the bridge's hooks called by hand on it."""
+    return L.Trainer(logger=logger, enable_progress_bar=False, enable_model_summary=False, accelerator="cpu",
+                     default_root_dir=root)
+
+
 def fit_with_loggers(tmp_path, loggers, epochs=2, resume=None, every_n_steps=0):
     """Fit the toy classifier with `loggers` and hyperparameters; `resume`: the epoch to resume from."""
     b = (LearnerBuilder(tmp_path).metrics(AccuracyMetric(), LossMetric()).num_epochs(epochs).progress_bar(False)
@@ -195,8 +201,7 @@ def test_a_bridge_set_up_again_for_its_module_logs_each_epoch_once_and_skips_oth
     """Lightning sets callbacks up once per `fit`/`validate` of one Trainer: the bridge listens to a
     StepModule's store once, and a plain LightningModule (no store) is no error."""
     rows = RowsLogger()
-    trainer = L.Trainer(logger=rows, enable_progress_bar=False, enable_model_summary=False, accelerator="cpu",
-                        default_root_dir=tmp_path)
+    trainer = bare_trainer(tmp_path, rows)
     module = StepModule(Classifier(), SgdConfig(), 0.1)
     bridge = tracking.MetricLoggerBridge()
     bridge.setup(trainer, module, "fit")
@@ -246,8 +251,7 @@ class WandbLogger(OwnLogger):
 
 def test_a_fit_ends_a_logger_named_like_wandbs_without_a_run_by_saving_it(tmp_path):
     own = WandbLogger()
-    trainer = L.Trainer(logger=own, enable_progress_bar=False, enable_model_summary=False, accelerator="cpu",
-                        default_root_dir=tmp_path)
+    trainer = bare_trainer(tmp_path, own)
     bridge = tracking.MetricLoggerBridge()
     bridge.on_fit_end(trainer, None)  # type: ignore[arg-type]
     bridge.on_exception(trainer, None, RuntimeError("boom"))  # type: ignore[arg-type]
@@ -263,8 +267,7 @@ class LostLogger(OwnLogger):
 
 def test_a_logger_that_cannot_end_its_run_leaves_the_fits_own_exception_and_the_other_loggers(tmp_path, caplog):
     lost, own = LostLogger(), WandbLogger()
-    trainer = L.Trainer(logger=[lost, own], enable_progress_bar=False, enable_model_summary=False,
-                        accelerator="cpu", default_root_dir=tmp_path)
+    trainer = bare_trainer(tmp_path, [lost, own])
     bridge = tracking.MetricLoggerBridge()
     with caplog.at_level(logging.WARNING, "burnlike.train"):
         bridge.on_exception(trainer, None, SystemExit(143))  # type: ignore[arg-type]
@@ -283,8 +286,7 @@ def test_a_stopped_fit_ends_its_wandb_run_with_the_jobs_exit_status(tmp_path, mo
 
     monkeypatch.setenv("WANDB_SILENT", "true")
     logger = WandbLogger(project="p", save_dir=str(tmp_path), offline=True)
-    trainer = L.Trainer(logger=logger, enable_progress_bar=False, enable_model_summary=False, accelerator="cpu",
-                        default_root_dir=tmp_path)
+    trainer = bare_trainer(tmp_path, logger)
     logger.experiment.log({"a": 1})  # the run starts
     tracking.MetricLoggerBridge().on_exception(trainer, None, exception)  # type: ignore[arg-type]
     (path,) = (tmp_path / "wandb").glob("offline-run-*/*.wandb")
