@@ -261,8 +261,10 @@ class StepModule(StepHost):
 
     def on_train_end(self) -> None:
         # ddp_spawn sends the process that called fit the weights and `callback_metrics` only: the
-        # store rides along (plain floats), so its summary and results hold the epochs
-        self.trainer.callback_metrics[STORE_RESULT] = self.store.state_dict()  # type: ignore[assignment]
+        # store rides along (plain floats), so its summary and results hold the epochs (`Learner.fit`
+        # takes it out again); a fit in this process leaves callback_metrics to Lightning's values
+        if getattr(self.trainer.strategy.launcher, "_start_method", None) is not None:
+            self.trainer.callback_metrics[STORE_RESULT] = self.store.state_dict()  # type: ignore[assignment]
 
     # Epoch ends --------------------------------------------------------------------------------
     def on_validation_epoch_start(self) -> None:
