@@ -12,8 +12,8 @@ from torch import nn
 
 from burnlike.record import CompactRecorder, DefaultRecorder, RecorderCheckpointIO, RecordError, load_weights
 from tests.helpers.fit import cpu_builder, fit, same_weights
-from tests.helpers.toy import Classifier
 from tests.helpers.records import Net, randomised
+from tests.helpers.toy import Classifier
 from tests.record.checkpoint.helpers import save_checkpoint
 from tests.record.helpers import PL_VERSION, Tiny, lightning_checkpoint, randomised_params, seeded_linear
 
