@@ -32,7 +32,7 @@ from burnlike.train.metric.base import Metric, MetricContext
 from burnlike.train.metric.store import EpochEntry, MetricStore, Split
 from burnlike.train.output import NONE, Adaptor
 from burnlike.train.preemption import BATCHES_DONE
-from burnlike.train.quiet import quiet_lightning
+from burnlike.train.quiet import ignore_not_resumable, quiet_lightning
 from burnlike.train.sharded import ShardedStrategy, shard_model
 from burnlike.train.step import InferenceStep, TrainOutput, TrainStep, ValidStep, inference_fn
 
@@ -237,8 +237,12 @@ class StepModule(StepHost):
         check_metrics(item_type, self.metrics(split), split)
         self._checked.add(split)
 
+    exact_resume = False  # set by `Learner.fit`: this fit's train loader continues exactly where it stopped
+
     def setup(self, stage: str) -> None:
         quiet_lightning()  # in every process: ddp_spawn's don't inherit the warning filters
+        if self.exact_resume:
+            ignore_not_resumable()
 
     def configure_model(self) -> None:
         """Under `ShardedStrategy`, shard the model over the processes (FSDP2), once."""
