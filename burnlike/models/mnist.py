@@ -54,9 +54,9 @@ class Model(
 
 @config
 class ModelConfig:
-    num_classes: int
-    hidden_size: int
-    dropout: float = 0.5
+    num_classes: int  # output classes (10 digits for MNIST)
+    hidden_size: int  # width of linear1 (1024 -> hidden_size -> num_classes); the guide's is 512
+    dropout: float = 0.5  # dropout probability after each conv and after linear1
 
     def init(self, device: Any = None) -> Model:
         return Model(self.num_classes, self.hidden_size, self.dropout).to(device or "cpu")
