@@ -292,6 +292,10 @@ class _LambdaJson:
             raise TypeError("expected an object")
         return cls(**{("lambda_" if k == "lambda" else k): v for k, v in data.items()})
 
+    def with_lambda(self, value: float) -> Any:
+        """Burn's `with_lambda`."""
+        return dataclasses.replace(self, lambda_=value)  # type: ignore[type-var]
+
 
 @config
 class HardShrinkConfig(_LambdaJson):

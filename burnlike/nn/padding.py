@@ -112,10 +112,12 @@ for _cls in (PaddingConfig1d, PaddingConfig2d, PaddingConfig3d):
     _cls.Same = _cls("Same")
 
 
-def symmetric_or_pad(x: Tensor, pairs: list[tuple[int, int]], value: float = 0.0) -> tuple[Tensor, list[int]]:
-    """What the op's own `padding=` can do (the same on both sides), and `x` padded for the rest:
-    Burn pads asymmetric cases explicitly first (with `value`: 0, or -inf for max pooling)."""
-    if all(a == b for a, b in pairs):
+def symmetric_or_pad(x: Tensor, pairs: list[tuple[int, int]], value: float = 0.0,
+                     most: tuple[int, ...] | None = None) -> tuple[Tensor, list[int]]:
+    """What the op's own `padding=` can do (the same on both sides, at most `most`: torch's pools
+    take half their window), and `x` padded for the rest: Burn pads asymmetric cases explicitly
+    first (with `value`: 0, or -inf for max pooling)."""
+    if all(a == b for a, b in pairs) and (most is None or all(a <= m for (a, _), m in zip(pairs, most))):
         return x, [a for a, _ in pairs]
     flat = [v for a, b in reversed(pairs) for v in (a, b)]  # F.pad: last dim first
     return F.pad(x, flat, value=value), [0] * len(pairs)

@@ -20,14 +20,19 @@ from burnlike.module import Module
 from burnlike.nn.padding import PaddingConfig1d, PaddingConfig2d, symmetric_or_pad
 
 
-def _pairs(padding: PaddingConfig1d | PaddingConfig2d, x: Tensor, kernel: Any, stride: Any) -> list[tuple[int, int]]:
-    """(start, end) padding per spatial dim; `kernel`/`stride` as torch's pools keep them (ints or tuples)."""
+def _padded(x: Tensor, padding: PaddingConfig1d | PaddingConfig2d, kernel: Any, stride: Any, dilation: Any = 1,
+            value: float = 0.0) -> tuple[Tensor, list[int]]:
+    """`x` and the pool's own padding, Burn's padding applied (`kernel`/`stride`/`dilation` as torch's
+    pools keep them: ints or tuples)."""
     dims = x.dim() - 2
 
     def as_tuple(v: Any) -> tuple[int, ...]:
         return tuple(v) if isinstance(v, (tuple, list)) else (v,) * dims
 
-    return padding.pairs(tuple(x.shape[2:]), as_tuple(kernel), as_tuple(stride))
+    kernel, stride, dilation = as_tuple(kernel), as_tuple(stride), as_tuple(dilation)
+    pairs = padding.pairs(tuple(x.shape[2:]), kernel, stride)
+    most = tuple(((k - 1) * d + 1) // 2 for k, d in zip(kernel, dilation))
+    return symmetric_or_pad(x, pairs, value, most)
 
 
 class MaxPool1d(Module, nn.MaxPool1d):
@@ -37,8 +42,7 @@ class MaxPool1d(Module, nn.MaxPool1d):
         self.burn_padding = padding
 
     def forward(self, input: Tensor) -> Tensor:
-        x, pad = symmetric_or_pad(input, _pairs(self.burn_padding, input, self.kernel_size, self.stride),
-                                  float("-inf"))
+        x, pad = _padded(input, self.burn_padding, self.kernel_size, self.stride, self.dilation, float("-inf"))
         return F.max_pool1d(x, self.kernel_size, self.stride, pad, self.dilation, self.ceil_mode)
 
 
@@ -51,8 +55,7 @@ class MaxPool2d(Module, nn.MaxPool2d):
         self.burn_padding = padding
 
     def forward(self, input: Tensor) -> Tensor:
-        x, pad = symmetric_or_pad(input, _pairs(self.burn_padding, input, self.kernel_size, self.stride),
-                                  float("-inf"))
+        x, pad = _padded(input, self.burn_padding, self.kernel_size, self.stride, self.dilation, float("-inf"))
         return F.max_pool2d(x, self.kernel_size, self.stride, pad, self.dilation, self.ceil_mode)
 
 
@@ -63,7 +66,7 @@ class AvgPool1d(Module, nn.AvgPool1d):
         self.burn_padding = padding
 
     def forward(self, input: Tensor) -> Tensor:
-        x, pad = symmetric_or_pad(input, _pairs(self.burn_padding, input, self.kernel_size, self.stride))
+        x, pad = _padded(input, self.burn_padding, self.kernel_size, self.stride)
         return F.avg_pool1d(x, self.kernel_size, self.stride, pad, self.ceil_mode, self.count_include_pad)
 
 
@@ -77,7 +80,7 @@ class AvgPool2d(Module, nn.AvgPool2d):
         self.burn_padding = padding
 
     def forward(self, input: Tensor) -> Tensor:
-        x, pad = symmetric_or_pad(input, _pairs(self.burn_padding, input, self.kernel_size, self.stride))
+        x, pad = _padded(input, self.burn_padding, self.kernel_size, self.stride)
         return F.avg_pool2d(x, self.kernel_size, self.stride, pad, self.ceil_mode, self.count_include_pad)
 
 
