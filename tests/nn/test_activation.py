@@ -16,6 +16,7 @@ from burnlike.nn import (
     EluConfig,
     Gelu,
     HardShrinkConfig,
+    HardSigmoid,
     HardSigmoidConfig,
     HardSwish,
     Initializer,
@@ -61,6 +62,7 @@ def test_hard_sigmoid_is_burns_not_torchs():
     assert (config.alpha, config.beta) == (0.2, 0.5)
     x = torch.tensor([[0.4410, -0.2507]])
     close(config.init()(x), [[0.5882, 0.44986]])
+    close(HardSigmoid()(x), [[0.5882, 0.44986]])
     assert not torch.allclose(torch.nn.Hardsigmoid()(x), config.init()(x), atol=1e-3)
     close(config.init()(torch.tensor([-10.0, 10.0])), [0.0, 1.0])
 

@@ -71,6 +71,17 @@ def test_encoder_layer_is_burns_formula_with_gelu(norm_first):
     assert not torch.allclose(relu(x, src_mask=nn.Transformer.generate_square_subsequent_mask(5)), out, atol=1e-3)
 
 
+def test_one_dropout_after_each_sublayer_before_the_residual_sum():
+    """encoder.rs: `x + dropout(mha(..))`, `x + dropout(pwff(..))`. With every value dropped only the
+    residual path and the norms remain: post-norm gives norm_2(norm_1(x)), norm-first gives x."""
+    x = torch.randn(2, 3, 8)
+    post = TransformerEncoderConfig(8, 16, 2, 1, dropout=1.0).init().train()
+    layer = post.layers[0]
+    torch.testing.assert_close(post(TransformerEncoderInput(x)), layer.norm_2(layer.norm_1(x)))
+    first = TransformerEncoderConfig(8, 16, 2, 1, dropout=1.0, norm_first=True).init().train()
+    torch.testing.assert_close(first(TransformerEncoderInput(x)), x)
+
+
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_encoder_autoregressive_cache_matches_the_masked_forward(norm_first):
     """encoder.rs `test_autoregressive_norm_last` / `test_autoregressive_norm_first`."""
