@@ -71,7 +71,7 @@ class PositionWiseFeedForwardConfig:
 class _Sublayers(Module):
     """What Burn's encoder and decoder layers share: attention config, norms, one dropout."""
 
-    def _attention(self, cfg: TransformerEncoderConfig | TransformerDecoderConfig, device: Any) -> MultiHeadAttention:
+    def _attention(self, cfg: _TransformerConfig, device: Any) -> MultiHeadAttention:
         return MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout, quiet_softmax=cfg.quiet_softmax,
                                   initializer=cfg.initializer, device=device)
 
@@ -151,17 +151,24 @@ class TransformerEncoderInput:
         return self
 
 
-class TransformerEncoder(Module):
-    """Burn's `TransformerEncoder`: `forward(TransformerEncoderInput) -> [B, L, d_model]`;
-    `forward_autoregressive_inference(input, cache)` recomputes only the last position's rows."""
+class _Stack(Module):
+    """Burn's encoder and decoder structs: the layers, then the config values (nil in the record)."""
 
     __burn_fields__ = ("layers", "d_model", "d_ff", "n_heads", "n_layers", "dropout", "norm_first", "quiet_softmax")
 
-    def __init__(self, cfg: TransformerEncoderConfig, device: Any = None) -> None:
+    def __init__(self, layer: type[nn.Module], cfg: _TransformerConfig, device: Any) -> None:
         super().__init__()
-        self.layers = nn.ModuleList(TransformerEncoderLayer(cfg, device) for _ in range(cfg.n_layers))
+        self.layers = nn.ModuleList(layer(cfg, device) for _ in range(cfg.n_layers))
         self.d_model, self.d_ff, self.n_heads, self.n_layers = cfg.d_model, cfg.d_ff, cfg.n_heads, cfg.n_layers
         self.dropout, self.norm_first, self.quiet_softmax = cfg.dropout, cfg.norm_first, cfg.quiet_softmax
+
+
+class TransformerEncoder(_Stack):
+    """Burn's `TransformerEncoder`: `forward(TransformerEncoderInput) -> [B, L, d_model]`;
+    `forward_autoregressive_inference(input, cache)` recomputes only the last position's rows."""
+
+    def __init__(self, cfg: TransformerEncoderConfig, device: Any = None) -> None:
+        super().__init__(TransformerEncoderLayer, cfg, device)
 
     def forward(self, input: TransformerEncoderInput) -> Tensor:
         x = input.tensor
@@ -181,9 +188,8 @@ class TransformerEncoder(Module):
 
 
 @config
-class TransformerEncoderConfig:
-    """Burn's `TransformerEncoderConfig`: dropout 0.1, norm_first false, quiet_softmax false,
-    KaimingUniform(gain 1/√3), activation Gelu (torch's encoder: ReLU), layer_norm_eps 1e-5."""
+class _TransformerConfig:
+    """The fields Burn's encoder and decoder configs share, in their order."""
 
     d_model: int
     d_ff: int
@@ -195,6 +201,12 @@ class TransformerEncoderConfig:
     initializer: Initializer = KAIMING_DEFAULT
     activation: ActivationConfig = ActivationConfig.Gelu
     layer_norm_eps: float = 1e-5
+
+
+@config
+class TransformerEncoderConfig(_TransformerConfig):
+    """Burn's `TransformerEncoderConfig`: dropout 0.1, norm_first false, quiet_softmax false,
+    KaimingUniform(gain 1/√3), activation Gelu (torch's encoder: ReLU), layer_norm_eps 1e-5."""
 
     def init(self, device: Any = None) -> TransformerEncoder:
         return TransformerEncoder(self, device)
@@ -293,16 +305,11 @@ class TransformerDecoderLayer(_Sublayers):
         return input
 
 
-class TransformerDecoder(Module):
+class TransformerDecoder(_Stack):
     """Burn's `TransformerDecoder`: `forward(TransformerDecoderInput) -> [B, L, d_model]`."""
 
-    __burn_fields__ = ("layers", "d_model", "d_ff", "n_heads", "n_layers", "dropout", "norm_first", "quiet_softmax")
-
     def __init__(self, cfg: TransformerDecoderConfig, device: Any = None) -> None:
-        super().__init__()
-        self.layers = nn.ModuleList(TransformerDecoderLayer(cfg, device) for _ in range(cfg.n_layers))
-        self.d_model, self.d_ff, self.n_heads, self.n_layers = cfg.d_model, cfg.d_ff, cfg.n_heads, cfg.n_layers
-        self.dropout, self.norm_first, self.quiet_softmax = cfg.dropout, cfg.norm_first, cfg.quiet_softmax
+        super().__init__(TransformerDecoderLayer, cfg, device)
 
     def forward(self, input: TransformerDecoderInput) -> Tensor:
         for layer in self.layers:
@@ -320,19 +327,8 @@ class TransformerDecoder(Module):
 
 
 @config
-class TransformerDecoderConfig:
+class TransformerDecoderConfig(_TransformerConfig):
     """Burn's `TransformerDecoderConfig`: the encoder's defaults."""
-
-    d_model: int
-    d_ff: int
-    n_heads: int
-    n_layers: int
-    dropout: float = 0.1
-    norm_first: bool = False
-    quiet_softmax: bool = False
-    initializer: Initializer = KAIMING_DEFAULT
-    activation: ActivationConfig = ActivationConfig.Gelu
-    layer_norm_eps: float = 1e-5
 
     def init(self, device: Any = None) -> TransformerDecoder:
         return TransformerDecoder(self, device)

@@ -105,7 +105,7 @@ def fields(m: nn.Module, version: str = DEFAULT_VERSION) -> list[Field]:
     if callable(declared):
         own: list[Field] = declared(version)
         return own
-    names = type(m).__dict__.get("__burn_fields__")
+    names = getattr(type(m), "__burn_fields__", None)
     if names is not None:
         missing = _undeclared(m, names)
         if missing:
