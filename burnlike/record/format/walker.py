@@ -128,17 +128,26 @@ def fields(m: nn.Module, version: str = DEFAULT_VERSION) -> list[Field]:
             out.insert(6, Field("padding_out", "nil"))
         return out
     if isinstance(m, NORMS):
+        # Burn's GroupNorm/InstanceNorm hold `Option<Param>`s (and an `affine` field), 0.21's LayerNorm
+        # an optional beta: bincode tags them
+        grouped = isinstance(m, (nn.GroupNorm, nn.InstanceNorm1d, nn.InstanceNorm2d, nn.InstanceNorm3d))
         out = []
-        if getattr(m, "weight", None) is not None:
-            out += [Field("gamma", "param", m, "weight"), Field("beta", "param", m, "bias")]
+        if getattr(m, "weight", None) is not None or grouped:
+            beta_optional = grouped or (isinstance(m, nn.LayerNorm) and not v19)
+            out += [Field("gamma", "param" if getattr(m, "weight", None) is not None else "none", m, "weight",
+                          optional=grouped),
+                    Field("beta", "param" if getattr(m, "bias", None) is not None else "none", m, "bias",
+                          optional=beta_optional)]
         if getattr(m, "running_mean", None) is not None:
             out += [Field("running_mean", "param", m, "running_mean"), Field("running_var", "param", m, "running_var")]
         if isinstance(m, nn.GroupNorm):
             out += [Field("num_groups", "nil"), Field("num_channels", "nil")]
+        elif grouped:
+            out += [Field("num_channels", "nil")]
         if isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)):
             out += [Field("momentum", "nil")]
         out += [Field("epsilon", "nil")]
-        return out
+        return out + [Field("affine", "nil")] if grouped else out
     out = [Field(name, "param", m, name) for name, p in m._parameters.items() if p is not None]
     out += [Field(name, "param", m, name) for name, b in m._buffers.items()
             if b is not None and name not in m._non_persistent_buffers_set and name != "num_batches_tracked"]

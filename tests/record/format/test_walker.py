@@ -84,7 +84,7 @@ def test_group_norm_records_its_affine_params_then_its_config():
     with torch.no_grad():
         norm.weight.copy_(torch.tensor([1.0, 2.0, 3.0, 4.0]))
     item = module_to_record(norm)
-    assert list(item) == ["gamma", "beta", "num_groups", "num_channels", "epsilon"]
+    assert list(item) == ["gamma", "beta", "num_groups", "num_channels", "epsilon", "affine"]  # Burn's GroupNorm
     assert bytes(item["gamma"]["param"]["bytes"]) == norm.weight.detach().numpy().tobytes()
 
 
@@ -187,8 +187,9 @@ def kinds(m: nn.Module, version: str = "0.21.0") -> list[tuple[str, str]]:
                                       ("kernel_size", "nil"), ("dilation", "nil"), ("groups", "nil"),
                                       ("padding", "nil")]),
     (nn.GroupNorm(2, 4), [("gamma", "param"), ("beta", "param"), ("num_groups", "nil"), ("num_channels", "nil"),
-                          ("epsilon", "nil")]),
-    (nn.GroupNorm(2, 4, affine=False), [("num_groups", "nil"), ("num_channels", "nil"), ("epsilon", "nil")]),
+                          ("epsilon", "nil"), ("affine", "nil")]),
+    (nn.GroupNorm(2, 4, affine=False), [("gamma", "none"), ("beta", "none"), ("num_groups", "nil"),
+                                        ("num_channels", "nil"), ("epsilon", "nil"), ("affine", "nil")]),
     (nn.BatchNorm1d(3), [("gamma", "param"), ("beta", "param"), ("running_mean", "param"),
                          ("running_var", "param"), ("momentum", "nil"), ("epsilon", "nil")]),
     (nn.LayerNorm(3, elementwise_affine=False), [("epsilon", "nil")]),
@@ -196,6 +197,21 @@ def kinds(m: nn.Module, version: str = "0.21.0") -> list[tuple[str, str]]:
 def test_standard_layers_have_burns_fields_with_config_fields_as_nil(layer, expected):
     """A config field is `nil` (Burn's `Ignored`/constant fields), which every codec writes as nil."""
     assert kinds(layer) == expected
+
+
+def test_norms_optional_params_are_tagged_in_bincode_as_burns_options(tmp_path):
+    """Burn's GroupNorm has `Option<Param>` gamma and beta, 0.21's LayerNorm an optional beta (0.19's
+    a plain one): bincode writes a Some tag before each, so the files differ by those bytes."""
+    assert [f.optional for f in fields(nn.GroupNorm(2, 4))[:2]] == [True, True]
+    assert [f.optional for f in fields(nn.LayerNorm(4))[:2]] == [False, True]
+    assert [f.optional for f in fields(nn.LayerNorm(4), "0.19.0")[:2]] == [False, False]
+    norm = nn.LayerNorm(4)
+    paths = [BinFileRecorder(burn_version=v).save_module(norm, tmp_path / f"v{v[2:4]}") for v in ("0.21.0", "0.19.0")]
+    assert paths[0].stat().st_size == paths[1].stat().st_size + 1
+    for path in paths:
+        loaded = nn.LayerNorm(4)
+        BinFileRecorder().load_module(loaded, path)
+        assert torch.equal(loaded.bias, norm.bias)
 
 
 def test_burn_0_19_conv2d_geometry_fields_are_nil_pairs():
