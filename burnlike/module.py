@@ -36,9 +36,6 @@ if TYPE_CHECKING:
 M = TypeVar("M", bound="Module")
 N = TypeVar("N", bound=nn.Module)
 
-__all__ = ["Module", "ModuleMapper", "ModuleVisitor", "Param", "ParamMapper", "map_module", "visit_module"]
-
-
 @dataclass(frozen=True)
 class ParamMapper:
     """Burn's `ParamMapper` (the load/save transforms a `Param` carries): burnlike's parameters have
