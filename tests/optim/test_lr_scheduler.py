@@ -5,6 +5,7 @@ with a message naming them, keeps only its iteration as state, and drives a torc
 import math
 
 import pytest
+import torch
 from torch import nn
 
 from burnlike.optim import (
@@ -285,3 +286,13 @@ def test_the_torch_scheduler_state_carries_burns_record_and_loading_one_moves_th
     assert other.param_groups[0]["lr"] == pytest.approx(0.5) and restored.get_last_lr() == pytest.approx([0.5])
     with pytest.raises(ValueError, match=r"^not the record of LinearLrScheduler \(expected the iterations left"):
         restored.load_state_dict({**state, "burn_record": "three"})
+
+
+def test_a_loaded_record_fills_a_tensor_rate_in_place():
+    """The fast path's optimizer keeps its rate as a tensor that a captured step reads: loading a
+    record changes its value, not the tensor."""
+    lr = torch.tensor(1.0)
+    opt = torch.optim.Adam(nn.Linear(1, 1).parameters(), lr=lr)
+    scheduler = LinearLrSchedulerConfig(0.9, 0.5, 4).init().torch_scheduler(opt)
+    scheduler.load_state_dict({**scheduler.state_dict(), "burn_record": 2})  # 3 steps taken
+    assert opt.param_groups[0]["lr"] is lr and lr.item() == pytest.approx(0.6)
