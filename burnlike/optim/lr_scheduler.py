@@ -90,7 +90,7 @@ class _ExponentialRecord(SchedulerRecord):
     """`ExponentialLrScheduler::previous_lr`: the rate of the last step (`initial_lr / gamma` before
     the first)."""
 
-    what = "the last learning rate, a number > 0"
+    what = "the last learning rate, a number >= 0"
 
     def __init__(self, initial_lr: float, gamma: float) -> None:
         self.initial_lr, self.gamma = initial_lr, gamma

@@ -119,8 +119,9 @@ class LearningCheckpointer:
         self.recorder.load_module(model, self.path("model", epoch))
         self._load_optim(learner, model, self.path("optim", epoch))
         path = self.path("scheduler", epoch)
+        record = self.recorder.load(path, exact_path=True)
         try:
-            learner.load_scheduler(self.recorder.load(path, exact_path=True))
+            learner.load_scheduler(record)
         except ValueError as e:
             raise RecordError(f"not the record of {learner.scheduler().name} ({e})", str(path)) from None
         return learner

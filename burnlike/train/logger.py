@@ -51,7 +51,7 @@ def tagged_test_split(tag: str | None = None) -> str:
     return "test" if tag is None else f"test/{tag.strip().replace(' ', '-').lower()}"
 
 
-def test_tags(artifact_dir: str | Path | RemotePath) -> list[str]:
+def logged_test_tags(artifact_dir: str | Path | RemotePath) -> list[str]:
     """Every tag with a test split in the run dir, sorted (Burn's summary scans `test/`): a folder
     under `test/` holding `epoch-N` folders is a tag (its path below `test/`; "" for `test/` itself,
     Burn's untagged `Split::Test(None)`)."""

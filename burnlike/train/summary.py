@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from burnlike.record.format.location import RemotePath
-from burnlike.train.logger import read_epochs, test_tags
+from burnlike.train.logger import read_epochs, logged_test_tags
 from burnlike.train.metric.store import MetricStore, Split
 
 
@@ -46,7 +46,7 @@ class LearnerSummary:
         summary scans every `test/<tag>` folder (burn-train `learner/summary.rs`)."""
         summary = cls._build(lambda split, name: read_epochs(artifact_dir, split, name), train_names, valid_names,
                              model)
-        for tag in test_tags(artifact_dir) if test_names else ():
+        for tag in logged_test_tags(artifact_dir) if test_names else ():
             for name in sorted(set(test_names or ())):
                 values = read_epochs(artifact_dir, f"test/{tag}" if tag else "test", name)
                 if values:

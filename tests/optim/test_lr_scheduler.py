@@ -262,7 +262,7 @@ def test_a_record_laid_out_by_burn_sets_where_the_schedule_stands():
      "expected the position in the cycle, an integer from 0 to 2 (or usize::MAX before the first step), got 3"),
     (NoamLrSchedulerConfig(1.0), -1, "expected the number of steps taken, an integer >= 0, got -1"),
     (StepLrSchedulerConfig(0.5, 3), True, "expected the iteration index, an integer >= -1, got True"),
-    (ExponentialLrSchedulerConfig(0.8, 0.1), "0.1", "expected the last learning rate, a number > 0, got '0.1'"),
+    (ExponentialLrSchedulerConfig(0.8, 0.1), "0.1", "expected the last learning rate, a number >= 0, got '0.1'"),
 ])
 def test_a_record_of_another_kind_is_refused_saying_what_the_scheduler_records(config, record, expected):
     with raises_exactly(ValueError, expected):

@@ -65,9 +65,8 @@ def save_parts(checkpoint: dict[str, Any], model: nn.Module, folder: AnyPath, ep
                write: bool = True, optimizers: Sequence[torch.optim.Optimizer] | None = None) -> None:
     """Move the weights, optimizer and scheduler states out of `checkpoint` into their own files
     (written when `write`: rank 0); what stays is `trainer-N`'s content. `optimizers`: the run's,
-    whose states `checkpoint` holds (`scheduler-N` is Burn's LR scheduler record (burn-optim `LrScheduler::Record`: nil for a constant
-rate, Noam's step count, ...; `optim.lr_scheduler`), `trainer-N` keeping torch's LambdaLR state.
-`optim-N` is Burn's optimizer record when it can be)."""
+    whose states `checkpoint` holds (`optim-N` is Burn's optimizer record when it can be,
+    `scheduler-N` Burn's LR scheduler record)."""
     ext = recorder.file_extension()
     checkpoint.pop("state_dict", None)
     parts = {kind: checkpoint.pop(key, []) for kind, key in PARTS.items()}
