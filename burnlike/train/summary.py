@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from burnlike.record.format.location import RemotePath
-from burnlike.train.logger import read_epochs, logged_test_tags
+from burnlike.train.logger import logged_test_tags, read_epochs
 from burnlike.train.metric.store import MetricStore, Split
 
 
