@@ -20,17 +20,15 @@ import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import torch
 from torch import nn
 
-from burnlike.record.format.module_record import new_param_id, param_ids
-from burnlike.record.format.walker import Field, Visitor, walk
-
 if TYPE_CHECKING:
     from burnlike.record.format.location import AnyPath
     from burnlike.record.format.recorder import Recorder
+    from burnlike.record.format.walker import Field, ModuleArray, Visitor
     from burnlike.record.tensor.precision import SettingsLike
 
 M = TypeVar("M", bound="Module")
@@ -235,9 +233,13 @@ class _CountFloats(ModuleVisitor):
 
 
 def _walk(module: nn.Module, visitor: ModuleVisitor | ModuleMapper, mapper: ModuleMapper | None) -> None:
-    """Drive `visitor` (or `mapper`) through the record walk, with Burn's enter/exit calls."""
+    """Drive `visitor` (or `mapper`) through the record walk, with Burn's enter/exit calls. (The
+    record modules load here, on first use: importing `burnlike.module` stays light.)"""
+    from burnlike.record.format.module_record import param_ids
+    from burnlike.record.format.walker import walk
+
     tour = _Tour(visitor, mapper, param_ids(module))
-    walk(module, tour, "")
+    walk(module, cast("Visitor[str]", tour), "")
     tour.close("")
 
 
@@ -247,10 +249,10 @@ def _kind(t: torch.Tensor) -> str:
     return "bool" if t.dtype == torch.bool else "int"
 
 
-class _Tour(Visitor[str]):
-    """The record walk's visitor whose node is the record key path of the place being walked; it opens a
-    Burn scope (`enter_module`) at each field or list entry and closes the scopes that the next
-    place is not inside of (`exit_module`)."""
+class _Tour:
+    """The record walk's visitor (`walker.Visitor[str]`, all its methods) whose node is the record key
+    path of the place being walked; it opens a Burn scope (`enter_module`) at each field or list entry
+    and closes the scopes that the next place is not inside of (`exit_module`)."""
 
     def __init__(self, visitor: ModuleVisitor | ModuleMapper, mapper: ModuleMapper | None,
                  ids: dict[str, str]) -> None:
@@ -268,6 +270,12 @@ class _Tour(Visitor[str]):
         self.close(key)
         self.open.append((key, name, container))
         self.visitor.enter_module(name, container)
+
+    def sequence(self, node: str, key: str, m: ModuleArray) -> None:
+        """Before a list's entries: each entry is entered on its own."""
+
+    def stateless(self, node: str, key: str) -> Any:
+        return None
 
     def struct(self, node: str, key: str, m: nn.Module) -> None:
         self.types[key] = type(m).__name__
@@ -288,7 +296,7 @@ class _Tour(Visitor[str]):
         if field.kind == "none":  # an absent Option<Param>: entered and left, nothing visited
             return None
         tensor: torch.Tensor = getattr(field.module, field.attr)  # type: ignore[arg-type]
-        param = Param(self.ids.setdefault(key, new_param_id()), tensor)
+        param = Param(self.ids.setdefault(key, _new_param_id()), tensor)
         kind = _kind(tensor)
         if self.mapper is None:
             getattr(self.visitor, f"visit_{kind}")(param)
@@ -299,6 +307,12 @@ class _Tour(Visitor[str]):
                             f"(Param.from_mapped_value(id, tensor, mapper)), got {type(out).__name__} for {key!r}")
         _put(field.module, field.attr, tensor, out.tensor)  # type: ignore[arg-type]
         return None
+
+
+def _new_param_id() -> str:
+    from burnlike.record.format.module_record import new_param_id
+
+    return new_param_id()
 
 
 def _put(module: nn.Module, attr: str, old: torch.Tensor, new: torch.Tensor) -> None:
