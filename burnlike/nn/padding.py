@@ -37,6 +37,7 @@ class _Padding:
         return self
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "values", tuple(self.values))  # a list from OmegaConf or JSON
         if self.kind not in ("Valid", "Same", "Explicit"):
             raise ValueError(f"{type(self).__name__}: unknown variant {self.kind!r} (Valid, Same or Explicit)")
         if self.kind == "Explicit" and (len(self.values) != self._width or any(

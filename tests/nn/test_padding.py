@@ -4,6 +4,7 @@ unit tests compute, and the JSON serde writes."""
 from __future__ import annotations
 
 import pytest
+from omegaconf import OmegaConf
 
 from burnlike.config import config
 from burnlike.nn import PaddingConfig1d, PaddingConfig2d, PaddingConfig3d
@@ -35,5 +36,6 @@ def test_json_is_serdes_and_explicit_checks_its_values():
     assert explicit.to_dict() == {"padding": {"Explicit": [1, 2, 3, 4]}}
     assert Holder.from_dict({"padding": {"Explicit": [1, 2, 3, 4]}}) == explicit
     assert Holder.from_dict({"padding": "Same"}).padding == PaddingConfig2d.Same
+    assert OmegaConf.to_object(OmegaConf.structured(explicit)) == explicit  # a Hydra structured config too
     with pytest.raises(ValueError, match="Explicit takes 4 integers"):
         PaddingConfig2d("Explicit", (1, 2))
