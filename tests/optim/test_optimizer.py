@@ -208,7 +208,7 @@ def test_norm_clips_by_norm_even_in_a_subclass_whose_default_kind_is_value():
 def test_clipping_refuses_an_unknown_kind_naming_it():
     p = param(5.0)
     p.grad = torch.tensor([5.0], dtype=torch.float64)
-    with raises_exactly(ValueError, "GradientClippingConfig.kind must be 'norm' or 'value', got 'max'"):
+    with raises_exactly(ValueError, "GradientClippingConfig.kind must be 'norm', 'value' or 'global_norm', got 'max'"):
         GradientClippingConfig(kind="max").clip([p])
 
 
@@ -269,12 +269,12 @@ def test_nesterov_reaches_the_custom_loop_step_too():
 
 
 def test_serde_value_of_an_unknown_kind_names_it():
-    with raises_exactly(ValueError, "GradientClippingConfig.kind must be 'norm' or 'value', got 'max'"):
+    with raises_exactly(ValueError, "GradientClippingConfig.kind must be 'norm', 'value' or 'global_norm', got 'max'"):
         GradientClippingConfig(kind="max").serde_value()
 
 
 def test_the_earlier_kind_threshold_form_refuses_an_unknown_kind_naming_it():
-    with raises_exactly(ValueError, "kind must be 'norm' or 'value', got 'max'"):
+    with raises_exactly(ValueError, "kind must be 'norm', 'value' or 'global_norm', got 'max'"):
         GradientClippingConfig.from_serde({"kind": "max", "threshold": 1.0})
 
 
