@@ -21,6 +21,7 @@ from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 import torch
 from torch.utils.data import DataLoader, Dataset, RandomSampler, Sampler
 
+from burnlike.data.dataset.base import loader_dataset
 from burnlike.data.tensor_tree import map_tensors, tensors
 
 I = TypeVar("I")  # noqa: E741  (invariant: list[I] is invariant in I)
@@ -194,7 +195,11 @@ class DataLoaderBuilder(Generic[T]):
         self._device = torch.device(device)
         return self
 
-    def build(self, dataset: Dataset[Any]) -> ResumableDataLoader[T] | DeviceDataLoader[T]:
+    def build(self, dataset: Dataset[Any] | Any) -> ResumableDataLoader[T] | DeviceDataLoader[T]:
+        """The loader over `dataset`: a torch dataset, a burnlike `Dataset`, or any object with Burn's
+        `get(index)` and `len()` (or `__len__`), read through `get`; anything else is refused here,
+        naming what it lacks."""
+        dataset = loader_dataset(dataset)
         sampler = None
         worker_seeds = None
         if self._seed is not None:
