@@ -70,7 +70,8 @@ class Block(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         x = x + self.attn(self.ln_1(x))
-        return x + self.mlp(self.ln_2(x))
+        out: Tensor = x + self.mlp(self.ln_2(x))
+        return out
 
 
 class Gpt(Module, TrainStep[TokenWindowBatch, SequenceOutput], ValidStep[TokenWindowBatch, SequenceOutput]):
@@ -81,7 +82,8 @@ class Gpt(Module, TrainStep[TokenWindowBatch, SequenceOutput], ValidStep[TokenWi
         self.token_embedding = nn.Embedding(c.vocab_size, c.n_embd)
         self.position_embedding = nn.Embedding(c.block_size, c.n_embd)
         self.dropout = nn.Dropout(c.dropout)
-        self.blocks = nn.ModuleList([Block(c.n_embd, c.n_head, c.dropout, c.bias) for _ in range(c.n_layer)])
+        blocks = [Block(c.n_embd, c.n_head, c.dropout, c.bias) for _ in range(c.n_layer)]
+        self.blocks = nn.ModuleList(blocks)
         self.ln_f = nn.LayerNorm(c.n_embd, bias=c.bias)
         self.lm_head = nn.Linear(c.n_embd, c.vocab_size, bias=False)
         self.lm_head.weight = self.token_embedding.weight  # weight tying (one parameter)
@@ -91,8 +93,8 @@ class Gpt(Module, TrainStep[TokenWindowBatch, SequenceOutput], ValidStep[TokenWi
                 nn.init.normal_(module.weight, mean=0.0, std=0.02)
             if isinstance(module, nn.Linear) and module.bias is not None:
                 nn.init.zeros_(module.bias)
-        for block in self.blocks:  # the residual projections: GPT-2's scaled init
-            for proj in (block.attn.proj, block.mlp.proj):  # type: ignore[union-attr]
+        for block in blocks:  # the residual projections: GPT-2's scaled init
+            for proj in (block.attn.proj, block.mlp.proj):
                 nn.init.normal_(proj.weight, mean=0.0, std=0.02 / math.sqrt(2 * c.n_layer))
 
     def forward(self, tokens: Tensor) -> Tensor:
