@@ -12,9 +12,11 @@ from typing import Any
 
 from omegaconf import MISSING
 
-from burnlike.app.data import CsvDataConfig, DataConfig, ImageFolderDataConfig
+from burnlike.app.data import CsvDataConfig, DataConfig, ImageFolderDataConfig, ShakespeareCharDataConfig
+from burnlike.app.scheduler import CosineScheduler, WarmupCosineScheduler
 from burnlike.config import config
 from burnlike.models.cnn import CnnConfig
+from burnlike.models.gpt import GptConfig
 from burnlike.models.mlp import MlpConfig
 from burnlike.models.mnist import ModelConfig
 from burnlike.models.tabular import TabularMlpConfig
@@ -89,6 +91,11 @@ class TrainerConfig:
 @config
 class LearnerConfig:
     num_epochs: int = 10
+    # in place of num_epochs: this many iterations (batches) in all, in epochs of valid_every batches
+    num_iterations: int | None = None
+    # validate every N batches: an epoch (logs, checkpoint, summary row) is N batches of a train
+    # loader that continues across epochs; null: an epoch is a pass over the train data
+    valid_every: int | None = None
     recorder: str = "compact"  # compact | default | mpk_gz | json | json_gz | bin | bin_gz
     metrics: list[str] = ["Accuracy", "Loss"]
     checkpointing: bool = True  # checkpoint/model-N.<ext>, Burn's strategy: last 2 + best valid loss
@@ -120,6 +127,7 @@ class AppConfig:
     model: Any = MISSING
     data: DataConfig = DataConfig()
     optimizer: Any = MISSING
+    scheduler: Any = None  # the learning rate over the run (scheduler=warmup_cosine...); null: optimizer.lr throughout
     trainer: TrainerConfig = TrainerConfig()
     learner: LearnerConfig = LearnerConfig()
     logger: LoggerConfig = LoggerConfig()
@@ -138,8 +146,10 @@ SCHEMAS: dict[str, type] = {
     "model/mlp": MlpConfig,
     "model/cnn": CnnConfig,
     "model/tabular": TabularMlpConfig,
+    "model/gpt": GptConfig,
     "data/image_folder": ImageFolderDataConfig,
     "data/csv": CsvDataConfig,
+    "data/shakespeare_char": ShakespeareCharDataConfig,
     "optimizer/adam": AdamOptimizer,
     "optimizer/adamw": AdamWOptimizer,
     "optimizer/sgd": SgdOptimizer,
@@ -148,6 +158,8 @@ SCHEMAS: dict[str, type] = {
     "optimizer/muon": MuonOptimizer,
     "optimizer/adan": AdanOptimizer,
     "optimizer/lbfgs": LBFGSOptimizer,
+    "scheduler/cosine": CosineScheduler,
+    "scheduler/warmup_cosine": WarmupCosineScheduler,
 }
 
 

@@ -392,6 +392,53 @@ class EpochStream(Generic[T]):
 _END: Any = object()
 
 
+class EpochsOf(Generic[T]):
+    """Any sized iterable of batches (a plain `DataLoader`) in epochs of `batches` batches of one
+    stream of its passes, as `set_epoch_batches` makes them for `DataLoaderBuilder`'s loaders. Each
+    pass is the loader's own (its order is its own); a start mid-pass skips by loading. One process
+    only: Lightning can't shard what isn't a `DataLoader` for DDP."""
+
+    def __init__(self, loader: Any, batches: int) -> None:
+        if not hasattr(loader, "__len__"):
+            raise TypeError(f"epochs of {batches} batches need a loader with a length (len(loader)); "
+                            f"{type(loader).__name__} has none")
+        self.loader = loader
+        self.start_epoch = self.skip = self._passes = 0
+        self.epoch_batches: int | None = None
+        self._stream: EpochStream[T] | None = None
+        self.set_epoch_batches(batches)
+
+    def set_epoch_batches(self, batches: int | None) -> None:
+        self.epoch_batches = _epoch_batches(batches)
+        self._stream = EpochStream(self.epoch_batches) if self.epoch_batches is not None else None
+
+    def resume_at(self, epoch: int, skip: int = 0) -> None:
+        self.start_epoch, self.skip, self._passes = epoch, skip, 0
+
+    def __len__(self) -> int:
+        return self.epoch_batches if self.epoch_batches is not None else len(self.loader)
+
+    def __iter__(self) -> Iterator[T]:
+        first = self._passes == 0
+        self._passes += 1
+        skip = self.skip if first else 0
+        if self._stream is None:
+            return itertools.islice(iter(self.loader), skip, None)
+        return self._stream.epoch(self.start_epoch + self._passes - 1, skip, len(self.loader), self._pass_at)
+
+    def _pass_at(self, number: int, skip: int) -> Iterator[T]:
+        return itertools.islice(iter(self.loader), skip, None)
+
+
+def epochs_of(loader: Any, batches: int) -> Any:
+    """`loader` with epochs of `batches` batches of one stream of its passes: a `DataLoaderBuilder`
+    loader set so (`set_epoch_batches`), any other sized loader wrapped (`EpochsOf`)."""
+    if callable(getattr(loader, "set_epoch_batches", None)):
+        loader.set_epoch_batches(batches)
+        return loader
+    return EpochsOf(loader, batches)
+
+
 def _epoch_batches(batches: int | None) -> int | None:
     if batches is not None and (isinstance(batches, bool) or not isinstance(batches, int) or batches < 1):
         raise ValueError(f"epoch_batches must be None or an integer >= 1, got {batches!r}")

@@ -65,8 +65,9 @@ def fields(m: nn.Module, version: str = DEFAULT_VERSION) -> list[Field]:
         return out
     if isinstance(m, NORMS):
         out = []
-        if getattr(m, "weight", None) is not None:
-            out += [Field("gamma", "param", m, "weight"), Field("beta", "param", m, "bias")]
+        if getattr(m, "weight", None) is not None:  # beta: an Option in Burn's LayerNorm(bias: false)
+            out += [Field("gamma", "param", m, "weight"),
+                    Field("beta", "param" if m.bias is not None else "none", m, "bias", optional=True)]
         if getattr(m, "running_mean", None) is not None:
             out += [Field("running_mean", "param", m, "running_mean"), Field("running_var", "param", m, "running_var")]
         if isinstance(m, nn.GroupNorm):
