@@ -39,6 +39,7 @@ from burnlike.train.logger import ApplicationLogger, ApplicationLoggerInstaller,
 from burnlike.train.metric.base import Metric
 from burnlike.train.module import StepModule
 from burnlike.train.preemption import Preemption, RandomState
+from burnlike.train.profiler import NoProfiler
 from burnlike.train.quiet import quiet_lightning
 from burnlike.train.renderer import MetricsRendererTraining, progress_display
 from burnlike.train.renderer.processor import MetricsRendererCallback, check_renderer
@@ -326,6 +327,7 @@ class LearnerBuilder:
             "enable_progress_bar": self._progress_bar and (self._renderer is None or own_bar),
             "num_sanity_val_steps": 0,  # Burn runs no sanity validation
             "callbacks": callbacks,
+            "profiler": NoProfiler(),  # a profiler in trainer_kwargs replaces it
         }
         if plugins:
             kwargs["plugins"] = plugins
