@@ -69,9 +69,10 @@ def nanogpt_lr(it: int, lr: float, min_lr: float, warmup: int, decay: int) -> fl
 def hand_loop(ex: ModuleType, cfg: Any, out_dir: str) -> float:
     """nanoGPT's loop: set the lr, forward, backward, clip, step, zero the gradients; evaluate every
     `valid_every` iterations; a checkpoint when the validation loss improves. Returns the last one."""
-    import burnlike
     import torch
     import torch.nn.functional as F
+
+    import burnlike
 
     burnlike.seed(cfg.seed)
     corpus = ex.ShakespeareChar.load()

@@ -272,14 +272,22 @@ class ResumableDataLoader(DataLoader[T]):
         return self.epoch_batches if self.epoch_batches is not None else super().__len__()
 
     def __iter__(self) -> Iterator[T]:  # type: ignore[override]
+        if self._stream is not None:
+            return self._stream_epoch()
         first = self._passes == 0
         self._passes += 1
-        skip = self.skip if first else 0
-        if self._stream is not None:
-            return self._stream.epoch(self.start_epoch + self._passes - 1, skip, super().__len__(), self._pass_at)
         if first and (self.start_epoch or self.skip):
             position_sampler(self.sampler, self.start_epoch)
-        return self._pass(skip)
+        return self._pass(self.skip if first else 0)
+
+    def _stream_epoch(self) -> Iterator[T]:
+        """The next epoch of the stream; counted when its first batch is asked for, not at `iter()`
+        (Lightning calls `iter()` once to check a loader that is not a DataLoader)."""
+        assert self._stream is not None
+        first = self._passes == 0
+        self._passes += 1
+        yield from self._stream.epoch(self.start_epoch + self._passes - 1, self.skip if first else 0,
+                                      super().__len__(), self._pass_at)
 
     def _pass_at(self, number: int, skip: int) -> Iterator[T]:
         position_sampler(self.sampler, number)
@@ -419,12 +427,18 @@ class EpochsOf(Generic[T]):
         return self.epoch_batches if self.epoch_batches is not None else len(self.loader)
 
     def __iter__(self) -> Iterator[T]:
+        if self._stream is not None:
+            return self._stream_epoch()
         first = self._passes == 0
         self._passes += 1
-        skip = self.skip if first else 0
-        if self._stream is None:
-            return itertools.islice(iter(self.loader), skip, None)
-        return self._stream.epoch(self.start_epoch + self._passes - 1, skip, len(self.loader), self._pass_at)
+        return itertools.islice(iter(self.loader), self.skip if first else 0, None)
+
+    def _stream_epoch(self) -> Iterator[T]:
+        assert self._stream is not None
+        first = self._passes == 0
+        self._passes += 1
+        yield from self._stream.epoch(self.start_epoch + self._passes - 1, self.skip if first else 0,
+                                      len(self.loader), self._pass_at)
 
     def _pass_at(self, number: int, skip: int) -> Iterator[T]:
         return itertools.islice(iter(self.loader), skip, None)
@@ -572,14 +586,20 @@ class DeviceDataLoader(Generic[T]):
         return full if self.drop_last or not rest else full + 1
 
     def __iter__(self) -> Iterator[T]:
+        if self._stream is not None:
+            return self._stream_epoch()
         first = self._passes == 0
         self._passes += 1
-        skip = self.skip if first else 0
-        if self._stream is not None:
-            return self._stream.epoch(self.start_epoch + self._passes - 1, skip, self._pass_length(), self._pass_at)
         if first and (self.start_epoch or self.skip):
             position_sampler(self.sampler, self.start_epoch)
-        return self._pass(skip)
+        return self._pass(self.skip if first else 0)
+
+    def _stream_epoch(self) -> Iterator[T]:
+        assert self._stream is not None
+        first = self._passes == 0
+        self._passes += 1
+        yield from self._stream.epoch(self.start_epoch + self._passes - 1, self.skip if first else 0,
+                                      self._pass_length(), self._pass_at)
 
     def _pass_at(self, number: int, skip: int) -> Iterator[T]:
         position_sampler(self.sampler, number)
