@@ -224,6 +224,7 @@ def _shakespeare_char(cfg: DictConfig) -> tuple[Any, Any]:
     from burnlike.data import TokenWindowsBatcher
 
     d = cfg.data
+    _check_model(cfg, {})  # a model that reads these batches, before its sizes
     if not 0.0 < d.train_fraction < 1.0:
         raise _error(cfg, "data.train_fraction", "expected a fraction in (0, 1)")
     model_block = cfg.model.get("block_size") if "block_size" in cfg.model else None
