@@ -55,7 +55,8 @@ PAGES = [
          "`valid`, `num_params`).", whole=["burnlike.config", "burnlike.module"]),
     Page("reference/models.md", "burnlike.models", "burnlike.models",
          "Ready models: the guide's MNIST model and the app's other model options.",
-         whole=["burnlike.models.mnist", "burnlike.models.mlp", "burnlike.models.cnn", "burnlike.models.tabular"]),
+         whole=["burnlike.models.mnist", "burnlike.models.mlp", "burnlike.models.cnn", "burnlike.models.tabular",
+                "burnlike.models.gpt"]),
     Page("reference/app.md", "burnlike.app", "burnlike.app",
          "The Hydra app's importable pieces, for another repo's entry point "
          "([Hydra app](../hydra.md))."),
