@@ -5,8 +5,8 @@ checkpoints and summary).
 
 Both start from the same weights (same seed, same model class), read the same train batches (the
 example's seeded loader, one pass in order) and evaluate the same validation batches (the valid
-loader at the epoch Lightning tells it), with nanoGPT's AdamW groups, its `get_lr` (written here
-from nanoGPT's formula) and global-norm clipping; the hand loop saves a checkpoint (model and
+loader at the epoch Lightning tells it), with nanoGPT's AdamW groups, its `get_lr` (as
+`tests/helpers/nanogpt.py` writes it) and global-norm clipping; the hand loop saves a checkpoint (model and
 optimizer) at each evaluation that improves, as nanoGPT does. The final validation losses should
 then agree to float rounding: the schedule's two formulas differ in their last bits.
 
@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import math
 import os
 import statistics
 import subprocess
@@ -36,6 +35,11 @@ from types import ModuleType
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))  # tests.helpers: nanoGPT's get_lr, written once
+
+from train_overhead import steal_seconds  # noqa: E402
+
+from tests.helpers.nanogpt import get_lr  # noqa: E402
 
 
 def example() -> ModuleType:
@@ -45,25 +49,6 @@ def example() -> ModuleType:
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
-
-
-def steal_seconds() -> float:
-    """Time the hypervisor ran other guests on our CPUs (Linux /proc/stat 'steal'), in seconds."""
-    try:
-        fields = open("/proc/stat").readline().split()
-        return int(fields[8]) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
-        return 0.0
-
-
-def nanogpt_lr(it: int, lr: float, min_lr: float, warmup: int, decay: int) -> float:
-    """nanoGPT's `get_lr(it)`."""
-    if it < warmup:
-        return lr * (it + 1) / (warmup + 1)
-    if it > decay:
-        return min_lr
-    ratio = (it - warmup) / (decay - warmup)
-    return min_lr + 0.5 * (1.0 + math.cos(math.pi * ratio)) * (lr - min_lr)
 
 
 def hand_loop(ex: ModuleType, cfg: Any, out_dir: str) -> float:
@@ -88,7 +73,7 @@ def hand_loop(ex: ModuleType, cfg: Any, out_dir: str) -> float:
     best, last = float("inf"), float("nan")
     batches = iter(train_loader)
     for it in range(cfg.num_iterations):
-        lr = nanogpt_lr(it, cfg.learning_rate, cfg.min_learning_rate, cfg.warmup_iterations, cfg.num_iterations)
+        lr = get_lr(it, cfg.learning_rate, cfg.min_learning_rate, cfg.warmup_iterations, cfg.num_iterations)
         for group in optimizer.param_groups:
             group["lr"] = lr
         batch = next(batches)

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from burnlike.config import ConfigError
 from burnlike.optim.lr_scheduler import (
@@ -45,8 +45,44 @@ class SchedulerReduction(str, Enum):
     PROD = "Prod"
 
 
+class BurnJson:
+    """Burn's JSON for a scheduler config that is a list of schedulers (not an `@config`): `save` and
+    `load` (pretty, as Burn writes it) and the serde hooks that nest it in another config, over the
+    class's `to_dict`/`from_dict`."""
+
+    def to_dict(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    @classmethod
+    def from_dict(cls: type[J], data: dict[str, Any]) -> J:
+        raise NotImplementedError
+
+    def serde_value(self) -> dict[str, Any]:
+        """Burn's JSON, also when nested in another config (`@config`'s serde hook)."""
+        return self.to_dict()
+
+    @classmethod
+    def from_serde(cls: type[J], data: Any) -> J:
+        if not isinstance(data, dict):
+            raise ConfigError(f"{cls.__name__}: expected an object, got {data!r}")
+        return cls.from_dict(data)
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n")
+
+    @classmethod
+    def load(cls: type[J], path: str | Path) -> J:
+        try:
+            return cls.from_dict(json.loads(Path(path).read_text()))
+        except (OSError, json.JSONDecodeError) as e:
+            raise ConfigError(f"{path}: cannot read a {cls.__name__} ({e})") from None
+
+
+J = TypeVar("J", bound=BurnJson)
+
+
 @dataclass
-class ComposedLrSchedulerConfig:
+class ComposedLrSchedulerConfig(BurnJson):
     schedulers: list[Any] = field(default_factory=list)
     reduction: SchedulerReduction = SchedulerReduction.PROD
 
@@ -99,26 +135,6 @@ class ComposedLrSchedulerConfig:
             raise ConfigError(f"ComposedLrSchedulerConfig: reduction must be Avg, Sum or Prod, got "
                               f"{data.get('reduction')!r}") from None
         return cls(schedulers, reduction)
-
-    def serde_value(self) -> dict[str, Any]:
-        """Burn's JSON, also when nested in another config (`@config`'s serde hook)."""
-        return self.to_dict()
-
-    @classmethod
-    def from_serde(cls, data: Any) -> ComposedLrSchedulerConfig:
-        if not isinstance(data, dict):
-            raise ConfigError(f"ComposedLrSchedulerConfig: expected an object, got {data!r}")
-        return cls.from_dict(data)
-
-    def save(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n")
-
-    @classmethod
-    def load(cls, path: str | Path) -> ComposedLrSchedulerConfig:
-        try:
-            return cls.from_dict(json.loads(Path(path).read_text()))
-        except (OSError, json.JSONDecodeError) as e:
-            raise ConfigError(f"{path}: cannot read a ComposedLrSchedulerConfig ({e})") from None
 
 
 def to_variant(scheduler: Any, owner: str, variants: dict[str, type]) -> Any:

@@ -11,13 +11,17 @@ among the schedulers is Burn's `LrSchedulerConfig::Constant(lr)`. The JSON is Bu
 from __future__ import annotations
 
 import bisect
-import json
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from burnlike.config import ConfigError
-from burnlike.optim.lr_composed import _VARIANTS, ComposedLrSchedulerConfig, from_variant, to_variant
+from burnlike.optim.lr_composed import (
+    _VARIANTS,
+    BurnJson,
+    ComposedLrSchedulerConfig,
+    from_variant,
+    to_variant,
+)
 from burnlike.optim.lr_scheduler import (
     CosineAnnealingLrSchedulerConfig,
     LinearLrSchedulerConfig,
@@ -28,7 +32,7 @@ __all__ = ["SequentialLrSchedulerConfig", "warmup_cosine"]
 
 
 @dataclass
-class SequentialLrSchedulerConfig:
+class SequentialLrSchedulerConfig(BurnJson):
     schedulers: list[Any] = field(default_factory=list)
     milestones: list[int] = field(default_factory=list)
 
@@ -66,26 +70,6 @@ class SequentialLrSchedulerConfig:
         if not isinstance(milestones, list) or any(isinstance(m, bool) or not isinstance(m, int) for m in milestones):
             raise ConfigError(f"SequentialLrSchedulerConfig: milestones must be a list of integers, got {milestones!r}")
         return cls(schedulers, list(milestones))
-
-    def serde_value(self) -> dict[str, Any]:
-        """Burn's JSON, also when nested in another config (`@config`'s serde hook)."""
-        return self.to_dict()
-
-    @classmethod
-    def from_serde(cls, data: Any) -> SequentialLrSchedulerConfig:
-        if not isinstance(data, dict):
-            raise ConfigError(f"SequentialLrSchedulerConfig: expected an object, got {data!r}")
-        return cls.from_dict(data)
-
-    def save(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n")
-
-    @classmethod
-    def load(cls, path: str | Path) -> SequentialLrSchedulerConfig:
-        try:
-            return cls.from_dict(json.loads(Path(path).read_text()))
-        except (OSError, json.JSONDecodeError) as e:
-            raise ConfigError(f"{path}: cannot read a SequentialLrSchedulerConfig ({e})") from None
 
 
 # Burn's LrSchedulerConfig variants a sequence can hold

@@ -14,6 +14,7 @@ import pytest
 from burnlike.record import load_checkpoint
 from tests.helpers.corpus import corpus_text, vocab_size, write_corpus
 from tests.helpers.fit import cuda
+from tests.helpers.nanogpt import get_lr
 from tests.journeys.helpers import app_cmd, app_env, run_app
 
 # 12 iterations in epochs of 4 of a 1-layer GPT over 16 characters; the learning rate logged each step
@@ -35,16 +36,6 @@ def recipe_run(text_root, tmp_path_factory):
     proc = run_app(TINY, out, text_root, timeout=280)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc, out / "run"
-
-
-def nanogpt_get_lr(it, learning_rate=1e-3, min_lr=1e-4, warmup_iters=3, lr_decay_iters=12):
-    """nanoGPT train.py's `get_lr(it)`, `it` from 0."""
-    if it < warmup_iters:
-        return learning_rate * (it + 1) / (warmup_iters + 1)
-    if it > lr_decay_iters:
-        return min_lr
-    decay_ratio = (it - warmup_iters) / (lr_decay_iters - warmup_iters)
-    return min_lr + 0.5 * (1.0 + math.cos(math.pi * decay_ratio)) * (learning_rate - min_lr)
 
 
 @pytest.mark.slow
@@ -70,7 +61,7 @@ def test_each_iteration_trains_at_nanogpts_warmup_then_cosine_rate(recipe_run):
     rates = [float(line.split(",")[0]) for epoch in (1, 2, 3)
              for line in (run / "train" / f"epoch-{epoch}" / "Learning_Rate.log").read_text().splitlines()]
     assert len(rates) == 12
-    assert rates == pytest.approx([nanogpt_get_lr(it) for it in range(12)], rel=1e-9)
+    assert rates == pytest.approx([get_lr(it, 1e-3, 1e-4, 3, 12) for it in range(12)], rel=1e-9)
 
 
 @pytest.mark.slow

@@ -2,8 +2,6 @@
 when the next scheduler takes over, each scheduler from its own first step; Burn's refusals; Burn's
 JSON) and `warmup_cosine`, nanoGPT's schedule, checked against its formula written here."""
 
-import math
-
 import pytest
 
 from burnlike.config import ConfigError
@@ -15,6 +13,7 @@ from burnlike.optim import (
     SequentialLrSchedulerConfig,
     warmup_cosine,
 )
+from tests.helpers.nanogpt import get_lr
 
 
 def burn_example(milestones):
@@ -61,16 +60,6 @@ def test_bad_json_is_refused_naming_the_field(data, message):
         SequentialLrSchedulerConfig.from_dict(data)
 
 
-def nanogpt_get_lr(it, learning_rate, min_lr, warmup_iters, lr_decay_iters):
-    """nanoGPT train.py's `get_lr(it)`, `it` from 0."""
-    if it < warmup_iters:
-        return learning_rate * (it + 1) / (warmup_iters + 1)
-    if it > lr_decay_iters:
-        return min_lr
-    decay_ratio = (it - warmup_iters) / (lr_decay_iters - warmup_iters)
-    return min_lr + 0.5 * (1.0 + math.cos(math.pi * decay_ratio)) * (learning_rate - min_lr)
-
-
 @pytest.mark.parametrize(("warmup", "decay"), [(100, 2000), (0, 50), (3, 4)])
 def test_warmup_cosine_is_nanogpts_get_lr(warmup, decay):
     """Burn steps its scheduler before each optimizer step, from 1: step k trains at get_lr(k - 1)."""
@@ -78,7 +67,7 @@ def test_warmup_cosine_is_nanogpts_get_lr(warmup, decay):
     steps = sorted({1, 2, warmup, warmup + 1, warmup + 2, (warmup + decay) // 2, decay - 1, decay, decay + 1,
                     decay + 2, decay + 10, 3 * decay} - {0})
     for k in steps:
-        assert scheduler.lr_at(k) == pytest.approx(nanogpt_get_lr(k - 1, 1e-3, 1e-4, warmup, decay), rel=1e-12, abs=1e-18)
+        assert scheduler.lr_at(k) == pytest.approx(get_lr(k - 1, 1e-3, 1e-4, warmup, decay), rel=1e-12, abs=1e-18)
 
 
 def test_warmup_cosine_refuses_a_decay_not_after_the_warmup():
