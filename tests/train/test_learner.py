@@ -12,14 +12,22 @@ from pathlib import Path
 
 import pytest
 import torch
+from torch import nn
 
 from burnlike.optim import AdamConfig, SgdConfig
 from burnlike.record import DefaultRecorder, load_checkpoint
-from burnlike.train import FileApplicationLoggerInstaller, LearnerSummary, Split
+from burnlike.train import (
+    FileApplicationLoggerInstaller,
+    LearnerSummary,
+    LearningResult,
+    Split,
+    TrainingResult,
+)
 from burnlike.train.learner import Learner
 from burnlike.train.logger import read_epochs, read_metric_log
 from burnlike.train.metric import LearningRateMetric, LossMetric
 from burnlike.train.metric.store import EpochEntry
+from burnlike.train.renderer import CliMetricsRenderer
 from tests.helpers.fit import checkpointing_builder, fit, metrics_builder, same_weights
 from tests.helpers.toy import Classifier, loader
 from tests.train.helpers import Seen, seen_loader, valid_loss_builder
@@ -228,3 +236,12 @@ def test_a_run_resumed_from_an_epoch_of_a_stream_trains_on_the_uninterrupted_run
     resumed, _ = seen_fit(tmp_path / "part", seen_loader(20), checkpoint=2)
     assert resumed.trained == whole.trained[6:]
     assert same_weights(resumed, whole)
+
+
+def test_a_result_without_a_renderer_of_its_own_holds_burns_cli_renderer():
+    """Burn's `LearningResult { model, renderer }` always has one (learner/train_val.rs): the builder's,
+    else the default, off a terminal `CliMetricsRenderer` (renderer/mod.rs `default_renderer`)."""
+    assert isinstance(TrainingResult(nn.Linear(1, 1)).renderer, CliMetricsRenderer)
+    assert isinstance(LearningResult(nn.Linear(1, 1), None, None, None).renderer, CliMetricsRenderer)
+    mine = CliMetricsRenderer()
+    assert TrainingResult(nn.Linear(1, 1), renderer=mine).renderer is mine
