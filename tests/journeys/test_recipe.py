@@ -15,7 +15,7 @@ from burnlike.record import load_checkpoint
 from tests.helpers.corpus import corpus_text, vocab_size, write_corpus
 from tests.helpers.fit import cuda
 from tests.helpers.nanogpt import get_lr
-from tests.journeys.helpers import app_cmd, app_env, run_app
+from tests.journeys.helpers import app_cmd, app_env, param_bytes, run_app
 
 # 12 iterations in epochs of 4 of a 1-layer GPT over 16 characters; the learning rate logged each step
 TINY = ["experiment=shakespeare_char", f"model.vocab_size={vocab_size()}", "model.block_size=16", "model.n_layer=1",
@@ -72,6 +72,24 @@ def test_only_the_2d_weights_decay(recipe_run):
     groups = load_checkpoint(run / "checkpoint" / "trainer-3.mpk")["optimizer_states"][0]["param_groups"]
     # 1 layer without biases: embeddings (2) + qkv, proj, fc, proj (4) decay; ln_1, ln_2, ln_f gains don't
     assert [(g["weight_decay"], len(g["params"])) for g in groups] == [(0.1, 6), (0.0, 3)]
+
+
+@pytest.mark.slow
+def test_a_run_resumed_at_a_validation_ends_with_the_uninterrupted_runs_weights(text_root, tmp_path):
+    """The first 2 of its 3 epochs (the same schedule), then `learner.checkpoint=2` in the same run dir:
+    the loader goes on from batch 9 of its stream and the schedule from step 9, so the weights are
+    the uninterrupted run's. (Full-precision checkpoints: the recipe's compact ones keep f16 weights.)"""
+    whole = run_app([*TINY, "learner.recorder=default"], tmp_path / "whole", text_root, timeout=280)
+    assert whole.returncode == 0, whole.stderr[-3000:]
+    first = run_app([*TINY, "learner.recorder=default", "learner.num_iterations=8", "scheduler.decay_iters=12"],
+                    tmp_path, text_root, timeout=280)
+    assert first.returncode == 0, first.stderr[-3000:]
+    resumed = run_app([*TINY, "learner.recorder=default", "learner.checkpoint=2"], tmp_path, text_root, timeout=280)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert param_bytes(tmp_path / "run" / "model.mpk") == param_bytes(tmp_path / "whole" / "run" / "model.mpk")
+    for log in ("Learning_Rate.log", "Loss.log"):
+        assert (tmp_path / "run" / "train" / "epoch-3" / log).read_text() == \
+            (tmp_path / "whole" / "run" / "train" / "epoch-3" / log).read_text()
 
 
 @pytest.mark.slow
