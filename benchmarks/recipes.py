@@ -16,7 +16,7 @@ time stolen by the hypervisor, and the final validation loss. The medians' ratio
 
     python benchmarks/recipes.py                       # the whole recipe, 3 runs each
     python benchmarks/recipes.py --quick               # 200 iterations, validation every 50 on 5 batches
-    python benchmarks/recipes.py --iters 500 --repeats 2
+    python benchmarks/recipes.py --iters 500 --repeats 2 --threads 1
 """
 
 from __future__ import annotations
@@ -120,6 +120,10 @@ def burnlike_run(ex: ModuleType, cfg: Any, out_dir: str) -> float:
 
 
 def child(kind: str, args: argparse.Namespace) -> None:
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
     ex = example()
     cfg = ex.recipe().with_num_iterations(args.iters).with_valid_every(args.valid_every) \
         .with_valid_batches(args.eval_batches).with_warmup_iterations(min(100, args.iters // 10))
@@ -134,7 +138,7 @@ def child(kind: str, args: argparse.Namespace) -> None:
 
 def run_child(kind: str, args: argparse.Namespace) -> dict[str, Any]:
     command = [sys.executable, __file__, "--child", kind, "--iters", str(args.iters), "--valid-every",
-               str(args.valid_every), "--eval-batches", str(args.eval_batches)]
+               str(args.valid_every), "--eval-batches", str(args.eval_batches), "--threads", str(args.threads)]
     start = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, cwd=REPO, check=False)
     process = time.perf_counter() - start
@@ -153,6 +157,8 @@ def main() -> None:
     parser.add_argument("--eval-batches", type=int, default=20)
     parser.add_argument("--repeats", type=int, default=3, help="runs of each, interleaved")
     parser.add_argument("--quick", action="store_true", help="200 iterations, validation every 50 on 5 batches")
+    parser.add_argument("--threads", type=int, default=0,
+                        help="torch threads in each run (0: torch's default); 1 steadies ratios on a loaded machine")
     parser.add_argument("--child", choices=("hand", "burnlike"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.quick:
@@ -164,7 +170,7 @@ def main() -> None:
         return
     print(f"nanoGPT shakespeare_char CPU recipe: {args.iters} iterations, validation every {args.valid_every} "
           f"on {args.eval_batches} batches; {args.repeats} runs of each, alternating; torch threads: "
-          f"{os.environ.get('OMP_NUM_THREADS', 'default')}; load average {os.getloadavg()[0]:.2f}")
+          f"{args.threads or 'default'}; load average {os.getloadavg()[0]:.2f}")
     runs: dict[str, list[dict[str, Any]]] = {"hand": [], "burnlike": []}
     for i in range(args.repeats):
         for kind in (("hand", "burnlike") if i % 2 == 0 else ("burnlike", "hand")):
