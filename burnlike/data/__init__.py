@@ -20,6 +20,7 @@ from burnlike.data.text import (
     ByteTokenizer,
     CharTokenizer,
     CharVocab,
+    GeneratePaddingMask,
     SeqLengthOption,
     TextClassificationBatch,
     TextClassificationBatcher,
@@ -27,6 +28,7 @@ from burnlike.data.text import (
     Tokenizer,
     TokenWindowBatch,
     TokenWindowsBatcher,
+    generate_padding_mask,
 )
 from burnlike.data.vision import ImageBatch, ImageBatcher
 
@@ -38,6 +40,7 @@ __all__ = [
     "DataLoaderBuilder",
     "DeviceDataLoader",
     "Dataset",
+    "GeneratePaddingMask",
     "ImageBatch",
     "ImageBatcher",
     "InMemDataset",
@@ -59,4 +62,5 @@ __all__ = [
     "TokenWindowsBatcher",
     "Tokenizer",
     "data_root",
+    "generate_padding_mask",
 ]

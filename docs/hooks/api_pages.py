@@ -49,7 +49,9 @@ PAGES = [
          "Batchers, `DataLoaderBuilder`, MNIST, images, text and tables."),
     Page("reference/dataset.md", "burnlike.data.dataset", "burnlike.data.dataset",
          "Burn's `burn::data::dataset`: the `Dataset` protocol, sources and transforms."),
-    Page("reference/nn.md", "burnlike.nn", "burnlike.nn", "Loss configs as thin factories over torch."),
+    Page("reference/nn.md", "burnlike.nn", "burnlike.nn",
+         "Burn's `burn::nn`: layer configs whose `init(device)` returns a torch module with Burn's "
+         "defaults, numbers and record; attention masks; loss configs."),
     Page("reference/config.md", "burnlike.config and burnlike.module", "burnlike.config",
          "`@config` (Burn's `#[derive(Config)]`) and the `Module` mixin, Burn's `Module` trait "
          "(`save_file`, `load_file`, `map`, `visit`, `valid`, `num_params`, ...).",
