@@ -188,9 +188,12 @@ def main() -> None:
     h, b = med["hand"], med["burnlike"]
     print(f"burnlike / hand loop: wall {b['wall'] / h['wall']:.3f}x  cpu {b['cpu'] / h['cpu']:.3f}x  "
           f"process {b['process'] / h['process']:.3f}x  final val loss {b['loss'] - h['loss']:+.4f}")
+    fastest = {k: {f: min(r[f] for r in rs) for f in ("wall", "cpu")} for k, rs in runs.items()}
+    print(f"fastest runs' ratio (the least disturbed on a loaded machine): wall "
+          f"{fastest['burnlike']['wall'] / fastest['hand']['wall']:.3f}x  cpu "
+          f"{fastest['burnlike']['cpu'] / fastest['hand']['cpu']:.3f}x")
     pairs = [r["wall"] / s["wall"] for r, s in zip(runs["burnlike"], runs["hand"])]
     print("per-pair wall ratios: " + ", ".join(f"{p:.3f}" for p in pairs))
-
 
 if __name__ == "__main__":
     main()
