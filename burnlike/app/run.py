@@ -49,6 +49,9 @@ def validate(cfg: DictConfig) -> None:
         ("trainer.num_nodes", cfg.trainer.num_nodes, lambda v: v >= 1, "an integer >= 1"),
         ("learner.num_epochs", cfg.learner.num_epochs, lambda v: v >= 1, "an integer >= 1"),
         ("learner.grads_accumulation", cfg.learner.grads_accumulation, lambda v: v >= 1, "an integer >= 1"),
+        ("learner.num_iterations", cfg.learner.get("num_iterations"), lambda v: v is None or v >= 1,
+         "null or an integer >= 1"),
+        ("learner.valid_every", cfg.learner.get("valid_every"), lambda v: v is None or v >= 1, "null or an integer >= 1"),
         ("data.batch_size", cfg.data.batch_size, lambda v: v >= 1, "an integer >= 1"),
         ("data.num_workers", cfg.data.num_workers, lambda v: v >= 0, "an integer >= 0"),
         ("optimizer.lr", cfg.optimizer.get("lr", 1.0), lambda v: v > 0, "a number > 0"),
@@ -73,6 +76,13 @@ def validate(cfg: DictConfig) -> None:
     if cfg.learner.get("strategy") is not None and str(cfg.trainer.strategy) != "auto":
         raise AppConfigError(f"learner.strategy={cfg.learner.strategy} and trainer.strategy={cfg.trainer.strategy} "
                              "both choose the Lightning strategy: set one (trainer.strategy=auto with learner.strategy)")
+    every, total = cfg.learner.get("valid_every"), cfg.learner.get("num_iterations")
+    if every is not None and total is not None and total % every:
+        raise AppConfigError(f"learner.num_iterations={total} is not a multiple of learner.valid_every={every}: "
+                             f"an epoch is valid_every iterations (e.g. learner.num_iterations={total // every * every or every})")
+    if (every is not None or total is not None) and cfg.trainer.limit_train_batches is not None:
+        raise AppConfigError("learner.num_iterations/learner.valid_every and trainer.limit_train_batches="
+                             f"{cfg.trainer.limit_train_batches} both set an epoch's batches: set one")
     if cfg.learner.get("async_save") and not cfg.learner.checkpointing:
         raise AppConfigError("learner.async_save=true needs learner.checkpointing=true (nothing else is saved)")
     if cfg.learner.checkpoint is not None and not _resume_point(cfg.learner.checkpoint):
@@ -252,6 +262,10 @@ def run(cfg: DictConfig, artifact_dir: str | Path | None = None) -> float:
         builder.summary()
     if cfg.learner.cuda_graph:
         builder.cuda_graph()
+    if cfg.learner.get("num_iterations") is not None:
+        builder.num_iterations(cfg.learner.num_iterations)
+    if cfg.learner.get("valid_every") is not None:
+        builder.valid_every(cfg.learner.valid_every)
     extra = {k: v for k, v in (("limit_train_batches", t.limit_train_batches),
                                ("limit_val_batches", t.limit_val_batches)) if v is not None}
     placement = {"accelerator": t.accelerator, "devices": _devices(t.devices), "num_nodes": t.num_nodes,
@@ -269,8 +283,9 @@ def run(cfg: DictConfig, artifact_dir: str | Path | None = None) -> float:
                         hyperparams=hyperparams(artifact))
     optimizer = OmegaConf.to_object(cfg.optimizer)
     model = build_model(cfg)
+    lr = scheduled_lr(cfg, train_loader)
     try:
-        learner = builder.build(model, getattr(optimizer, "init")(), float(cfg.optimizer.lr))  # noqa: B009
+        learner = builder.build(model, getattr(optimizer, "init")(), lr)  # noqa: B009
     except (ValueError, TypeError) as e:  # Lightning's Trainer rejects an argument (MisconfigurationException too)
         raise AppConfigError(trainer_error(cfg, e)) from e
     try:
@@ -290,7 +305,36 @@ def run(cfg: DictConfig, artifact_dir: str | Path | None = None) -> float:
     path = result.model.save_file(artifact / "model", recorder, durable=True)  # type: ignore[operator]  # a burnlike Module
     log.info("saved the trained model to %s", path, extra=CONSOLE)
     tracker.write()
+    from burnlike.app.data import generated_sample
+
+    sample = generated_sample(cfg, result.model)
+    if sample is not None:
+        log.info("a sample from the trained model (data.sample_length=%d):\n%s", cfg.data.sample_length, sample,
+                 extra=CONSOLE)
     return tracker.best()
+
+
+def run_iterations(cfg: DictConfig, train_loader: Any) -> int:
+    """The run's training iterations (batches), what a scheduler without its own length spans."""
+    learner, limit = cfg.learner, cfg.trainer.limit_train_batches
+    if learner.get("num_iterations") is not None:
+        return int(learner.num_iterations)
+    per_epoch = learner.get("valid_every") or len(train_loader)
+    if limit is not None and not learner.get("valid_every"):  # Lightning's rule: a count, or a fraction
+        per_epoch = min(per_epoch, int(limit)) if limit > 1 else int(per_epoch * limit)
+    return int(learner.num_epochs) * max(int(per_epoch), 1)
+
+
+def scheduled_lr(cfg: DictConfig, train_loader: Any) -> Any:
+    """`optimizer.lr`, or the `scheduler=` option's LR scheduler over the run's iterations."""
+    from burnlike.app.scheduler import learning_rate
+
+    scheduler = OmegaConf.to_object(cfg.scheduler) if cfg.get("scheduler") is not None else None
+    try:
+        return learning_rate(scheduler, float(cfg.optimizer.lr), run_iterations(cfg, train_loader))
+    except (ValueError, TypeError) as e:
+        raise AppConfigError(f"scheduler: {e} (optimizer.lr={cfg.optimizer.lr}, "
+                             f"scheduler={OmegaConf.to_container(cfg.scheduler)})") from e
 
 
 def trainer_error(cfg: DictConfig, error: Exception) -> str:

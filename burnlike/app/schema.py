@@ -12,9 +12,11 @@ from typing import Any
 
 from omegaconf import MISSING
 
-from burnlike.app.data import CsvDataConfig, DataConfig, ImageFolderDataConfig
+from burnlike.app.data import CsvDataConfig, DataConfig, ImageFolderDataConfig, ShakespeareCharDataConfig
+from burnlike.app.scheduler import CosineScheduler, WarmupCosineScheduler
 from burnlike.config import config
 from burnlike.models.cnn import CnnConfig
+from burnlike.models.gpt import GptConfig
 from burnlike.models.mlp import MlpConfig
 from burnlike.models.mnist import ModelConfig
 from burnlike.models.tabular import TabularMlpConfig
@@ -89,6 +91,11 @@ class TrainerConfig:
 @config
 class LearnerConfig:
     num_epochs: int = 10  # epochs to train (Burn's num_epochs; Lightning's max_epochs)
+    # in place of num_epochs: this many iterations (batches) in all, in epochs of valid_every batches
+    num_iterations: int | None = None
+    # validate every N batches: an epoch (logs, checkpoint, summary row) is N batches of a train
+    # loader that continues across epochs; null: an epoch is a pass over the train data
+    valid_every: int | None = None
     recorder: str = "compact"  # compact | default | mpk_gz | json | json_gz | bin | bin_gz
     # what the train split logs: any of Accuracy, Loss, "Learning Rate", "Iteration Speed" (valid: Accuracy, Loss)
     metrics: list[str] = ["Accuracy", "Loss"]
@@ -121,6 +128,7 @@ class AppConfig:
     model: Any = MISSING
     data: DataConfig = DataConfig()
     optimizer: Any = MISSING
+    scheduler: Any = None  # the learning rate over the run (scheduler=warmup_cosine...); null: optimizer.lr throughout
     trainer: TrainerConfig = TrainerConfig()
     learner: LearnerConfig = LearnerConfig()
     logger: LoggerConfig = LoggerConfig()
@@ -139,8 +147,10 @@ SCHEMAS: dict[str, type] = {
     "model/mlp": MlpConfig,
     "model/cnn": CnnConfig,
     "model/tabular": TabularMlpConfig,
+    "model/gpt": GptConfig,
     "data/image_folder": ImageFolderDataConfig,
     "data/csv": CsvDataConfig,
+    "data/shakespeare_char": ShakespeareCharDataConfig,
     "optimizer/adam": AdamOptimizer,
     "optimizer/adamw": AdamWOptimizer,
     "optimizer/sgd": SgdOptimizer,
@@ -149,6 +159,8 @@ SCHEMAS: dict[str, type] = {
     "optimizer/muon": MuonOptimizer,
     "optimizer/adan": AdanOptimizer,
     "optimizer/lbfgs": LBFGSOptimizer,
+    "scheduler/cosine": CosineScheduler,
+    "scheduler/warmup_cosine": WarmupCosineScheduler,
 }
 
 

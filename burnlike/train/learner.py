@@ -11,6 +11,7 @@ from typing import Any, cast
 import lightning as L
 from torch import nn
 
+from burnlike.data.dataloader import epochs_of
 from burnlike.record.checkpoint.lightning_dict import is_checkpoint
 from burnlike.record.checkpoint.shard_folder import read_training_state
 from burnlike.record.format import registry
@@ -74,6 +75,7 @@ class Learner(components.Learner):
         checkpoint_extension: str | None = None,
         application_logger: ApplicationLogger = True,
         renderer: Any = None,
+        epoch_batches: int | None = None,
     ) -> None:
         super().__init__(module.model, module.optim, module.lr_or_scheduler)
         self.trainer = trainer
@@ -85,6 +87,7 @@ class Learner(components.Learner):
         self.checkpoint_extension = checkpoint_extension
         self.application_logger = application_logger
         self.renderer = renderer
+        self.epoch_batches = epoch_batches  # valid_every/num_iterations: an epoch is this many batches
         self._skeleton: nn.Module | None = None  # the model's structure before a sharded fit
         module.store.add_listener(EpochLogWriter(artifact_dir, lambda: trainer.is_global_zero))
 
@@ -104,6 +107,13 @@ class Learner(components.Learner):
         elif skip and self.trainer.world_size == 1:
             train = SkipFirst(train, skip)  # a plain loader: its first pass skips them (its order is its own)
         return train, valid
+
+    def _epochs_of(self, train: Iterable[Any], batches: int) -> Iterable[Any]:
+        if not callable(getattr(train, "set_epoch_batches", None)) and self.trainer.world_size > 1:
+            raise ValueError(f"valid_every/num_iterations over {self.trainer.world_size} processes need a "
+                             f"DataLoaderBuilder loader (Lightning shards it for each process), got "
+                             f"{type(train).__name__}")
+        return cast(Iterable[Any], epochs_of(train, batches))
 
     def resume_path(self, *, warn: bool = True) -> AnyPath | None:
         """The file Lightning resumes from: `trainer-N` (Burn's per-epoch layout), else an older
@@ -139,6 +149,8 @@ class Learner(components.Learner):
         skeleton = None
         if isinstance(self.trainer.strategy, CompactShards):  # the fit shards the model: keep its structure
             skeleton = self._skeleton = self._skeleton or model_skeleton(self.module.model)
+        if self.epoch_batches is not None:
+            train_loader = self._epochs_of(train_loader, self.epoch_batches)
         try:
             ckpt = self.resume_path()
             log.info("fitting %s for %s epochs%s", type(self.model()).__name__, self.trainer.max_epochs,

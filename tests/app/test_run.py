@@ -122,6 +122,20 @@ def test_validate_names_the_key_and_what_it_expects(conf, override, message):
     assert str(error.value) == message
 
 
+@pytest.mark.parametrize(("overrides", "message"), [
+    (["learner.num_iterations=10", "learner.valid_every=4"],
+     "learner.num_iterations=10 is not a multiple of learner.valid_every=4: an epoch is valid_every iterations "
+     "(e.g. learner.num_iterations=8)"),
+    (["learner.valid_every=4", "trainer.limit_train_batches=2"],
+     "learner.num_iterations/learner.valid_every and trainer.limit_train_batches=2.0 both set an epoch's batches: "
+     "set one"),
+])
+def test_iteration_keys_that_contradict_are_named(conf, overrides, message):
+    with pytest.raises(AppConfigError) as error:
+        validate(conf(*SMALL, *overrides))
+    assert str(error.value) == message
+
+
 def test_async_save_without_checkpointing_is_refused(conf):
     with pytest.raises(AppConfigError) as error:
         validate(conf(*SMALL, "learner.async_save=true", "learner.checkpointing=false"))
@@ -137,6 +151,8 @@ def test_async_save_without_checkpointing_is_refused(conf):
     ("learner.recorder=pickle", "learner.recorder='pickle' is invalid: expected one of {names}"),
     ("learner.strategy=fsdp", "learner.strategy='fsdp' is invalid: expected null or one of "
                               "['single', 'multi', 'multi_sharded', 'ddp']"),
+    ("learner.num_iterations=0", "learner.num_iterations=0 is invalid: expected null or an integer >= 1"),
+    ("learner.valid_every=0", "learner.valid_every=0 is invalid: expected null or an integer >= 1"),
 ])
 def test_validate_names_each_checked_key_with_its_bound(conf, override, message):
     with pytest.raises(AppConfigError) as error:

@@ -25,12 +25,12 @@ from burnlike.train import (
 )
 from burnlike.train.learner import Learner
 from burnlike.train.logger import read_epochs, read_metric_log
-from burnlike.train.metric import LearningRateMetric
+from burnlike.train.metric import LearningRateMetric, LossMetric
 from burnlike.train.metric.store import EpochEntry
 from burnlike.train.renderer import CliMetricsRenderer
 from tests.helpers.fit import checkpointing_builder, fit, metrics_builder, same_weights
 from tests.helpers.toy import Classifier, loader
-from tests.train.helpers import valid_loss_builder
+from tests.train.helpers import Seen, seen_loader, valid_loss_builder
 
 
 class CorruptLogs:
@@ -239,6 +239,43 @@ def test_a_resume_that_continues_the_loader_exactly_gets_no_resumability_warning
 def test_a_plain_loader_resumed_mid_epoch_keeps_lightnings_warning(tmp_path):
     """Its order after the resume is its own: burnlike skips the batches trained, Lightning's warning stands."""
     assert len(resume_warnings(tmp_path, lambda n: loader(n, 16), 5)) == 1
+
+
+# --- valid_every / num_iterations: epochs of a continuing loader ---------------------------------------------
+def seen_fit(root, loader, checkpoint=None, iterations=12, every=3):
+    builder = (checkpointing_builder(root, 1, keep=10).metric_train_numeric(LossMetric())
+               .with_application_logger(False).devices(["cpu"]).num_iterations(iterations).valid_every(every))
+    if checkpoint is not None:
+        builder.checkpoint(checkpoint)
+    torch.manual_seed(0)
+    model = Seen()
+    result = builder.build(model, SgdConfig(), 0.1).fit(loader, seen_loader(4, shuffle=None))
+    return model, result
+
+
+@pytest.mark.parametrize("plain", [False, True], ids=["DataLoaderBuilder", "torch DataLoader"])
+def test_valid_every_trains_each_epoch_on_the_next_batches_of_one_stream(tmp_path, plain):
+    """12 iterations, validation every 3, over 20 items in batches of 4 (5 per pass): 4 epochs that
+    continue the stream (one pass, then the next in its own order), not 4 restarts of the loader."""
+    reference = seen_loader(20, plain=plain)
+    stream = [b.x[:, 0].long().tolist() for _ in range(3) for b in reference]  # three passes of one loader
+    loader = seen_loader(20, plain=plain)
+    model, result = seen_fit(tmp_path, loader)
+    assert model.trained == stream[:12]
+    assert sorted(x for batch in model.trained[:5] for x in batch) == list(range(20))  # a whole pass, no repeat
+    assert result.trainer.current_epoch == 4 and len(model.validated) == 4
+    for epoch in range(1, 5):
+        lines = (tmp_path / "train" / f"epoch-{epoch}" / "Loss.log").read_text().splitlines()
+        assert len(lines) == 3  # one per batch of the epoch (Burn's `value,count` lines)
+    assert sorted(p.name for p in (tmp_path / "checkpoint").glob("model-*")) == [f"model-{e}.mpk" for e in range(1, 5)]
+
+
+def test_a_run_resumed_from_an_epoch_of_a_stream_trains_on_the_uninterrupted_runs_batches(tmp_path):
+    whole, _ = seen_fit(tmp_path / "whole", seen_loader(20))
+    seen_fit(tmp_path / "part", seen_loader(20), iterations=6)  # epochs 1 and 2 of the same run
+    resumed, _ = seen_fit(tmp_path / "part", seen_loader(20), checkpoint=2)
+    assert resumed.trained == whole.trained[6:]
+    assert same_weights(resumed, whole)
 
 
 def test_a_result_without_a_renderer_of_its_own_holds_burns_cli_renderer():
