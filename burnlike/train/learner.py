@@ -12,11 +12,12 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 import lightning as L
+from lightning.pytorch.strategies import Strategy
 from lightning.pytorch.strategies.launchers.multiprocessing import _MultiProcessingLauncher
 from torch import nn
 
 from burnlike.record.checkpoint.lightning_dict import is_checkpoint
-from burnlike.record.checkpoint.shard_folder import read_training_state
+from burnlike.record.checkpoint.shard_folder import is_sharded_checkpoint, read_training_state
 from burnlike.record.format import registry
 from burnlike.record.format.location import AnyPath
 from burnlike.train import components
@@ -56,6 +57,10 @@ class LearningResult(TrainingResult):
     custom learning strategy's loop) and the `renderer`."""
 
 
+class CheckpointMoveError(ValueError):
+    """A checkpoint the fit's strategy can't load (the message names both and what works)."""
+
+
 class Learner(components.Learner):
     """The learning components bound to a configured Trainer (what `LearnerBuilder.build` returns)."""
 
@@ -87,6 +92,24 @@ class Learner(components.Learner):
 
     def model(self) -> nn.Module:
         return self.module.model
+
+    def _check_move(self, path: AnyPath) -> None:
+        """A checkpoint moves between strategies and process counts through the recorder: one-file
+        and sharded ones alike load under one device, DDP (gathered: the plugin) and the sharding
+        strategies (sharded on load). A strategy that reads checkpoints its own way (DeepSpeed,
+        Lightning's own FSDP, a custom `load_checkpoint`) never sees the recorder: one line says so."""
+        strategy = self.trainer.strategy
+        if isinstance(strategy, CompactShards) or type(strategy).load_checkpoint is Strategy.load_checkpoint:
+            return
+        sharded = is_sharded_checkpoint(path)
+        kind = (f"a sharded checkpoint ({sum(1 for p in path.iterdir() if p.name.startswith('shard-'))} shards)"
+                if sharded else "a one-file checkpoint")
+        gather = f", or gather it into one file first: burnlike consolidate {path} --checkpoint" if sharded else ""
+        raise CheckpointMoveError(
+            f"{path} is {kind} in the recorder's format, which {type(strategy).__name__} can't load (it reads "
+            "checkpoints its own way): resume it on one device, under DDP or sharded (app: trainer=cpu, trainer=ddp "
+            f"or trainer=fsdp; in code: ExecutionStrategy.single/ddp, or multi with MultiDeviceOptim.OptimSharded)"
+            f"{gather}")
 
     def _rank_stopped(self, error: Exception) -> None:
         """After a distributed fit failed: a spawned rank that stopped on a signal after saving
@@ -147,11 +170,14 @@ class Learner(components.Learner):
             if newest is None and warn:
                 log.warning("checkpoint('last'): no checkpoint in %s yet; training from the start",
                             self.artifact_dir / "checkpoint")
+            if newest is not None:
+                self._check_move(newest)
             return newest
         epoch = int(self.checkpoint)
         for kind in ("trainer", "model"):
             path = checkpoint_path(self.artifact_dir, epoch, self.checkpoint_extension, kind)
             if path.exists():
+                self._check_move(path)
                 return path
         raise FileNotFoundError(f"checkpoint({epoch}): no checkpoint file at "
                                 f"{checkpoint_path(self.artifact_dir, epoch, self.checkpoint_extension, 'trainer')}")

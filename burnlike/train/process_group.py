@@ -21,6 +21,8 @@ import os
 
 import lightning as L
 
+from burnlike.record.format.files import process_alive
+
 _registered = False
 
 
@@ -85,26 +87,11 @@ class Peers(L.Callback):
 
         host = socket.gethostname()
         others = {r: hp for r, hp in self.table.items() if r != self.rank}
-        ended = [f"rank {r} (pid {p} on {h})" for r, (h, p) in sorted(others.items()) if h == host and process_ended(p)]
+        ended = [f"rank {r} (pid {p} on {h})" for r, (h, p) in sorted(others.items()) if h == host and not process_alive(p)]
         if ended or not others:
             return ended
         remote = sorted(r for r, (h, _) in others.items() if h != host)
         return [f"rank {r} (on {others[r][0]})" for r in remote]
-
-
-def process_ended(pid: int) -> bool:
-    """Whether process `pid` has exited (a zombie not yet reaped by its parent counts)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:  # alive, someone else's
-        return False
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[-1].split()[0] == b"Z"
-    except OSError:  # no /proc (not Linux): alive as far as kill tells
-        return False
 
 
 COLLECTIVE_FAILURES = ("connection closed by peer", "connection reset by peer", "broken pipe", "timed out",
