@@ -407,6 +407,37 @@ def test_a_sharded_checkpoint_gathers_through_the_plugin_into_what_one_process_r
     assert not (tmp_path / "trainer-1.mpk").exists()
 
 
+def test_consolidate_checkpoint_makes_the_one_file_that_a_resume_would_have_gathered(one_rank_group, tmp_path, capsys):
+    """`burnlike consolidate DIR --checkpoint`: the move by hand writes what the plugin gathers on
+    load, as one file under the folder's name (what `checkpoint=last` then finds); the shards stay
+    beside it."""
+    saved = fitting_strategy(ShardedStrategy(), seed=0)
+    saved.checkpoint_io = RecorderCheckpointIO(DefaultRecorder())
+
+    def checkpoint() -> dict:  # (a save takes the weights and optimizer states out of it)
+        return {"state_dict": saved.lightning_module_state_dict(),
+                "optimizer_states": [saved.optimizer_state(saved.optimizers[0])], "epoch": 1, "global_step": 9}
+
+    folder = tmp_path / "checkpoint" / "trainer-2.mpk"
+    saved.save_checkpoint(checkpoint(), folder)
+    gathered = RecorderCheckpointIO().load_checkpoint(folder)
+    assert cli(["consolidate", str(folder), "--model", "tests.helpers.sharded_fit:Mlp", "--checkpoint"]) == 0
+    assert folder.is_file() and is_sharded_checkpoint(tmp_path / "checkpoint" / "trainer-2.mpk.shards")
+    assert sorted(p.name for p in folder.parent.iterdir()) == ["model-2.mpk", "trainer-2.mpk", "trainer-2.mpk.shards"]
+    one_file = RecorderCheckpointIO().load_checkpoint(folder)
+    assert one_file.keys() == gathered.keys() and one_file["global_step"] == 9
+    assert_equal(one_file["state_dict"], gathered["state_dict"])
+    assert_same_optimizer_state(full_states(saved)[1], one_file["optimizer_states"][0])
+    assert f"{folder}: one file now (step 9, 1 optimizer states); the shards are in {folder}.shards" in \
+        capsys.readouterr().out
+    again = tmp_path / "checkpoint" / "trainer-3.mpk"
+    saved.save_checkpoint(checkpoint(), again)
+    (tmp_path / "checkpoint" / "trainer-3.mpk.shards").mkdir()
+    assert cli(["consolidate", str(again), "--model", "tests.helpers.sharded_fit:Mlp", "--checkpoint"]) == 2
+    assert f"{again}.shards exists: move it away first" in capsys.readouterr().err
+    assert is_sharded_checkpoint(again)  # left as it was
+
+
 def test_a_checkpoint_with_more_optimizer_states_than_the_fit_has_optimizers_names_both_counts(one_rank_group):
     strategy = fitting_strategy(ShardedStrategy(sharded=False), seed=0)
     model, optimizer = full_states(strategy)
