@@ -787,3 +787,33 @@ def test_a_job_holds_its_artifact_dir_while_it_runs_and_a_second_job_is_refused(
         assert not (out / "config.json").exists()  # refused before writing anything
         with pytest.raises(Stop):
             run(conf(*SMALL, f"data.root={data}", "learner.lock_timeout=0"), out)
+
+
+def placement_of(trainer: L.Trainer) -> tuple[str, int, str, str]:
+    """What a Trainer runs on: its strategy's class, process count, launcher and accelerator."""
+    strategy = trainer.strategy
+    return (type(strategy).__name__, getattr(strategy, "num_processes", 1), type(strategy.launcher).__name__,
+            type(strategy.accelerator).__name__)
+
+
+@pytest.mark.parametrize(("spellings", "expected"), [
+    ([["trainer=cpu"], ["trainer=default", "trainer.accelerator=cpu"], ["learner.strategy=single"],
+      ["learner.strategy=multi"], ["learner.strategy=multi_sharded"]],
+     ("SingleDeviceStrategy", 1, "NoneType", "CPUAccelerator")),
+    ([["trainer=ddp", "trainer.devices=1"], ["learner.strategy=ddp"]],
+     ("DDPStrategy", 1, "_SubprocessScriptLauncher", "CPUAccelerator")),
+    ([["trainer=ddp"], ["trainer=cpu", "trainer.devices=2"], ["learner.strategy=multi", "trainer.devices=2"],
+      ["learner.strategy=ddp", "trainer.devices=2"]],
+     ("DDPStrategy", 2, "_SubprocessScriptLauncher", "CPUAccelerator")),
+    ([["trainer=fsdp"], ["learner.strategy=multi_sharded", "trainer.devices=2"]],
+     ("ShardedStrategy", 2, "_SubprocessScriptLauncher", "CPUAccelerator")),
+], ids=["one-device", "ddp-one-process", "ddp-two-processes", "sharded-two-processes"])
+def test_burns_strategy_spellings_and_the_trainer_groups_resolve_to_one_lightning_placement(
+        conf, data, tmp_path, built, spellings, expected):
+    """Each group of spellings is one Lightning configuration: the journeys
+    (tests/journeys/test_resume_anywhere.py) run one of each and so cover them all."""
+    for i, spelling in enumerate(spellings):
+        with pytest.raises(Stop):
+            run(conf(*SMALL, f"data.root={data}", "trainer.accelerator=cpu", "learner.checkpointing=true", *spelling),
+                tmp_path / str(i))
+        assert placement_of(built["tracker_trainer"]) == expected, spelling

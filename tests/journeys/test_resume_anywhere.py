@@ -191,6 +191,9 @@ def test_a_run_stopped_mid_epoch_resumes_with_last_to_the_uninterrupted_run(plac
     [saved] = list((cut.dir / "checkpoint").glob("preempted-*.mpk"))  # mid-epoch: the steps so far are saved
     assert line.startswith("burnlike: preempted by SIGTERM at epoch 2, step ") and f"saved to {saved}" in line
     assert saved.is_dir() is placement.sharded
+    step = int(saved.name.removeprefix("preempted-").removesuffix(".mpk"))
+    assert line.startswith(f"burnlike: preempted by SIGTERM at epoch 2, step {step};")
+    assert not (cut.dir / "model.mpk").exists() and not (cut.dir / "checkpoint" / f"trainer-{EPOCHS}.mpk").exists()
 
     run = copy_run(cut.dir, tmp_path)
     resumed = app([*placement.args, "learner.checkpoint=last"], tmp_path, data).ok()
