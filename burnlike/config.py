@@ -72,6 +72,7 @@ def config(cls: type[T]) -> type[T]:
                 setattr(cls, name, None)
         elif is_config(default) or isinstance(default, (list, dict)):
             setattr(cls, name, dataclasses.field(default_factory=_copier(default)))
+    _required_in_order(cls, annotations)
     setattr(cls, _CONFIG_MARK, True)
     methods: dict[str, object] = {"save": _save, "to_dict": _to_dict, "with_": _with}
     class_methods: dict[str, Callable[..., object]] = {"new": _new, "load": _load, "from_dict": _from_dict}
@@ -84,6 +85,32 @@ def config(cls: type[T]) -> type[T]:
     if "__getattr__" not in cls.__dict__:
         cls.__getattr__ = _getattr_with  # type: ignore[attr-defined]
     return dataclasses.dataclass(cls)
+
+
+def _required_in_order(cls: type, annotations: dict[str, Any]) -> None:
+    """Burn's rule: the required fields are `new`'s arguments in declaration order, wherever the
+    defaulted ones sit. A defaulted field declared before a required one becomes keyword-only
+    (`TrainingConfig(optimizer, num_epochs=5)`), which a dataclass otherwise refuses."""
+    fields = [name for name, tp in annotations.items()
+              if typing.get_origin(tp) is not typing.ClassVar and tp is not dataclasses.KW_ONLY
+              and not (isinstance(tp, str) and tp.startswith(("ClassVar", "typing.ClassVar", "KW_ONLY",
+                                                              "dataclasses.KW_ONLY")))]
+
+    def required(name: str) -> bool:
+        default = cls.__dict__.get(name, dataclasses.MISSING)
+        if isinstance(default, dataclasses.Field):
+            return default.default is dataclasses.MISSING and default.default_factory is dataclasses.MISSING
+        return default is dataclasses.MISSING
+
+    last = max((i for i, name in enumerate(fields) if required(name)), default=0)
+    for name in fields[:last]:
+        default = cls.__dict__.get(name, dataclasses.MISSING)
+        if required(name):
+            continue
+        if isinstance(default, dataclasses.Field):
+            default.kw_only = True
+        else:
+            setattr(cls, name, dataclasses.field(default=default, kw_only=True))
 
 
 def _copier(value: Any) -> Any:

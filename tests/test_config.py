@@ -218,3 +218,46 @@ def test_a_bad_enum_value_names_its_key(tmp_path, clipping, needle):
 def test_burnlikes_earlier_clipping_json_still_loads():
     assert AdamConfig.from_dict({"grad_clipping": {"kind": "value", "threshold": 2.0}}).grad_clipping == \
         GradientClippingConfig.Value(2.0)
+
+
+# --- Burn's rule for required fields ----------------------------------------------------------------
+@config
+class MnistTrainingConfig:
+    """Burn's mnist example (examples/mnist/src/training.rs, v0.21.0): `#[config(default = ..)]`
+    fields first, then the required `optimizer`; `MnistTrainingConfig::new(config_optimizer)`."""
+
+    num_epochs: int = 5
+    batch_size: int = 256
+    num_workers: int = 8
+    seed: int = 42
+    optimizer: AdamConfig
+    note: str | None
+    patience: int
+
+
+def test_a_required_field_after_defaulted_ones_is_a_constructor_argument_in_declaration_order():
+    cfg = MnistTrainingConfig(AdamConfig(beta_1=0.5), 3)
+    assert (cfg.optimizer.beta_1, cfg.patience, cfg.num_epochs, cfg.batch_size, cfg.note) == (0.5, 3, 5, 256, None)
+    assert MnistTrainingConfig.new(AdamConfig(), 3).with_num_epochs(2).num_epochs == 2
+    assert MnistTrainingConfig(AdamConfig(), 3, seed=7).seed == 7  # defaults by keyword, or with_x
+    assert [f for f in MnistTrainingConfig.__dataclass_fields__][:5] == [
+        "num_epochs", "batch_size", "num_workers", "seed", "optimizer"]  # declared order kept
+    with pytest.raises(TypeError):
+        MnistTrainingConfig(AdamConfig())  # patience is required too
+
+
+def test_a_required_field_after_defaulted_ones_saves_loads_and_composes_under_hydra(tmp_path):
+    from hydra import compose, initialize
+    from hydra.core.config_store import ConfigStore
+
+    cfg = MnistTrainingConfig(AdamConfig(), 4, num_epochs=2)
+    cfg.save(tmp_path / "config.json")
+    data = json.loads((tmp_path / "config.json").read_text())
+    # Burn's key order: required (declaration order), Option, then defaulted
+    assert list(data) == ["optimizer", "patience", "note", "num_epochs", "batch_size", "num_workers", "seed"]
+    assert MnistTrainingConfig.load(tmp_path / "config.json") == cfg
+    ConfigStore.instance().store(name="mnist_training_test", node=MnistTrainingConfig)
+    with initialize(version_base=None):
+        composed = compose("mnist_training_test", overrides=["optimizer={beta_1:0.5}", "patience=2", "seed=1"])
+    built = OmegaConf.to_object(composed)
+    assert built == MnistTrainingConfig(AdamConfig(beta_1=0.5), 2, seed=1)

@@ -17,11 +17,13 @@ from burnlike.data.tabular import TabularBatch, TabularBatcher
 from burnlike.data.text import (
     ByteTokenizer,
     CharTokenizer,
+    GeneratePaddingMask,
     SeqLengthOption,
     TextClassificationBatch,
     TextClassificationBatcher,
     TextClassificationInferenceBatch,
     Tokenizer,
+    generate_padding_mask,
 )
 from burnlike.data.vision import ImageBatch, ImageBatcher
 
@@ -32,6 +34,7 @@ __all__ = [
     "DataLoaderBuilder",
     "DeviceDataLoader",
     "Dataset",
+    "GeneratePaddingMask",
     "ImageBatch",
     "ImageBatcher",
     "InMemDataset",
@@ -50,4 +53,5 @@ __all__ = [
     "TextClassificationInferenceBatch",
     "Tokenizer",
     "data_root",
+    "generate_padding_mask",
 ]

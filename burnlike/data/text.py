@@ -1,4 +1,5 @@
-"""Text batching: a tokenizer, Burn's `generate_padding_mask`, and the text-classification batcher.
+"""Text batching: a tokenizer and the text-classification batcher (over Burn's `generate_padding_mask`,
+which lives in `burnlike.nn.attention`, as in Burn, and is re-exported here).
 
 Burn's example tokenizes with BERT's; that needs a download, so two small tokenizers are built in
 (bytes of UTF-8, or characters seen in a corpus). Any object with Burn's `Tokenizer` methods, or any
@@ -11,14 +12,14 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, ClassVar, NamedTuple, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
-import numpy as np
 import torch
 from torch import Tensor
 
 from burnlike.data.batch import TensorBatch
 from burnlike.data.dataset.nlp import TextClassificationItem, TextDatasetItem
+from burnlike.nn.attention import GeneratePaddingMask, SeqLengthOption, generate_padding_mask
 
 __all__ = [
     "ByteTokenizer",
@@ -91,94 +92,6 @@ class CharTokenizer:
 
     def pad_token(self) -> int:
         return PAD
-
-
-@dataclasses.dataclass(frozen=True)
-class SeqLengthOption:
-    """Burn's `SeqLengthOption` (burn-nn `modules/attention/mask.rs`): `SeqLengthOption.NoMax` (the
-    longest sequence), `SeqLengthOption.Max(n)` (that, at most `n`), `SeqLengthOption.Fixed(n)`
-    (exactly `n`: pad or truncate). `NoMax` is a value, as Burn's unit variant; `NoMax()` returns it
-    too. Its JSON is Burn's (serde's enum shape): `"NoMax"`, `{"Max": 256}`, `{"Fixed": 256}`."""
-
-    kind: str
-    length: int | None = None
-    NoMax: ClassVar[SeqLengthOption]
-
-    def __call__(self) -> SeqLengthOption:
-        """`SeqLengthOption.NoMax()`, burnlike's earlier spelling of the unit variant: itself."""
-        return self
-
-    @classmethod
-    def Max(cls, length: int) -> SeqLengthOption:  # noqa: N802 (Burn's variant names)
-        return cls("max", _positive(length))
-
-    @classmethod
-    def Fixed(cls, length: int) -> SeqLengthOption:  # noqa: N802
-        return cls("fixed", _positive(length))
-
-    @classmethod
-    def of(cls, value: SeqLengthOption | int | None) -> SeqLengthOption:
-        """Burn's `From<Option<usize>>`: `None` is `NoMax`, `n` is `Max(n)`."""
-        if isinstance(value, SeqLengthOption):
-            return value
-        return cls.NoMax if value is None else cls.Max(value)
-
-    def resolve(self, longest: int) -> int:
-        if self.kind == "fixed":
-            return int(self.length)  # type: ignore[arg-type]
-        if self.kind == "max":
-            return min(longest, int(self.length))  # type: ignore[arg-type]
-        return longest
-
-    def serde_value(self) -> str | dict[str, int]:
-        """Burn's JSON: `"NoMax"`, `{"Max": n}` or `{"Fixed": n}`."""
-        if self.kind == "no_max":
-            return "NoMax"
-        return {"Max" if self.kind == "max" else "Fixed": int(self.length)}  # type: ignore[arg-type]
-
-    @classmethod
-    def from_serde(cls, data: Any) -> SeqLengthOption:
-        if data == "NoMax":
-            return cls.NoMax
-        if isinstance(data, dict) and len(data) == 1 and next(iter(data)) in ("Max", "Fixed"):
-            (variant, length), = data.items()
-            return cls.Max(length) if variant == "Max" else cls.Fixed(length)
-        raise ValueError('expected "NoMax", {"Max": <length>} or {"Fixed": <length>}')
-
-
-SeqLengthOption.NoMax = SeqLengthOption("no_max")
-
-
-def _positive(length: int) -> int:
-    if isinstance(length, bool) or not isinstance(length, int) or length < 1:
-        raise ValueError(f"a sequence length must be an integer >= 1, got {length!r}")
-    return length
-
-
-class GeneratePaddingMask(NamedTuple):
-    """Burn's `GeneratePaddingMask { tensor, mask }`: the padded int64 tokens `[B, L]` and the mask,
-    `True` where a token is the pad token. A named tuple, so `tokens, mask = ...` works too."""
-
-    tensor: Tensor
-    mask: Tensor
-
-
-def generate_padding_mask(pad_token: int, tokens_list: Sequence[Sequence[int]],
-                          seq_length: SeqLengthOption | int | None = None, device: Any = None) -> GeneratePaddingMask:
-    """Burn's `generate_padding_mask(pad_token, tokens_list, seq_length, &device)` (burn-nn
-    `modules/attention/mask.rs`): the tokens padded (or truncated) to one length — the longest
-    (`NoMax`), at most n (`Max(n)`, or an int), exactly n (`Fixed(n)`) — on `device`, and the mask
-    that is `True` where a token is the pad token. An empty batch has length 1."""
-    longest = max((len(t) for t in tokens_list), default=1)
-    size = SeqLengthOption.of(seq_length).resolve(longest)
-    tokens = np.full((len(tokens_list), size), pad_token, dtype=np.int64)
-    for row, seq in enumerate(tokens_list):
-        n = min(len(seq), size)
-        tokens[row, :n] = seq[:n]
-    tensor = torch.from_numpy(tokens)
-    if device is not None:
-        tensor = tensor.to(device)
-    return GeneratePaddingMask(tensor, tensor == pad_token)
 
 
 @dataclasses.dataclass

@@ -34,6 +34,46 @@ _VARIANTS: dict[str, type] = {
 }
 
 
+class ComposedLrScheduler(LrScheduler):
+    """Burn's `ComposedLrScheduler`: every part steps at each iteration, their rates reduced. Its
+    record is Burn's `ComposedLrSchedulerRecord { schedulers: [{"Linear": 5}, {"Cosine": 3}, ...] }`,
+    each part's own record under its variant's name."""
+
+    def __init__(self, parts: list[tuple[str, LrScheduler]], reduction: SchedulerReduction) -> None:
+        self.parts = parts
+        self.reduction = reduction
+        super().__init__(self._reduce, name="ComposedLrScheduler")
+
+    def _reduce(self, k: int) -> float:
+        values = [p.lr_at(k) for _, p in self.parts]
+        if self.reduction is SchedulerReduction.PROD:
+            return float(math.prod(values))
+        total = math.fsum(values)
+        return total / len(values) if self.reduction is SchedulerReduction.AVG and values else total
+
+    def to_record(self, iteration: int | None = None) -> Any:
+        at = self.iteration if iteration is None else iteration
+        return {"schedulers": [{tag: p.to_record(at)} for tag, p in self.parts]}
+
+    def load_record(self, record: Any, iteration: int | None = None) -> LrScheduler:
+        entries = record.get("schedulers") if isinstance(record, dict) and set(record) == {"schedulers"} else None
+        if not isinstance(entries, list) or len(entries) != len(self.parts):
+            raise ValueError(f"expected Burn's composed record {{'schedulers': [...]}} with {len(self.parts)} "
+                             f"entries ({', '.join(tag for tag, _ in self.parts) or 'none'}), got {record!r}")
+        at = iteration  # None: the first part's position is the step count, the others align to it
+        for i, ((tag, part), entry) in enumerate(zip(self.parts, entries)):
+            if not isinstance(entry, dict) or list(entry) != [tag]:
+                raise ValueError(f"schedulers[{i}]: expected {{{tag!r}: ...}}, got {entry!r}")
+            try:
+                part.load_record(entry[tag], at)
+            except ValueError as e:
+                raise ValueError(f"schedulers[{i}] ({tag}): {e}") from None
+            at = part.iteration if at is None else at
+        self.iteration = self.iteration if at is None else at
+        self.offset = 0
+        return self
+
+
 class SchedulerReduction(str, Enum):
     """Burn's `SchedulerReduction::{Avg, Sum, Prod}`; the UPPERCASE names are aliases."""
 
@@ -72,17 +112,9 @@ class ComposedLrSchedulerConfig:
         return ComposedLrSchedulerConfig(list(self.schedulers), SchedulerReduction(reduction))
 
     def init(self) -> LrScheduler:
-        parts = [s.init() for s in self.schedulers]
-        reduction = SchedulerReduction(self.reduction)
-
-        def lr(k: int) -> float:
-            values = [p.lr_at(k) for p in parts]
-            if reduction is SchedulerReduction.PROD:
-                return float(math.prod(values))
-            total = math.fsum(values)
-            return total / len(values) if reduction is SchedulerReduction.AVG and values else total
-
-        return LrScheduler(lr)
+        tags = {cls: tag for tag, cls in _VARIANTS.items()}
+        parts = [(tags.get(type(s), type(s).__name__), s.init()) for s in self.schedulers]
+        return ComposedLrScheduler(parts, SchedulerReduction(self.reduction))
 
     # Burn's JSON ------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:

@@ -123,8 +123,14 @@ class Learner:
         params = [p for p in self._model.parameters() if p.requires_grad]
         optimizer._bind(params, self._lr).load_state_dict(dict(record))
 
-    def load_scheduler(self, record: Mapping[str, Any]) -> None:
-        """Load the LR scheduler's state (its step count); `lr_current()` is the rate it last gave."""
+    def load_scheduler(self, record: Any) -> None:
+        """Burn's `load_scheduler(record)`: the LR scheduler continues from Burn's record of it (its
+        `to_record()`: nil for a constant rate, Noam's step count, ...; burnlike's earlier
+        `{"iteration": N}` state too); `lr_current()` is the rate it last gave. A record of another
+        scheduler raises ValueError saying what was expected."""
         scheduler = self.scheduler()
-        scheduler.load_state_dict(dict(record))
+        if isinstance(record, Mapping) and set(record) <= {"iteration", "offset"} and "iteration" in record:
+            scheduler.load_state_dict(dict(record))
+        else:
+            scheduler.load_record(record)
         self._lr = scheduler.lr_at(scheduler.iteration) if scheduler.iteration > 0 else 0.0

@@ -1,4 +1,5 @@
-"""Burn's evaluator (0.19): `EvaluatorBuilder(dir).metrics(...).build(model).eval(name, loader)`.
+"""Burn's evaluator (0.19): `EvaluatorBuilder(dir).metrics(...).build(model).eval(name, loader)`,
+which returns the renderer as Burn's does; `evaluate(name, loader)` returns the values too.
 
 Each `eval` is a Lightning `trainer.test` run of the model's inference step (`valid_step` or
 `inference_step`) with the registered metrics, on the device the model is on unless told otherwise.
@@ -31,10 +32,11 @@ from burnlike.train.logger import (
 from burnlike.train.metric.base import Metric, MetricContext
 from burnlike.train.module import check_metrics, output_type
 from burnlike.train.renderer.base import MetricsRendererEvaluation
+from burnlike.train.renderer.cli import CliMetricsRenderer
 from burnlike.train.renderer.processor import EVALUATION_METHODS, EvaluationRendererCallback, check_renderer
 from burnlike.train.step import InferenceStep, ValidStep, inference_fn
 from burnlike.train.strategy import Execution, ExecutionStrategy, as_execution
-from burnlike.train.summary import LearnerSummary, MetricSummary
+from burnlike.train.summary import LearnerSummary
 
 log = logging.getLogger("burnlike.train")
 
@@ -43,14 +45,15 @@ TEST_EPOCH = 1  # Burn's evaluator logs every evaluation as the test split's fir
 
 @dataclass
 class EvaluationResult:
-    """`metrics`: each metric's value over the whole loader (synced across ranks); `renderer`: the
-    builder's metrics renderer (what Burn's `eval` returns), else None."""
+    """What `Evaluator.evaluate` returns: `metrics`, each metric's value over the whole loader
+    (synced across ranks), the `summary` (with `.summary()`), the `trainer`, and the `renderer`
+    Burn's `eval` returns: the builder's, else Burn's default `CliMetricsRenderer`."""
 
     name: str
     metrics: dict[str, float]
     summary: LearnerSummary | None = None
     trainer: L.Trainer | None = field(default=None, repr=False)
-    renderer: MetricsRendererEvaluation | None = field(default=None, repr=False)
+    renderer: MetricsRendererEvaluation = field(default_factory=CliMetricsRenderer, repr=False)
 
 
 class _TestModule(L.LightningModule):
@@ -84,7 +87,13 @@ class Evaluator:
         self.model = model
         self.results: dict[str, dict[str, float]] = {}  # tag → metric → value, for the summary
 
-    def eval(self, name: str, dataloader: Any) -> EvaluationResult:
+    def eval(self, name: str, dataloader: Any) -> MetricsRendererEvaluation:
+        """Burn's `eval(name, dataloader)`: evaluate, and return the renderer (the builder's, else
+        Burn's default `CliMetricsRenderer`) for the next `EvaluatorBuilder(dir).renderer(...)`. The
+        values are in `results` and in `test/<name as a tag>/epoch-1/`; `evaluate` returns them all."""
+        return self.evaluate(name, dataloader).renderer
+
+    def evaluate(self, name: str, dataloader: Any) -> EvaluationResult:
         """Evaluate on `dataloader`; the logs go to `test/<name as a tag>/epoch-1/`."""
         b = self.builder
         split = tagged_test_split(str(name))
@@ -117,17 +126,13 @@ class Evaluator:
             end = getattr(b._renderer, "on_test_end", None)
             if callable(end):  # Burn's default prints the summary
                 end(summary)
-        return EvaluationResult(str(name), values, summary, trainer, b._renderer)
+        return EvaluationResult(str(name), values, summary, trainer, b._renderer or CliMetricsRenderer())
 
     def summary(self) -> LearnerSummary:
-        """Burn's table: a training run's rows from this directory, then one row per test metric."""
+        """Burn's table (burn-train `learner/summary.rs`): a training run's rows from this directory,
+        then the test metrics' rows of every `test/<tag>` folder there, this evaluator's or not."""
         names = sorted(self.builder._numeric)
-        summary = LearnerSummary.from_dir(self.builder.directory, names, names)
-        for tag, values in self.results.items():
-            for metric, value in values.items():
-                summary.metrics.append(MetricSummary(f"test ({tag})", metric, value, TEST_EPOCH, value, TEST_EPOCH,
-                                                     {TEST_EPOCH: value}))
-        return summary
+        return LearnerSummary.from_dir(self.builder.directory, names, names, test_names=names)
 
 
 class EvaluatorBuilder:

@@ -32,6 +32,7 @@ from burnlike.train.module import STORE_RESULT, StepModule
 from burnlike.train.plot import plot_metrics
 from burnlike.train.preemption import BATCHES_DONE, SIGNALS, Preempted, SkipFirst
 from burnlike.train.process_group import Peers, RankStopped, end_at_exit, is_collective_failure
+from burnlike.train.renderer.cli import CliMetricsRenderer
 from burnlike.train.sharded import CompactShards, full_model_state, model_skeleton, whole_model
 from burnlike.train.summary import LearnerSummary
 from burnlike.train.tracking import continue_logger_runs
@@ -43,12 +44,18 @@ log = logging.getLogger("burnlike.train")
 class TrainingResult:
     """`model` is the trained model in eval mode (Burn returns the inner, non-autodiff module); after
     a sharded fit, the whole model on the CPU on rank 0 (the other ranks keep their shards).
-    `renderer`: the metrics renderer given to the builder (Burn's `renderer` field), else None."""
+    `renderer` (Burn's field): the metrics renderer given to the builder, else Burn's default
+    `CliMetricsRenderer`, which `EvaluatorBuilder(dir).renderer(...)` takes (it prints each test step,
+    as Burn's does; leave `.renderer(...)` out to keep the progress display)."""
 
     model: nn.Module
     summary: LearnerSummary | None = None
     trainer: L.Trainer | None = field(default=None, repr=False)
     renderer: Any = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.renderer is None:  # Burn: `default_renderer`, the CLI renderer off a terminal (renderer/mod.rs)
+            self.renderer = CliMetricsRenderer()
 
 
 @dataclass

@@ -65,8 +65,8 @@ _OPTIM_KEY = "optimizer"  # optim-N of an optimizer Burn has no record for: {"op
 class LearningCheckpointer:
     """Burn's `LearningCheckpointer`: after each epoch the checkpointing strategy decides; a save
     writes `checkpoint/model-N`, `optim-N` and `scheduler-N` through the recorder (Burn's files: the
-    module record, Burn's optimizer record for Adam, AdamW, SGD, RMSProp and AdaGrad, the scheduler's
-    step count), each durably through a temp file; a delete removes the three."""
+    module record, Burn's optimizer record for Adam, AdamW, SGD, RMSProp and AdaGrad, Burn's LR
+    scheduler record), each durably through a temp file; a delete removes the three."""
 
     def __init__(self, folder: AnyPath, recorder: Recorder, strategy: CheckpointingStrategy) -> None:
         self.folder = folder
@@ -93,7 +93,7 @@ class LearningCheckpointer:
         self.recorder.save_module(model, self.path("model", epoch), durable=True)
         self.recorder.record(self._optim_record(learner, model), self.path("optim", epoch), exact_path=True,
                              durable=True)
-        self.recorder.record(dict(learner.scheduler().state_dict()), self.path("scheduler", epoch),
+        self.recorder.record(learner.scheduler().to_record(), self.path("scheduler", epoch),
                              exact_path=True, durable=True)
 
     def _optim_record(self, learner: Learner, model: nn.Module) -> Any:
@@ -119,10 +119,11 @@ class LearningCheckpointer:
         self.recorder.load_module(model, self.path("model", epoch))
         self._load_optim(learner, model, self.path("optim", epoch))
         path = self.path("scheduler", epoch)
-        state = self.recorder.load(path, exact_path=True)
-        if not isinstance(state, dict) or not isinstance(state.get("iteration"), int):
-            raise RecordError("expected the LR scheduler's state {'iteration': N}", str(path))
-        learner.load_scheduler(state)
+        record = self.recorder.load(path, exact_path=True)
+        try:
+            learner.load_scheduler(record)
+        except ValueError as e:
+            raise RecordError(f"not the record of {learner.scheduler().name} ({e})", str(path)) from None
         return learner
 
     def _load_optim(self, learner: Learner, model: nn.Module, path: AnyPath) -> None:

@@ -51,6 +51,27 @@ def tagged_test_split(tag: str | None = None) -> str:
     return "test" if tag is None else f"test/{tag.strip().replace(' ', '-').lower()}"
 
 
+def logged_test_tags(artifact_dir: str | Path | RemotePath) -> list[str]:
+    """Every tag with a test split in the run dir, sorted (Burn's summary scans `test/`): a folder
+    under `test/` holding `epoch-N` folders is a tag (its path below `test/`; "" for `test/` itself,
+    Burn's untagged `Split::Test(None)`)."""
+    found: list[str] = []
+    pending = [(as_path(artifact_dir) / "test", "")]
+    while pending:
+        folder, tag = pending.pop()
+        if not folder.is_dir():
+            continue
+        children = [c for c in folder.iterdir() if c.is_dir()]
+        if any(_is_epoch_dir(c.name) for c in children):
+            found.append(tag)
+        pending += [(c, f"{tag}/{c.name}" if tag else c.name) for c in children if not _is_epoch_dir(c.name)]
+    return sorted(found)
+
+
+def _is_epoch_dir(name: str) -> bool:
+    return name.startswith("epoch-") and name[len("epoch-"):].isdigit()
+
+
 def metric_file_name(name: str) -> str:
     return name.replace(" ", "_") + ".log"
 

@@ -34,7 +34,15 @@ from burnlike.train.output import NONE, Adaptor
 from burnlike.train.preemption import BATCHES_DONE
 from burnlike.train.quiet import quiet_lightning
 from burnlike.train.sharded import ShardedStrategy, shard_model
-from burnlike.train.step import InferenceStep, TrainOutput, TrainStep, ValidStep, inference_fn
+from burnlike.train.step import (
+    InferenceStep,
+    TrainOutput,
+    TrainStep,
+    ValidStep,
+    implements,
+    inference_fn,
+    missing_step,
+)
 
 log = logging.getLogger("burnlike.train")
 
@@ -126,8 +134,8 @@ class StepModule(StepHost):
         super().__init__()
         if isinstance(grads_accumulation, bool) or not isinstance(grads_accumulation, int) or grads_accumulation < 1:
             raise ValueError(f"grads_accumulation must be a positive integer, got {grads_accumulation!r}")
-        if not callable(getattr(model, "train_step", None)):
-            raise TypeError(f"{type(model).__name__} must implement train_step(batch) (burnlike.train.TrainStep)")
+        if not implements(model, "train_step"):
+            raise missing_step(model, "train_step")
         self._valid_name = inference_fn(model).__name__  # valid_step (ValidStep) or inference_step (InferenceStep)
         self.model = model
         self.optim = as_optimizer(optimizer)

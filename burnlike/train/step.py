@@ -19,7 +19,8 @@ B = TypeVar("B", contravariant=True)
 O = TypeVar("O", covariant=True)  # noqa: E741
 T = TypeVar("T")
 
-__all__ = ["Gradients", "InferenceStep", "TrainOutput", "TrainStep", "ValidStep", "backward", "inference_fn"]
+__all__ = ["Gradients", "InferenceStep", "TrainOutput", "TrainStep", "ValidStep", "backward", "implements",
+           "inference_fn", "missing_step"]
 
 
 @dataclass
@@ -48,14 +49,34 @@ class InferenceStep(Protocol[B, O]):
     def inference_step(self, batch: B) -> O: ...
 
 
+def implements(model: Any, name: str) -> bool:
+    """Whether `model` has its own `name` step, not just the stub of the Protocol it derives from
+    (`class Model(Module, TrainStep[B, O])` inherits a `train_step` that returns None)."""
+    fn = getattr(model, name, None)
+    return callable(fn) and getattr(fn, "__func__", fn) is not _STUBS.get(name)
+
+
+def missing_step(model: Any, *names: str) -> TypeError:
+    """The error for a model without any of the steps `names`; it names the fix when the model
+    defines Burn 0.21's `step` (Rust's `TrainStep::step` / `InferenceStep::step`)."""
+    cls = type(model).__name__
+    if callable(getattr(model, "step", None)):
+        fix = " or ".join(f"{n}(batch) (Burn's {_TRAITS[n]}::step)" for n in names)
+        return TypeError(f"{cls} defines step(batch), Burn 0.21's method name: define {fix} instead "
+                         "(a Python class can't have a train and an inference `step`)")
+    wanted = " or ".join(f"{n}(batch) (burnlike.train.{_TRAITS[n]})" for n in names)
+    return TypeError(f"{cls} must implement {wanted}")
+
+
 def inference_fn(model: Any) -> Callable[[Any], Any]:
     """The model's inference step: `valid_step` (ValidStep) or `inference_step` (InferenceStep)."""
     for name in ("valid_step", "inference_step"):
-        fn = getattr(model, name, None)
-        if callable(fn):
-            step: Callable[[Any], Any] = fn
+        if implements(model, name):
+            step: Callable[[Any], Any] = getattr(model, name)
             return step
-    raise TypeError(
-        f"{type(model).__name__} must implement valid_step(batch) (burnlike.train.ValidStep) or "
-        "inference_step(batch) (burnlike.train.InferenceStep)"
-    )
+    raise missing_step(model, "valid_step", "inference_step")
+
+
+_STUBS = {"train_step": TrainStep.train_step, "valid_step": ValidStep.valid_step,
+          "inference_step": InferenceStep.inference_step}
+_TRAITS = {"train_step": "TrainStep", "valid_step": "ValidStep", "inference_step": "InferenceStep"}

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from burnlike.record.format.location import RemotePath
-from burnlike.train.logger import read_epochs
+from burnlike.train.logger import logged_test_tags, read_epochs
 from burnlike.train.metric.store import MetricStore, Split
 
 
@@ -39,10 +39,19 @@ class LearnerSummary:
     @classmethod
     def from_dir(
         cls, artifact_dir: str | Path | RemotePath, train_names: list[str], valid_names: list[str],
-        model: str | None = None
+        model: str | None = None, test_names: list[str] | None = None
     ) -> LearnerSummary:
-        """The summary of a finished run dir, from its `<split>/epoch-N/<Metric>.log` files."""
-        return cls._build(lambda split, name: read_epochs(artifact_dir, split, name), train_names, valid_names, model)
+        """The summary of a finished run dir, from its `<split>/epoch-N/<Metric>.log` files; with
+        `test_names`, also their rows for every tagged test split there (`Test (<tag>)`), as Burn's
+        summary scans every `test/<tag>` folder (burn-train `learner/summary.rs`)."""
+        summary = cls._build(lambda split, name: read_epochs(artifact_dir, split, name), train_names, valid_names,
+                             model)
+        for tag in logged_test_tags(artifact_dir) if test_names else ():
+            for name in sorted(set(test_names or ())):
+                values = read_epochs(artifact_dir, f"test/{tag}" if tag else "test", name)
+                if values:
+                    summary.metrics.append(_row(f"test ({tag})" if tag else "test", name, values))
+        return summary
 
     @classmethod
     def _build(cls, epochs_of: Callable[[str, str], dict[int, float]], train_names: list[str],
@@ -55,9 +64,7 @@ class LearnerSummary:
                 if not values:
                     continue
                 epochs_seen = max(epochs_seen, max(values))
-                lo = min(values, key=lambda e: (values[e], e))
-                hi = max(values, key=lambda e: (values[e], -e))
-                rows.append(MetricSummary(split, name, values[lo], lo, values[hi], hi, values))
+                rows.append(_row(split, name, values))
         return cls(epochs_seen, rows, model)
 
     def get(self, split: str, name: str) -> MetricSummary | None:
@@ -83,6 +90,13 @@ class LearnerSummary:
         lines.append("|" + "|".join("-" * (w + 2) for w in widths) + "|")
         lines += [row(r) for r in body]
         return "\n".join(lines)
+
+
+def _row(split: str, name: str, values: dict[int, float]) -> MetricSummary:
+    """A metric's row: its lowest and highest epoch values (the first epoch of a tie)."""
+    lo = min(values, key=lambda e: (values[e], e))
+    hi = max(values, key=lambda e: (values[e], -e))
+    return MetricSummary(split, name, values[lo], lo, values[hi], hi, values)
 
 
 def _fmt(x: float) -> str:

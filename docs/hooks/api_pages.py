@@ -49,10 +49,15 @@ PAGES = [
          "Batchers, `DataLoaderBuilder`, MNIST, images, text and tables."),
     Page("reference/dataset.md", "burnlike.data.dataset", "burnlike.data.dataset",
          "Burn's `burn::data::dataset`: the `Dataset` protocol, sources and transforms."),
-    Page("reference/nn.md", "burnlike.nn", "burnlike.nn", "Loss configs as thin factories over torch."),
+    Page("reference/nn.md", "burnlike.nn", "burnlike.nn",
+         "Burn's `burn::nn`: layer configs whose `init(device)` returns a torch module with Burn's "
+         "defaults, numbers and record; attention masks; loss configs."),
     Page("reference/config.md", "burnlike.config and burnlike.module", "burnlike.config",
-         "`@config` (Burn's `#[derive(Config)]`) and the `Module` mixin (`save_file`, `load_file`, "
-         "`valid`, `num_params`).", whole=["burnlike.config", "burnlike.module"]),
+         "`@config` (Burn's `#[derive(Config)]`) and the `Module` mixin, Burn's `Module` trait "
+         "(`save_file`, `load_file`, `map`, `visit`, `valid`, `num_params`, ...).",
+         whole=["burnlike.config", "burnlike.module"]),
+    Page("reference/vision.md", "burnlike.vision", "burnlike.vision",
+         "Burn's `burn::vision`: `Transform2D`, the affine resampling Burn's mnist example augments with."),
     Page("reference/models.md", "burnlike.models", "burnlike.models",
          "Ready models: the guide's MNIST model and the app's other model options.",
          whole=["burnlike.models.mnist", "burnlike.models.mlp", "burnlike.models.cnn", "burnlike.models.tabular"]),

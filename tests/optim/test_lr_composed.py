@@ -101,3 +101,45 @@ def test_reduction_and_variants_have_burns_names():
     assert SchedulerReduction.Avg is SchedulerReduction.AVG and SchedulerReduction.Prod is SchedulerReduction.PROD
     assert SchedulerReduction.Sum is SchedulerReduction.SUM
     assert ComposedLrSchedulerConfig().with_reduction(SchedulerReduction.Avg).to_dict()["reduction"] == "Avg"
+
+
+# --- Burn's record: `ComposedLrSchedulerRecord { schedulers: Vec<LrSchedulerRecord> }` ----------------
+def mnist_schedule() -> ComposedLrSchedulerConfig:
+    """Burn's mnist example's schedule (examples/mnist/src/training.rs, v0.21.0), shortened."""
+    return (ComposedLrSchedulerConfig().cosine(CosineAnnealingLrSchedulerConfig(1.0, 20))
+            .linear(LinearLrSchedulerConfig(1e-8, 1.0, 20)).linear(LinearLrSchedulerConfig(1e-2, 1e-6, 100)))
+
+
+def test_the_composed_record_is_burns_list_of_tagged_part_records():
+    """burn-optim lr_scheduler/composed.rs: each part's record under its `LrSchedulerRecord` variant
+    name; cosine's `current_iter` wraps through 21, the linears count their iterations left."""
+    scheduler = mnist_schedule().init()
+    assert scheduler.to_record() == {"schedulers": [{"Cosine": 2**64 - 1}, {"Linear": 21}, {"Linear": 101}]}
+    for _ in range(30):
+        scheduler.step()
+    assert scheduler.to_record() == {"schedulers": [{"Cosine": (30 - 1) % 21}, {"Linear": 0}, {"Linear": 101 - 30}]}
+
+
+def test_a_composed_scheduler_continues_from_burns_record():
+    """A record Burn wrote after 30 steps, loaded into a fresh scheduler: it continues as one stepped
+    30 times (the finished linear and the restarted cosine give no step count of their own)."""
+    stepped = mnist_schedule().init()
+    for _ in range(30):
+        stepped.step()
+    loaded = mnist_schedule().init().load_record(
+        {"schedulers": [{"Cosine": 8}, {"Linear": 0}, {"Linear": 71}]})
+    assert [loaded.step() for _ in range(40)] == pytest.approx([stepped.step() for _ in range(40)], rel=1e-12)
+
+
+@pytest.mark.parametrize(("record", "message"), [
+    ({"schedulers": [{"Cosine": 8}]}, "expected Burn's composed record {'schedulers': [...]} with 3 entries "
+                                      "(Cosine, Linear, Linear), got {'schedulers': [{'Cosine': 8}]}"),
+    ({"schedulers": [{"Linear": 8}, {"Linear": 0}, {"Linear": 71}]}, "schedulers[0]: expected {'Cosine': ...}, "
+                                                                     "got {'Linear': 8}"),
+    ({"schedulers": [{"Cosine": 8}, {"Linear": 22}, {"Linear": 71}]},
+     "schedulers[1] (Linear): expected the iterations left, an integer from 0 to 21, got 22"),
+])
+def test_a_composed_record_that_does_not_fit_names_the_part(record, message):
+    with pytest.raises(ValueError) as caught:
+        mnist_schedule().init().load_record(record)
+    assert str(caught.value) == message

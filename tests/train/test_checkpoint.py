@@ -21,7 +21,13 @@ import msgpack
 import pytest
 import torch
 
-from burnlike.optim import AdamConfig, SgdConfig
+from burnlike.optim import (
+    AdamConfig,
+    ComposedLrSchedulerConfig,
+    CosineAnnealingLrSchedulerConfig,
+    LinearLrSchedulerConfig,
+    SgdConfig,
+)
 from burnlike.record import DefaultRecorder, PrettyJsonFileRecorder
 from burnlike.record.checkpoint.shard_folder import METADATA, write_training_state
 from burnlike.train import (
@@ -303,6 +309,43 @@ def test_model_n_is_a_plain_burn_module_record_and_resume_matches_an_uninterrupt
     resumed = fit(checkpointing_builder(tmp_path / "cut", 3).checkpoint(2))
     assert same_weights(resumed, straight)
     assert same_weights(Classifier().load_file(tmp_path / "cut" / "checkpoint" / "model-3.mpk"), straight)
+
+
+def lr_schedule() -> ComposedLrSchedulerConfig:
+    return (ComposedLrSchedulerConfig().cosine(CosineAnnealingLrSchedulerConfig(1.0, 5))
+            .linear(LinearLrSchedulerConfig(1e-2, 1e-3, 10)))
+
+
+def fit_scheduled(b: LearnerBuilder) -> torch.nn.Module:
+    """`fit` with `lr_schedule()` for the rate, its rates logged."""
+    torch.manual_seed(0)
+    return (b.metric_train_numeric(LearningRateMetric()).with_application_logger(False)
+            .build(Classifier(), AdamConfig(), lr_schedule()).fit(loader(64, 16), loader(32, 16, seed=1)).model)
+
+
+def test_scheduler_n_is_burns_lr_scheduler_record_and_a_resume_reads_it(tmp_path):
+    """`checkpoint/scheduler-N` is Burn's record of the LR scheduler (burn-optim lr_scheduler/composed.rs:
+    each part's record under its variant; cosine.rs `current_iter`, linear.rs `remaining_iters`), 4
+    steps an epoch: after epoch 2, cosine stands at (8 - 1) % 6 and the linear has 11 - 8 left. A resume
+    from it trains the uninterrupted run's weights; a record Burn wrote at another position (4 steps
+    taken) moves the schedule there: epoch 3 starts at Burn's rate of step 5."""
+    straight = fit_scheduled(checkpointing_builder(tmp_path / "straight", 3))
+    fit_scheduled(checkpointing_builder(tmp_path / "cut", 2))
+    path = tmp_path / "cut" / "checkpoint" / "scheduler-2.mpk"
+    record = msgpack.unpackb(path.read_bytes(), raw=False)
+    assert list(record) == ["metadata", "item", "_b"] and record["_b"] == []
+    assert record["item"] == {"schedulers": [{"Cosine": (8 - 1) % 6}, {"Linear": 11 - 8}]}
+    shutil.copytree(tmp_path / "cut", tmp_path / "burn")
+    assert same_weights(fit_scheduled(checkpointing_builder(tmp_path / "cut", 3).checkpoint(2)), straight)
+
+    record["item"] = {"schedulers": [{"Cosine": 3}, {"Linear": 7}]}  # Burn's record after 4 steps
+    (tmp_path / "burn" / "checkpoint" / "scheduler-2.mpk").write_bytes(msgpack.packb(record, use_bin_type=True))
+    fit_scheduled(checkpointing_builder(tmp_path / "burn", 3).checkpoint(2))
+    logged = [float(line.split(",")[0])
+              for line in (tmp_path / "burn" / "train" / "epoch-3" / "Learning_Rate.log").read_text().splitlines()]
+    cosine = [0.5 * (1 + math.cos(i / 5 * math.pi)) for i in (4, 5, 0, 1)]  # current_iter of steps 5..8
+    linear = [1e-3 - (1e-3 - 1e-2) / 10 * left for left in (6, 5, 4, 3)]  # remaining_iters of steps 5..8
+    assert logged == pytest.approx([c * lin for c, lin in zip(cosine, linear)], rel=1e-12)
 
 
 class CkptRecorder(DefaultRecorder):

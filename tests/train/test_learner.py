@@ -17,17 +17,25 @@ import pytest
 import torch
 from lightning.pytorch.strategies import SingleDeviceStrategy
 from lightning.pytorch.trainer.states import TrainerStatus
+from torch import nn
 from torch.multiprocessing.spawn import ProcessExitedException
 
 from burnlike.optim import AdamConfig, SgdConfig
 from burnlike.record import DefaultRecorder, load_checkpoint
-from burnlike.train import FileApplicationLoggerInstaller, LearnerSummary, Split
+from burnlike.train import (
+    FileApplicationLoggerInstaller,
+    LearnerSummary,
+    LearningResult,
+    Split,
+    TrainingResult,
+)
 from burnlike.train.learner import CheckpointMoveError, Learner, TearDownSpawnedRanks
 from burnlike.train.logger import read_epochs, read_metric_log
 from burnlike.train.metric import LearningRateMetric
 from burnlike.train.metric.store import EpochEntry
 from burnlike.train.preemption import Preempted
 from burnlike.train.process_group import RankStopped
+from burnlike.train.renderer import CliMetricsRenderer
 from tests.helpers.fit import checkpointing_builder, fit, metrics_builder, same_weights
 from tests.helpers.toy import Classifier, loader
 from tests.train.helpers import valid_loss_builder
@@ -304,3 +312,12 @@ def test_any_other_error_of_a_fit_is_left_as_it_is(tmp_path, monkeypatch):
     monkeypatch.setattr(learner.trainer, "fit", fit_)
     with pytest.raises(RuntimeError, match="Connection reset by peer"):
         learner.fit(loader(64, 16))
+
+
+def test_a_result_without_a_renderer_of_its_own_holds_burns_cli_renderer():
+    """Burn's `LearningResult { model, renderer }` always has one (learner/train_val.rs): the builder's,
+    else the default, off a terminal `CliMetricsRenderer` (renderer/mod.rs `default_renderer`)."""
+    assert isinstance(TrainingResult(nn.Linear(1, 1)).renderer, CliMetricsRenderer)
+    assert isinstance(LearningResult(nn.Linear(1, 1), None, None, None).renderer, CliMetricsRenderer)
+    mine = CliMetricsRenderer()
+    assert TrainingResult(nn.Linear(1, 1), renderer=mine).renderer is mine

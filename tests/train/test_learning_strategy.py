@@ -16,7 +16,7 @@ from burnlike.data import DataLoaderBuilder
 from burnlike.data.dataloader import Progress
 from burnlike.optim import AdamConfig, GradientsParams, SgdConfig
 from burnlike.optim.adan import AdanConfig
-from burnlike.optim.lr_scheduler import StepLrSchedulerConfig
+from burnlike.optim.lr_scheduler import LinearLrSchedulerConfig, StepLrSchedulerConfig
 from burnlike.record import NamedMpkFileRecorder
 from burnlike.record.error import RecordError
 from burnlike.record.format.registry import sniff
@@ -145,7 +145,7 @@ def test_the_checkpointer_writes_burns_three_files_and_keeps_the_last_n(tmp_path
     assert len(optim) == 2 and all(set(v) == {"V1"} for v in optim.values())
     assert sorted(next(iter(v["V1"])) for v in optim.values()) == ["Rank1", "Rank2"]
     scheduler = sniff(tmp_path / "checkpoint" / "scheduler-3.mpk").load(tmp_path / "checkpoint" / "scheduler-3.mpk")
-    assert scheduler == {"iteration": 9}
+    assert scheduler is None  # Burn's record of a constant rate, `()` (burn-optim lr_scheduler/constant.rs)
 
 
 @pytest.mark.parametrize("resume", [2, "last"])
@@ -246,12 +246,18 @@ def test_a_checkpoint_loaded_onto_a_device_fills_the_model_moved_there(tmp_path)
         assert torch.equal(got, want)
 
 
-def test_a_scheduler_file_that_is_not_an_iteration_count_is_named_with_what_was_expected(tmp_path):
+def test_a_scheduler_file_that_is_not_the_schedulers_burn_record_is_named_with_what_was_expected(tmp_path):
     checkpointer, _ = trained_checkpointer(tmp_path)
-    checkpointer.recorder.record({"iteration": "one"}, tmp_path / "scheduler-1.mpk", exact_path=True)
+    checkpointer.recorder.record("one", tmp_path / "scheduler-1.mpk", exact_path=True)
     with pytest.raises(RecordError) as caught:
         checkpointer.load_checkpoint(Learner(Classifier(), AdamConfig(), 1e-2), None, 1)
-    assert str(caught.value) == f"{tmp_path / 'scheduler-1.mpk'}: expected the LR scheduler's state {{'iteration': N}}"
+    assert str(caught.value) == (f"{tmp_path / 'scheduler-1.mpk'}: not the record of ConstantLr (expected nothing "
+                                 "(null), got 'one')")
+    checkpointer.recorder.record(7, tmp_path / "scheduler-1.mpk", exact_path=True)
+    with pytest.raises(RecordError) as caught:
+        checkpointer.load_checkpoint(Learner(Classifier(), AdamConfig(), LinearLrSchedulerConfig(0.5, 0.1, 4)), None, 1)
+    assert str(caught.value) == (f"{tmp_path / 'scheduler-1.mpk'}: not the record of LinearLrScheduler (expected the "
+                                 "iterations left, an integer from 0 to 5, got 7)")
 
 
 def test_a_burn_optimizer_record_for_an_optimizer_burn_has_none_for_names_the_optimizers_that_have(tmp_path):

@@ -421,7 +421,7 @@ def test_an_evaluators_renderer_gets_each_test_steps_states_and_progress(tmp_pat
     renderer = Recorder()
     torch.manual_seed(0)
     result = (EvaluatorBuilder(tmp_path).metrics(AccuracyMetric(), LossMetric()).summary().renderer(renderer)
-              .build(Classifier()).eval("holdout", loader(40, 16)))
+              .build(Classifier()).evaluate("holdout", loader(40, 16)))
     assert result.renderer is renderer and result.trainer.progress_bar_callback is None
     kinds = [c[0] for c in renderer.calls]
     assert kinds == ["register_metric"] * 2 + ["update_test", "update_test", "render_test"] * 3 + ["on_test_end"]

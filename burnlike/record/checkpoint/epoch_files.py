@@ -3,6 +3,8 @@
 `trainer-N` with the rest of the Lightning checkpoint (loops, callbacks, metric store) so
 Lightning can resume. `trainer-N` is written last: its presence marks a complete epoch.
 
+`scheduler-N` is Burn's LR scheduler record (burn-optim `LrScheduler::Record`: nil for a constant
+rate, Noam's step count, ...; `optim.lr_scheduler`), `trainer-N` keeping torch's LambdaLR state.
 `optim-N` is Burn's optimizer record (`format.optimizer_record`: ParamId → `{"V1": {"Rank<D>":
 state}}`, the ParamIds of `model-N`) when the run has one optimizer Burn has a record for (Adam,
 AdamW, SGD, RMSProp, AdaGrad); `trainer-N` then keeps the rest of the torch optimizer's state (its
@@ -22,6 +24,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from burnlike.optim.lr_scheduler import BURN_RECORD, RECORD_FILE
 from burnlike.record.checkpoint.lightning_dict import encode_checkpoint
 from burnlike.record.checkpoint.value import decode_value
 from burnlike.record.error import RecordError
@@ -62,20 +65,29 @@ def save_parts(checkpoint: dict[str, Any], model: nn.Module, folder: AnyPath, ep
                write: bool = True, optimizers: Sequence[torch.optim.Optimizer] | None = None) -> None:
     """Move the weights, optimizer and scheduler states out of `checkpoint` into their own files
     (written when `write`: rank 0); what stays is `trainer-N`'s content. `optimizers`: the run's,
-    whose states `checkpoint` holds (`optim-N` is Burn's optimizer record when it can be)."""
+    whose states `checkpoint` holds (`optim-N` is Burn's optimizer record when it can be,
+    `scheduler-N` Burn's LR scheduler record)."""
     ext = recorder.file_extension()
     checkpoint.pop("state_dict", None)
     parts = {kind: checkpoint.pop(key, []) for kind, key in PARTS.items()}
     burn = burn_optimizer_record(parts["optim"], optimizers or (), model, recorder.burn_version)
     if burn is not None:
         checkpoint[PARTS["optim"]] = [burn[1]]
+    schedule = burn_scheduler_record(parts["scheduler"])
+    if schedule is not None:
+        checkpoint[PARTS["scheduler"]] = schedule[1]
     checkpoint["state_dict"] = {}  # the weights are in model-N
     checkpoint[FILES_KEY] = {kind: epoch_file(folder, kind, epoch, ext).name for kind in ("model", *PARTS)}
     if not write:
         return
     recorder.save_module(model, epoch_file(folder, "model", epoch, ext), durable=True)
     for kind, value in parts.items():
-        item = burn[0] if kind == "optim" and burn is not None else encode_checkpoint({PARTS[kind]: value}, recorder)
+        if kind == "optim" and burn is not None:
+            item = burn[0]
+        elif kind == "scheduler" and schedule is not None:
+            item = schedule[0]
+        else:
+            item = encode_checkpoint({PARTS[kind]: value}, recorder)
         recorder.record(item, epoch_file(folder, kind, epoch, ext), exact_path=True, durable=True)
 
 
@@ -94,6 +106,16 @@ def burn_optimizer_record(states: list[dict[str, Any]], optimizers: Sequence[tor
     item, extra = state_to_record(state, name, table, version, lazy=True)
     rest = {k: v for k, v in states[0].items() if k != "state"}
     return item, {"state": extra, **rest, BURN_OPTIM: {"optimizer": name, "params": [e.as_list() for e in table]}}
+
+
+def burn_scheduler_record(states: Any) -> tuple[Any, list[dict[str, Any]]] | None:
+    """`(Burn's LR scheduler record item, what trainer-N keeps)` for a run with a constant rate (Burn's
+    `()` record: nil) or one Burn schedule (`BurnLambdaLR`'s state carries its record); else None."""
+    if states == []:
+        return None, []
+    if isinstance(states, list) and len(states) == 1 and isinstance(states[0], dict) and BURN_RECORD in states[0]:
+        return states[0][BURN_RECORD], [{k: v for k, v in states[0].items() if k != BURN_RECORD}]
+    return None
 
 
 def join_optimizer_state(kept: dict[str, Any], item: Any, path: AnyPath, trainer: AnyPath) -> dict[str, Any]:
@@ -134,6 +156,10 @@ def join_parts(checkpoint: dict[str, Any], path: AnyPath) -> dict[str, Any]:
         if kind == "optim" and isinstance(kept, list) and len(kept) == 1 and isinstance(kept[0], dict) \
                 and BURN_OPTIM in kept[0]:  # Burn's optimizer record
             checkpoint[key] = [join_optimizer_state(kept[0], registry.sniff(part).load(part), part, path)]
+            continue
+        if kind == "scheduler" and isinstance(kept, list):  # Burn's LR scheduler record
+            record = registry.sniff(part).load(part)
+            checkpoint[key] = [{**state, BURN_RECORD: record, RECORD_FILE: str(part)} for state in kept]
             continue
         value = decode_value(registry.sniff(part).load(part), str(part))
         if not isinstance(value, dict) or key not in value:
