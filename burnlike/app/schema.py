@@ -109,6 +109,10 @@ class LearnerConfig:
     # Burn's device strategy over trainer.accelerator/devices/num_nodes (null: trainer.strategy decides)
     strategy: str | None = None  # single | multi | multi_sharded | ddp
     cuda_graph: bool = False  # LearnerBuilder.cuda_graph(): capture the train step in a CUDA graph (eager without CUDA)
+    # seconds a collective waits for the other ranks before the process group fails (DDP, FSDP); null: torch's 30 min
+    dist_timeout: float | None = None
+    # the run dir's .lock: another job's lock without a heartbeat for this many seconds is stale (0: no lock)
+    lock_timeout: float = 120.0
 
 
 @config
