@@ -2,7 +2,8 @@
 tests/train/metric/): a regressor with Burn 0.20's `inference_step`, a token-successor sequence
 model, a regressor that records the items of each batch (and its loaders), a classifier without parameters, the learner builders several files fit with, feeding a
 metric one epoch, a metric store from a dict of epoch values, a bare checkpoint file, the
-messages logged to `burnlike.train` and an evaluation renderer that keeps the metric states it gets."""
+messages logged to `burnlike.train`, an evaluation renderer that keeps the metric states it gets and
+a recorder with its own extension and file names."""
 
 from __future__ import annotations
 
@@ -212,3 +213,15 @@ class StateLog(MetricsRendererEvaluation):
 
     def render_test(self, item: EvaluationProgress, progress_indicators: list[ProgressType]) -> None:
         pass
+
+
+class OwnNamesRecorder(DefaultRecorder):
+    """A user's recorder with its own (dotted) extension, Burn's `FileRecorder::file_extension`, and
+    its own file names: `path_for` (which a subclass may override) prefixes them with `run-`."""
+
+    def file_extension(self) -> str:
+        return "ckpt.burn"
+
+    def path_for(self, path):
+        named = super().path_for(path)
+        return named.with_name(f"run-{named.name}")

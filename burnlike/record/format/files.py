@@ -58,15 +58,6 @@ def open_record(path: AnyPath) -> Iterator[tuple[IO[bytes], int]]:
         yield f, info.st_size
 
 
-def read_head(path: str | os.PathLike[str], n: int) -> bytes:
-    """The first `n` bytes of a regular file (b"" for anything else), to tell its format."""
-    try:
-        with open_record(Path(path)) as (f, _):
-            return f.read(n)
-    except RecordError:
-        return b""
-
-
 def atomic_write(path: AnyPath, write: Callable[[IO[bytes]], None] | bytes, size: int = 0, *,
                  durable: bool = False) -> None:
     """Write via a temp file in the same folder, then rename over `path`: a crash or SIGKILL of the

@@ -40,7 +40,6 @@ from burnlike.record.format.files import (
     WritebackFile,
     atomic_write,
     gunzip,
-    read_head,
     remove_stale_temps,
 )
 from burnlike.record.tensor.tensor_data import tensor_to_data
@@ -480,15 +479,6 @@ def test_fallocate_takes_64_bit_sizes_and_a_guess_never_outlives_the_write(tmp_p
     assert (tmp_path / "over").read_bytes() == b"abc"
     assert (tmp_path / "under").read_bytes() == b"x" * 5000
     assert (tmp_path / "none").read_bytes() == b"abc"
-
-
-# --- reading ---
-
-
-def test_read_head_is_the_first_n_bytes_of_a_file(tmp_path):
-    path = tmp_path / "f.bin"
-    path.write_bytes(bytes(range(200)))
-    assert read_head(path, 4) == bytes(range(4))
 
 
 # --- gzip ---
