@@ -229,7 +229,85 @@ class DataLoaderBuilder(Generic[T]):
         return ResumableDataLoader(dataset, shuffle_seed=self._seed, device=self._batch_device, **kwargs)
 
 
-class ResumableDataLoader(DataLoader[T]):
+class EpochStream(Generic[T]):
+    """Epochs of `size` batches cut from one stream of passes (`epoch_batches`): epoch e is batches
+    `e * size .. (e + 1) * size` of the passes one after another. The stream is kept between epochs,
+    so an epoch that follows the last one continues it; any other start (a resume, an epoch cut
+    short) starts the pass holding that batch, past the batches before it."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._batches: Iterator[T] | None = None
+        self._pass = 0
+        self._position = -1  # the stream's next batch; -1: no stream yet
+
+    def epoch(self, epoch: int, skip: int, pass_length: int,
+              start_pass: Callable[[int, int], Iterator[T]]) -> Iterator[T]:
+        """Epoch `epoch`'s batches past its first `skip`; `start_pass(n, k)` starts pass n past k
+        batches. Lazy: nothing is drawn before the first batch is asked for (Lightning tells the
+        sampler its epoch after `iter()`; the pass's own number must be the last word)."""
+        if pass_length < 1:
+            raise ValueError("epoch_batches: the data loader has no batches to make epochs of")
+        target = epoch * self.size + skip
+        for _ in range(self.size - skip):
+            if self._batches is None or self._position != target:  # not where the stream is: start there
+                self._pass, offset = divmod(target, pass_length)
+                self._batches, self._position = start_pass(self._pass, offset), target
+            batch = next(self._batches, _END)
+            if batch is _END:  # the pass is over: the next one, in its own order
+                self._pass += 1
+                self._batches = start_pass(self._pass, 0)
+                batch = next(self._batches)
+            self._position = target = target + 1
+            yield batch
+
+
+_END: Any = object()
+
+
+class StreamEpochs(Generic[T]):
+    """What `set_epoch_batches` gives a loader: epochs of n batches of an `EpochStream` of its passes.
+    The loader provides `_pass_length()` (the batches of a whole pass) and `_pass_at(number, skip)`
+    (pass `number` past its first `skip` batches); `start_epoch`/`skip`/`_passes` are its resume state."""
+
+    start_epoch: int
+    skip: int
+    _passes: int
+    epoch_batches: int | None = None
+    _stream: EpochStream[T] | None = None
+
+    def set_epoch_batches(self, batches: int | None) -> None:
+        """Epochs of `batches` batches each, cut from one stream of passes over the data: an epoch
+        continues where the last one stopped (a pass that ends mid-epoch is followed by the next
+        pass, in its own order), so no batch is seen twice before a whole pass is done. None: an
+        epoch is a pass (the default). `resume_at(epoch, skip)` then starts at batch
+        `epoch * batches + skip` of the stream."""
+        self.epoch_batches = _epoch_batches(batches)
+        self._stream = EpochStream(self.epoch_batches) if self.epoch_batches is not None else None
+
+    def _stream_epoch(self) -> Iterator[T]:
+        """The next epoch of the stream; counted when its first batch is asked for, not at `iter()`
+        (Lightning calls `iter()` once to check a loader that is not a DataLoader)."""
+        assert self._stream is not None
+        first = self._passes == 0
+        self._passes += 1
+        yield from self._stream.epoch(self.start_epoch + self._passes - 1, self.skip if first else 0,
+                                      self._pass_length(), self._pass_at)
+
+    def _pass_length(self) -> int:
+        raise NotImplementedError
+
+    def _pass_at(self, number: int, skip: int) -> Iterator[T]:
+        raise NotImplementedError
+
+
+def _epoch_batches(batches: int | None) -> int | None:
+    if batches is not None and (isinstance(batches, bool) or not isinstance(batches, int) or batches < 1):
+        raise ValueError(f"epoch_batches must be None or an integer >= 1, got {batches!r}")
+    return batches
+
+
+class ResumableDataLoader(DataLoader[T], StreamEpochs[T]):
     """The DataLoader `DataLoaderBuilder.build` returns: a plain DataLoader that can also start at
     any epoch and batch (`resume_at`), so a run resumed from a checkpoint sees the orders and the
     batches the uninterrupted run saw, in one process or several.
@@ -255,25 +333,14 @@ class ResumableDataLoader(DataLoader[T]):
         self.start_epoch, self.skip, self.shuffle_seed = start_epoch, skip, shuffle_seed
         self._passes = 0
         self._skip_now = 0
-        self.epoch_batches: int | None = None
-        self._stream: EpochStream[T] | None = None
         self.set_epoch_batches(epoch_batches)
 
     def resume_at(self, epoch: int, skip: int = 0) -> None:
         """Start the next pass at epoch `epoch` (0-based), past its first `skip` batches."""
         self.start_epoch, self.skip, self._passes = epoch, skip, 0
 
-    def set_epoch_batches(self, batches: int | None) -> None:
-        """Epochs of `batches` batches each, cut from one stream of passes over the data: an epoch
-        continues where the last one stopped (a pass that ends mid-epoch is followed by the next
-        pass, in its own order), so no batch is seen twice before a whole pass is done. None: an
-        epoch is a pass (the default). `resume_at(epoch, skip)` then starts at batch
-        `epoch * batches + skip` of the stream."""
-        self.epoch_batches = _epoch_batches(batches)
-        self._stream = EpochStream(self.epoch_batches) if self.epoch_batches is not None else None
-
     def __len__(self) -> int:
-        return self.epoch_batches if self.epoch_batches is not None else super().__len__()
+        return self.epoch_batches if self.epoch_batches is not None else self._pass_length()
 
     def __iter__(self) -> Iterator[T]:  # type: ignore[override]
         if self._stream is not None:
@@ -284,14 +351,8 @@ class ResumableDataLoader(DataLoader[T]):
             position_sampler(self.sampler, self.start_epoch)
         return self._pass(self.skip if first else 0)
 
-    def _stream_epoch(self) -> Iterator[T]:
-        """The next epoch of the stream; counted when its first batch is asked for, not at `iter()`
-        (Lightning calls `iter()` once to check a loader that is not a DataLoader)."""
-        assert self._stream is not None
-        first = self._passes == 0
-        self._passes += 1
-        yield from self._stream.epoch(self.start_epoch + self._passes - 1, self.skip if first else 0,
-                                      super().__len__(), self._pass_at)
+    def _pass_length(self) -> int:
+        return DataLoader.__len__(self)
 
     def _pass_at(self, number: int, skip: int) -> Iterator[T]:
         position_sampler(self.sampler, number)
@@ -368,43 +429,7 @@ class _Skipping:
         return len(self.batches)  # Lightning counts an epoch's batches from the loader, skipped ones too
 
 
-class EpochStream(Generic[T]):
-    """Epochs of `size` batches cut from one stream of passes (`epoch_batches`): epoch e is batches
-    `e * size .. (e + 1) * size` of the passes one after another. The stream is kept between epochs,
-    so an epoch that follows the last one continues it; any other start (a resume, an epoch cut
-    short) starts the pass holding that batch, past the batches before it."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self._batches: Iterator[T] | None = None
-        self._pass = 0
-        self._position = -1  # the stream's next batch; -1: no stream yet
-
-    def epoch(self, epoch: int, skip: int, pass_length: int,
-              start_pass: Callable[[int, int], Iterator[T]]) -> Iterator[T]:
-        """Epoch `epoch`'s batches past its first `skip`; `start_pass(n, k)` starts pass n past k
-        batches. Lazy: nothing is drawn before the first batch is asked for (Lightning tells the
-        sampler its epoch after `iter()`; the pass's own number must be the last word)."""
-        if pass_length < 1:
-            raise ValueError("epoch_batches: the data loader has no batches to make epochs of")
-        target = epoch * self.size + skip
-        for _ in range(self.size - skip):
-            if self._batches is None or self._position != target:  # not where the stream is: start there
-                self._pass, offset = divmod(target, pass_length)
-                self._batches, self._position = start_pass(self._pass, offset), target
-            batch = next(self._batches, _END)
-            if batch is _END:  # the pass is over: the next one, in its own order
-                self._pass += 1
-                self._batches = start_pass(self._pass, 0)
-                batch = next(self._batches)
-            self._position = target = target + 1
-            yield batch
-
-
-_END: Any = object()
-
-
-class EpochsOf(Generic[T]):
+class EpochsOf(StreamEpochs[T]):
     """Any sized iterable of batches (a plain `DataLoader`) in epochs of `batches` batches of one
     stream of its passes, as `set_epoch_batches` makes them for `DataLoaderBuilder`'s loaders. Each
     pass is the loader's own (its order is its own); a start mid-pass skips by loading. One process
@@ -416,13 +441,7 @@ class EpochsOf(Generic[T]):
                             f"{type(loader).__name__} has none")
         self.loader = loader
         self.start_epoch = self.skip = self._passes = 0
-        self.epoch_batches: int | None = None
-        self._stream: EpochStream[T] | None = None
         self.set_epoch_batches(batches)
-
-    def set_epoch_batches(self, batches: int | None) -> None:
-        self.epoch_batches = _epoch_batches(batches)
-        self._stream = EpochStream(self.epoch_batches) if self.epoch_batches is not None else None
 
     def resume_at(self, epoch: int, skip: int = 0) -> None:
         self.start_epoch, self.skip, self._passes = epoch, skip, 0
@@ -437,12 +456,8 @@ class EpochsOf(Generic[T]):
         self._passes += 1
         return itertools.islice(iter(self.loader), self.skip if first else 0, None)
 
-    def _stream_epoch(self) -> Iterator[T]:
-        assert self._stream is not None
-        first = self._passes == 0
-        self._passes += 1
-        yield from self._stream.epoch(self.start_epoch + self._passes - 1, self.skip if first else 0,
-                                      len(self.loader), self._pass_at)
+    def _pass_length(self) -> int:
+        return len(self.loader)
 
     def _pass_at(self, number: int, skip: int) -> Iterator[T]:
         return itertools.islice(iter(self.loader), skip, None)
@@ -455,12 +470,6 @@ def epochs_of(loader: Any, batches: int) -> Any:
         loader.set_epoch_batches(batches)
         return loader
     return EpochsOf(loader, batches)
-
-
-def _epoch_batches(batches: int | None) -> int | None:
-    if batches is not None and (isinstance(batches, bool) or not isinstance(batches, int) or batches < 1):
-        raise ValueError(f"epoch_batches must be None or an integer >= 1, got {batches!r}")
-    return batches
 
 
 def position_sampler(sampler: Any, epoch: int, seed: int | None = None) -> None:
@@ -503,7 +512,7 @@ def epoch_seed(seed: int, epoch: int) -> int:
     return seed if epoch == 0 else (seed * 0x9E3779B97F4A7C15 + epoch * 0xBF58476D1CE4E5B9) % (1 << 63)
 
 
-class DeviceDataLoader(Generic[T]):
+class DeviceDataLoader(StreamEpochs[T]):
     """The whole dataset as one batch on a device, served in batches by indexing there.
 
     The order comes from the same `RandomSampler` (same generator, same draws each epoch) the host
@@ -539,17 +548,10 @@ class DeviceDataLoader(Generic[T]):
         self.drop_last = drop_last
         self.shuffle_seed = shuffle_seed
         self.start_epoch = self.skip = self._passes = 0
-        self.epoch_batches: int | None = None
-        self._stream: EpochStream[T] | None = None
 
     def resume_at(self, epoch: int, skip: int = 0) -> None:
         """As `ResumableDataLoader.resume_at`: the next pass is epoch `epoch`'s, past `skip` batches."""
         self.start_epoch, self.skip, self._passes = epoch, skip, 0
-
-    def set_epoch_batches(self, batches: int | None) -> None:
-        """As `ResumableDataLoader.set_epoch_batches`: epochs of `batches` batches of one stream of passes."""
-        self.epoch_batches = _epoch_batches(batches)
-        self._stream = EpochStream(self.epoch_batches) if self.epoch_batches is not None else None
 
     # Burn's DataLoader trait ---------------------------------------------------------------------
     def iter(self) -> DataLoaderIterator[T]:
@@ -597,13 +599,6 @@ class DeviceDataLoader(Generic[T]):
         if first and (self.start_epoch or self.skip):
             position_sampler(self.sampler, self.start_epoch)
         return self._pass(self.skip if first else 0)
-
-    def _stream_epoch(self) -> Iterator[T]:
-        assert self._stream is not None
-        first = self._passes == 0
-        self._passes += 1
-        yield from self._stream.epoch(self.start_epoch + self._passes - 1, self.skip if first else 0,
-                                      self._pass_length(), self._pass_at)
 
     def _pass_at(self, number: int, skip: int) -> Iterator[T]:
         position_sampler(self.sampler, number)
