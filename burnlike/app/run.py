@@ -60,6 +60,8 @@ def validate(cfg: DictConfig) -> None:
          f"null or one of {list(STRATEGIES)}"),
         ("trainer.matmul_precision", cfg.trainer.matmul_precision, lambda v: v is None or v in MATMUL_PRECISIONS,
          f"null or one of {list(MATMUL_PRECISIONS)}"),
+        ("learner.dist_timeout", cfg.learner.dist_timeout, lambda v: v is None or v > 0, "null or seconds > 0"),
+        ("learner.lock_timeout", cfg.learner.lock_timeout, lambda v: v >= 0, "seconds >= 0 (0: no lock)"),
     ]
     for key, value, ok, expected in checks:
         if not ok(value):  # type: ignore[no-untyped-call]
@@ -217,12 +219,26 @@ def run(cfg: DictConfig, artifact_dir: str | Path | None = None) -> float:
     """Train as configured; return `cfg.optimized_metric`'s best epoch value (for sweepers)."""
     validate(cfg)
     check_devices(cfg)
-    import burnlike
-    from burnlike.app.data import DataConfigError, build_loaders
-
     local = Path(artifact_dir) if artifact_dir is not None else output_dir()  # Hydra's run dir (or the caller's)
     artifact = as_path(cfg.artifacts) if cfg.get("artifacts") else local
     artifact.mkdir(parents=True, exist_ok=True)
+    with run_dir_lock(artifact, cfg.learner.lock_timeout):
+        return train(cfg, local, artifact)
+
+
+def run_dir_lock(artifact: AnyPath, timeout: float) -> contextlib.AbstractContextManager[object]:
+    """The job's hold on its artifact dir (`burnlike.app.lock`): taken by the job's rank zero, the
+    other ranks of the job share the dir; none when `learner.lock_timeout` is 0."""
+    from burnlike.app.lock import RunDirLock
+
+    return RunDirLock(artifact, timeout) if timeout > 0 and is_rank_zero() else contextlib.nullcontext()
+
+
+def train(cfg: DictConfig, local: Path, artifact: AnyPath) -> float:
+    """`run` once the config is checked and the artifact dir is this job's."""
+    import burnlike
+    from burnlike.app.data import DataConfigError, build_loaders
+
     if is_rank_zero():  # Burn's `config.save(...)` on the composed AppConfig (a burnlike @config)
         getattr(OmegaConf.to_object(cfg), "save")(artifact / "config.json")  # noqa: B009 - an @config method
     burnlike.seed(cfg.seed)
@@ -288,8 +304,16 @@ def run(cfg: DictConfig, artifact_dir: str | Path | None = None) -> float:
         learner = builder.build(model, getattr(optimizer, "init")(), lr)  # noqa: B009
     except (ValueError, TypeError) as e:  # Lightning's Trainer rejects an argument (MisconfigurationException too)
         raise AppConfigError(trainer_error(cfg, e)) from e
+    if cfg.learner.dist_timeout is not None:
+        from burnlike.train.strategy import set_process_group_timeout
+
+        set_process_group_timeout(learner.trainer.strategy, float(cfg.learner.dist_timeout))
+    from burnlike.train.learner import CheckpointMoveError
+
     try:
         learner.resume_path(warn=False)  # fit warns (once) about what it skips
+    except CheckpointMoveError as e:
+        raise AppConfigError(f"learner.checkpoint={cfg.learner.checkpoint}: {e}") from e
     except (FileNotFoundError, ValueError) as e:
         raise AppConfigError(resume_error(cfg, artifact, e)) from e
     tracker = MetricTracker(str(cfg.optimized_metric), artifact / "result.json", learner.module.store, learner.trainer)

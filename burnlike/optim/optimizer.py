@@ -21,7 +21,7 @@ from burnlike.optim.grads import GradientsParams
 
 @config
 class WeightDecayConfig:
-    penalty: float
+    penalty: float  # the L2 factor: penalty * weight is added to each gradient
 
 
 @config
@@ -30,9 +30,9 @@ class MomentumConfig:
     momentum·velocity (the first step: grad), and with `nesterov` the update is grad +
     momentum·velocity. Nesterov works with any dampening, Burn's default 0.1 included."""
 
-    momentum: float = 0.9
-    dampening: float = 0.1
-    nesterov: bool = False
+    momentum: float = 0.9  # the velocity's decay factor
+    dampening: float = 0.1  # the share of the gradient kept out of the velocity
+    nesterov: bool = False  # Nesterov's update: grad + momentum * velocity
 
 
 @config
@@ -48,7 +48,7 @@ class GradientClippingConfig:
     optimizer config's clipping runs (eager steps, Burn's accumulation, the CUDA-graph step)."""
 
     kind: str = "norm"  # "norm" | "value" | "global_norm"
-    threshold: float = 1.0
+    threshold: float = 1.0  # the bound: the gradient's norm (kind=norm), the joint norm (global_norm) or each value (kind=value)
 
     @classmethod
     def Value(cls, threshold: float) -> GradientClippingConfig:  # noqa: N802 - Burn's variant name
@@ -124,11 +124,13 @@ class OptimizerConfig:
 
 @config
 class AdamConfig(OptimizerConfig):
-    beta_1: float = 0.9
-    beta_2: float = 0.999
-    epsilon: float = 1e-5
-    amsgrad: bool = False
+    beta_1: float = 0.9  # decay rate of the gradient's running mean (first moment)
+    beta_2: float = 0.999  # decay rate of the squared gradient's running mean (second moment)
+    epsilon: float = 1e-5  # added to the denominator for stability (Burn's 1e-5; torch's Adam uses 1e-8)
+    amsgrad: bool = False  # AMSGrad: divide by the largest second moment seen so far
+    # null, or {penalty: x}: an L2 penalty added to the gradient
     weight_decay: WeightDecayConfig | None = None
+    # null, or {kind: norm|value, threshold: x}: clip each parameter's gradient
     grad_clipping: GradientClippingConfig | None = None
 
     def torch_optimizer(self, params: Iterable[Any], lr: float) -> torch.optim.Optimizer:
@@ -144,13 +146,15 @@ class AdamWConfig(OptimizerConfig):
     parameters with fewer dimensions get no weight decay. 2 is nanoGPT's and GPT-2's rule (matmul
     weights and embeddings decay; biases and norm gains don't); null is Burn's (every parameter)."""
 
-    beta_1: float = 0.9
-    beta_2: float = 0.999
-    epsilon: float = 1e-5
-    weight_decay: float = 1e-4
-    amsgrad: bool = False
-    cautious_weight_decay: bool = False
+    beta_1: float = 0.9  # decay rate of the gradient's running mean (first moment)
+    beta_2: float = 0.999  # decay rate of the squared gradient's running mean (second moment)
+    epsilon: float = 1e-5  # added to the denominator for stability
+    weight_decay: float = 1e-4  # decoupled decay: each step shrinks the weights by lr * weight_decay
+    amsgrad: bool = False  # AMSGrad: divide by the largest second moment seen so far
+    cautious_weight_decay: bool = False  # Burn 0.19: decay only where the weight and the update agree in sign
+    # null, or {kind: norm|value, threshold: x}: clip each parameter's gradient
     grad_clipping: GradientClippingConfig | None = None
+    # null: every parameter decays (Burn's); 2: only tensors of 2+ dims (nanoGPT: no decay on biases and norms)
     weight_decay_min_ndim: int | None = dataclasses.field(default=None, metadata={BURNLIKE_ONLY: True})
 
     def torch_optimizer(self, params: Iterable[Any], lr: float) -> torch.optim.Optimizer:
@@ -188,8 +192,11 @@ def decay_groups(params: Iterable[Any], weight_decay: float, min_ndim: int | Non
 
 @config
 class SgdConfig(OptimizerConfig):
+    # null, or {penalty: x}: an L2 penalty added to the gradient
     weight_decay: WeightDecayConfig | None = None
+    # null (plain SGD), or {momentum, dampening, nesterov}: Burn's momentum
     momentum: MomentumConfig | None = None
+    # null, or {kind: norm|value, threshold: x} (Burn's SGD spells it so)
     gradient_clipping: GradientClippingConfig | None = None
 
     @property

@@ -39,6 +39,7 @@ from burnlike.train.logger import ApplicationLogger, ApplicationLoggerInstaller,
 from burnlike.train.metric.base import Metric
 from burnlike.train.module import StepModule
 from burnlike.train.preemption import Preemption, RandomState
+from burnlike.train.process_group import Peers
 from burnlike.train.profiler import NoProfiler
 from burnlike.train.quiet import quiet_lightning
 from burnlike.train.renderer import MetricsRendererTraining, progress_display
@@ -311,6 +312,7 @@ class LearnerBuilder:
             callbacks.append(Preemption(functools.partial(checkpoint_path, self.artifact_dir, extension=extension,
                                                           kind=PREEMPTED)))
             callbacks.append(RandomState())
+        callbacks.append(Peers())  # names a rank that died mid-fit (burnlike.train.process_group)
         callbacks += [s.to_callback() for s in self._early_stopping]
         if self._interrupter is not None:
             callbacks.append(InterrupterCallback(self._interrupter))

@@ -67,6 +67,12 @@ PAGES = [
 ]
 
 
+# A recorder's format hooks (how its bytes are written and parsed, `type_args` of its Burn type name) are
+# for the record package itself: the reference shows a recorder's user-facing methods only.
+FORMAT_HOOKS = ("encode", "decode", "write", "read", "parse", "size_hint", "type_args")
+RECORD_OPTIONS = f'    options:\n      filters: ["!^_", "!^({"|".join(FORMAT_HOOKS)})$"]\n'
+
+
 def _modules(module: griffe.Module):  # type: ignore[no-untyped-def]
     yield module
     for sub in module.modules.values():
@@ -144,7 +150,7 @@ def markdown(page: Page) -> str:
             except KeyError:
                 out.append(_value_entry(path, name))
                 continue
-            out.append(f"::: {path}.{name}\n")
+            out.append(f"::: {path}.{name}\n" + (RECORD_OPTIONS if path.startswith("burnlike.record") else ""))
     for path in page.whole:
         out.append(f"## `{path}`\n")
         out.append(f"::: {path}\n    options:\n      show_root_heading: false\n      heading_level: 3\n")
