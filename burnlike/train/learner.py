@@ -18,6 +18,7 @@ from torch import nn
 
 from burnlike.data.dataloader import epochs_of
 from burnlike.record.checkpoint.lightning_dict import is_checkpoint
+from burnlike.record.checkpoint.protocol import EpochCheckpoint
 from burnlike.record.checkpoint.shard_folder import is_sharded_checkpoint, read_training_state
 from burnlike.record.format import registry
 from burnlike.record.format.location import AnyPath
@@ -29,9 +30,9 @@ from burnlike.train.logger import (
     install_application_logger,
     remove_experiment_log,
 )
-from burnlike.train.module import STORE_RESULT, StepModule
+from burnlike.train.module import StepModule
 from burnlike.train.plot import plot_metrics
-from burnlike.train.preemption import BATCHES_DONE, SIGNALS, Preempted, SkipFirst
+from burnlike.train.preemption import SIGNALS, Preempted, SkipFirst
 from burnlike.train.process_group import Peers, RankStopped, end_at_exit, is_collective_failure
 from burnlike.train.quiet import resuming_exactly
 from burnlike.train.renderer.cli import CliMetricsRenderer
@@ -227,9 +228,6 @@ class Learner(components.Learner):
                 except Exception as e:
                     self._rank_stopped(e)
                     raise
-            stored = self.trainer.callback_metrics.pop(STORE_RESULT, None)
-            if isinstance(stored, dict) and not self.module.store.epochs_stored():  # spawned: the processes had it
-                self.module.store.load_state_dict(stored)
             log.info("training finished at epoch %d", self.trainer.current_epoch)
         finally:
             if handler is not None:
@@ -271,15 +269,15 @@ def resumes_exactly(loader: Iterable[Any]) -> bool:
 
 def resume_point(path: AnyPath) -> tuple[int, int]:
     """(whole epochs done, batches of the next epoch done) at a checkpoint: an epoch's end saves
-    `epoch` = its 0-based index; a mid-epoch one also `BATCHES_DONE`."""
+    `epoch` = its 0-based index; a mid-epoch one also `EpochCheckpoint.batches_done`."""
     if path.is_dir():  # a sharded checkpoint (ShardedStrategy)
         state = read_training_state(path)
-        epoch, done = state.get("epoch"), state.get(BATCHES_DONE)
+        epoch, done = state.get("epoch"), EpochCheckpoint.from_dict(state).batches_done
     else:
         with registry.sniff(path).scan(path) as (_, item):
             if not is_checkpoint(item):
                 return 0, 0
-            epoch, done = item.get("epoch"), item.get(BATCHES_DONE)
+            epoch, done = item.get("epoch"), EpochCheckpoint.from_dict(item).batches_done
     epoch = epoch if isinstance(epoch, int) else 0
     if isinstance(done, int) and done > 0:
         return epoch, done
@@ -317,8 +315,32 @@ class _TornDownOnError:
             raise
 
 
+@dataclass(frozen=True)
+class SpawnedResult:
+    """What rank 0's process sends back besides Lightning's own results: the metric store's state,
+    so the summary and the result in the process that called fit hold the epochs."""
+
+    metric_store: dict[str, Any]
+
+
 class TearDownSpawnedRanks(_MultiProcessingLauncher):
-    """Lightning's ddp_spawn launcher whose ranks end their fit as `_TornDownOnError` does."""
+    """Lightning's ddp_spawn launcher whose ranks end their fit as `_TornDownOnError` does, and
+    whose rank 0 sends the metric store back (`SpawnedResult`)."""
+
+    EXTRA = "burnlike"  # SpawnedResult's key in Lightning's extra results
+
+    def get_extra_results(self, trainer: L.Trainer) -> dict[str, Any]:
+        extra = super().get_extra_results(trainer)
+        module = trainer.lightning_module
+        if isinstance(module, StepModule):
+            extra[self.EXTRA] = SpawnedResult(module.store.state_dict())
+        return extra
+
+    def update_main_process_results(self, trainer: L.Trainer, extra: dict[str, Any]) -> None:
+        super().update_main_process_results(trainer, extra)
+        result, module = extra.get(self.EXTRA), trainer.lightning_module
+        if isinstance(result, SpawnedResult) and isinstance(module, StepModule) and not module.store.epochs_stored():
+            module.store.load_state_dict(result.metric_store)
 
     def _wrapping_function(self, process_idx: int, trainer: L.Trainer | None, function: Callable[..., Any],
                            *rest: Any) -> None:

@@ -24,14 +24,13 @@ from burnlike.autodiff import Gradients
 from burnlike.optim.lbfgs import LBFGSConfig
 from burnlike.optim.lr_scheduler import LrScheduler
 from burnlike.optim.optimizer import Optimizer, OptimizerConfig, TorchOptimizerFactory, as_optimizer
-from burnlike.record.checkpoint.epoch_files import MODEL_FILE
+from burnlike.record.checkpoint.protocol import EpochCheckpoint
 from burnlike.record.checkpoint.weights import load_weights
 from burnlike.train.components import LrOrScheduler
 from burnlike.train.graph_step import CudaGraphConfig, GraphStep, ManualStep, StepHost, host_lr
 from burnlike.train.metric.base import Metric, MetricContext
 from burnlike.train.metric.store import EpochEntry, MetricStore, Split
 from burnlike.train.output import NONE, Adaptor
-from burnlike.train.preemption import BATCHES_DONE
 from burnlike.train.quiet import ignore_not_resumable, quiet_lightning
 from burnlike.train.sharded import ShardedStrategy, shard_model
 from burnlike.train.step import (
@@ -48,9 +47,6 @@ log = logging.getLogger("burnlike.train")
 
 
 _PLAIN_ATTRS = frozenset({"_current_fx_name", "_metered"})
-_HISTORY_KEY = "burn_epoch_history"  # the train epoch under way, per rank (mid-epoch checkpoints)
-STORE_RESULT = "burnlike/store"  # trainer.callback_metrics key: the store, back from spawned processes
-_STORE_KEY = "burnlike_metric_store"  # the store's state inside Lightning checkpoints
 
 
 class MetricInputError(TypeError):
@@ -271,13 +267,6 @@ class StepModule(StepHost):
             return
         super().on_validation_model_zero_grad()
 
-    def on_train_end(self) -> None:
-        # ddp_spawn sends the process that called fit the weights and `callback_metrics` only: the
-        # store rides along (plain floats), so its summary and results hold the epochs (`Learner.fit`
-        # takes it out again); a fit in this process leaves callback_metrics to Lightning's values
-        if getattr(self.trainer.strategy.launcher, "_start_method", None) is not None:
-            self.trainer.callback_metrics[STORE_RESULT] = self.store.state_dict()  # type: ignore[assignment]
-
     # Epoch ends --------------------------------------------------------------------------------
     def on_validation_epoch_start(self) -> None:
         """The validation at a train epoch's end runs before that epoch ends: its train values are
@@ -312,16 +301,16 @@ class StepModule(StepHost):
         self.store.end_epoch(Split(split), epoch, entries)
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        checkpoint[_STORE_KEY] = self.store.state_dict()
-        checkpoint[_HISTORY_KEY] = self._train_history()
+        EpochCheckpoint(metric_store=self.store.state_dict(), epoch_history=self._train_history()).add_to(checkpoint)
         if self.graph_step is not None:
             host_lr(checkpoint)
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        self.store.load_state_dict(checkpoint.get(_STORE_KEY, {}))
-        if checkpoint.get(BATCHES_DONE):  # a mid-epoch checkpoint: the epoch's steps so far count too
-            self._restore_train_history(checkpoint.get(_HISTORY_KEY) or {})
-        model_file = checkpoint.pop(MODEL_FILE, None)
+        saved = EpochCheckpoint.from_dict(checkpoint)
+        self.store.load_state_dict(saved.metric_store or {})
+        if saved.batches_done:  # a mid-epoch checkpoint: the epoch's steps so far count too
+            self._restore_train_history(saved.epoch_history or {})
+        model_file = EpochCheckpoint.take_model_file(checkpoint)
         if model_file is not None:  # Burn's per-epoch layout: the weights are a module record
             load_weights(self.model, model_file)
             checkpoint["state_dict"] = self.state_dict()

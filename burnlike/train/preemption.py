@@ -7,7 +7,7 @@ Lightning has installed its own (`on_train_start`) and chain to them, so Lightni
 (`SLURMEnvironment(auto_requeue=True)`: `scontrol requeue` on SIGUSR1) still runs.
 
 A mid-epoch checkpoint also records how many batches of its epoch were trained
-(`BATCHES_DONE`); the Learner skips that many on resume, so a deterministic loader (no shuffle,
+(`EpochCheckpoint.batches_done`); the Learner skips that many on resume, so a deterministic loader (no shuffle,
 or a seeded sampler) continues exactly where the run stopped.
 """
 
@@ -25,12 +25,12 @@ from typing import Any
 import lightning as L
 import torch
 
+from burnlike.record.checkpoint.protocol import EpochCheckpoint
 from burnlike.record.format.location import AnyPath
 
 log = logging.getLogger("burnlike.train")
 
 SIGNALS = (signal.SIGTERM, signal.SIGUSR1) if hasattr(signal, "SIGUSR1") else (signal.SIGTERM,)
-BATCHES_DONE = "burn_batches_done"  # in a mid-epoch checkpoint: batches of its epoch already trained
 
 Handler = Callable[[int, FrameType | None], Any] | int | signal.Handlers | None
 
@@ -143,8 +143,7 @@ class Preemption(L.Callback):
 
     def on_save_checkpoint(self, trainer: L.Trainer, pl_module: L.LightningModule,
                            checkpoint: dict[str, Any]) -> None:
-        if self._batches_done is not None:
-            checkpoint[BATCHES_DONE] = self._batches_done
+        EpochCheckpoint(batches_done=self._batches_done).add_to(checkpoint)
 
     def teardown(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
         self._trainer = None
@@ -188,8 +187,6 @@ class RandomState(L.Callback):
     step, past the draws Lightning's restart makes (a fresh loader iterator), or after the
     validation a save during validation makes the resumed run repeat."""
 
-    KEY = "burn_rng_state"
-
     def __init__(self) -> None:
         self._pending: dict[str, Any] | None = None
 
@@ -204,14 +201,15 @@ class RandomState(L.Callback):
             state["numpy"] = np.random.get_state()
         except ImportError:  # pragma: no cover - numpy comes with torch's usual installs
             pass
-        checkpoint[self.KEY] = state
+        EpochCheckpoint(rng_state=state).add_to(checkpoint)
 
     def on_load_checkpoint(self, trainer: L.Trainer, pl_module: L.LightningModule,
                            checkpoint: dict[str, Any]) -> None:
-        state = checkpoint.get(self.KEY)
-        if not isinstance(state, dict):
+        saved = EpochCheckpoint.from_dict(checkpoint)
+        state = saved.rng_state
+        if state is None:
             return
-        if checkpoint.get(BATCHES_DONE):
+        if saved.batches_done:
             self._pending = state
         else:
             restore_random_state(state)

@@ -38,8 +38,8 @@ from burnlike.record.checkpoint.dcp import (
     CompactStorageReader,
     CompactStorageWriter,
 )
-from burnlike.record.checkpoint.epoch_files import MODEL_FILE
 from burnlike.record.checkpoint.plugin import RecorderCheckpointIO
+from burnlike.record.checkpoint.protocol import EpochCheckpoint
 from burnlike.record.checkpoint.shard_folder import (
     is_sharded_checkpoint,
     read_training_state,
@@ -92,7 +92,7 @@ class CompactShards:
         where that is Burn's per-epoch layout (a one-device or DDP fit's `trainer-N`, whose weights
         are the module record `model-N`) that record read into the model's structure."""
         state: dict[str, Any] = checkpoint.pop("state_dict", None) or {}
-        model_file = checkpoint.pop(MODEL_FILE, None)
+        model_file = EpochCheckpoint.take_model_file(checkpoint)
         if model_file is None:
             return state
         if self._model_skeleton is None:

@@ -348,6 +348,19 @@ def test_under_ddp_spawn_each_rank_ends_its_fit_as_lightning_ends_one_it_did_not
     assert learner.trainer.state.status == TrainerStatus.INTERRUPTED and [type(e) for e in heard] == [Preempted]
 
 
+def test_the_metric_store_comes_back_from_a_spawned_rank_beside_lightnings_results(tmp_path):
+    """Rank 0's store rides in the launcher's extra results (not in `callback_metrics`), and the
+    process that called fit takes it into its own store."""
+    rank, caller = spawn_learner(tmp_path / "rank"), spawn_learner(tmp_path / "caller")
+    for learner in (rank, caller):
+        learner.trainer.strategy.connect(learner.module)
+    rank.module.store.record(Split.VALID, 1, "Loss", 0.5)
+    extra = rank.trainer.strategy.launcher.get_extra_results(rank.trainer)
+    caller.trainer.strategy.launcher.update_main_process_results(caller.trainer, extra)
+    assert caller.module.store.state_dict() == rank.module.store.state_dict() != {}
+    assert not any(isinstance(v, dict) for v in caller.trainer.callback_metrics.values())
+
+
 @pytest.mark.parametrize(("exit_code", "signal_name"), [(143, None), (138, None)])
 def test_a_spawned_rank_preempted_stops_the_launching_process_with_its_status(tmp_path, monkeypatch, exit_code,
                                                                            signal_name):

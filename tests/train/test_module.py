@@ -26,6 +26,7 @@ from burnlike.optim import (
     StepLrSchedulerConfig,
 )
 from burnlike.record import DefaultRecorder
+from burnlike.record.checkpoint.protocol import EpochCheckpoint
 from burnlike.train import (
     ClassificationOutput,
     InferenceStep,
@@ -50,8 +51,8 @@ from burnlike.train.metric import (
     PsnrMetric,
     PsnrMetricConfig,
 )
-from burnlike.train.module import _HISTORY_KEY, check_metrics, output_type, outputs_providing
-from burnlike.train.preemption import BATCHES_DONE, Preempted
+from burnlike.train.module import check_metrics, output_type, outputs_providing
+from burnlike.train.preemption import Preempted
 from tests.helpers.fit import SignalAfter, StackingBatcher, metrics_builder, same_weights
 from tests.helpers.toy import Batch, Classifier, Regressor, SelfBackward, UntypedRegressor, blobs, loader
 from tests.train.helpers import InferenceStepRegressor, Successor, valid_loss_builder
@@ -343,7 +344,7 @@ def test_a_mid_epoch_checkpoint_of_another_world_size_gives_rank_0_every_ranks_s
     epoch's value is the same: a count-weighted mean over all of them)."""
     module = attached(StepModule(Classifier(), SgdConfig(), 0.1, [LossMetric()]), ready=2, last=False)
     saved = {"ranks": [{"Loss": [[0.5, 16.0]]}, {"Loss": [[0.25, 16.0], [0.75, 8.0]]}]}
-    module.on_load_checkpoint({BATCHES_DONE: 2, _HISTORY_KEY: saved})
+    module.on_load_checkpoint(EpochCheckpoint(batches_done=2, epoch_history=saved).to_dict())
     assert module.metrics("train")[0].host_history() == [(0.5, 16.0), (0.25, 16.0), (0.75, 8.0)]
 
 

@@ -16,6 +16,7 @@ import lightning as L
 import numpy as np
 import pytest
 
+from burnlike.record.checkpoint.protocol import EpochCheckpoint
 from burnlike.train.preemption import Preempted, Preemption, RandomState, SkipFirst, restore_random_state
 from tests.helpers.fit import SignalAfter, cpu_builder, fit, same_weights
 from tests.helpers.toy import Classifier
@@ -45,7 +46,8 @@ def test_checkpoints_keep_numpy_random_state(tmp_path):
     np.random.seed(7)
     RandomState().on_save_checkpoint(None, None, checkpoint)  # type: ignore[arg-type]
     expected = np.random.rand(3)
-    state = checkpoint[RandomState.KEY]
+    state = EpochCheckpoint.from_dict(checkpoint).rng_state
+    assert state is not None
     assert isinstance(state, dict) and "numpy" in state
     np.random.rand(5)
     random.random()

@@ -12,7 +12,7 @@ param_groups, the parameters' ParamIds in the optimizer's order, the counters Bu
 Any other optimizer's state is written as a Lightning checkpoint part `{"optimizer_states": [...]}`.
 
 Resuming reads `trainer-N` through the plugin, which puts the optimizer and scheduler states back
-(`join_parts`) and names `model-N` under `MODEL_FILE`; the module's `on_load_checkpoint` loads the
+(`join_parts`) and names `model-N` (`EpochCheckpoint.model_file`); the module's `on_load_checkpoint` loads the
 weights from there (only it knows the module tree a Burn record needs).
 """
 
@@ -26,6 +26,7 @@ from torch import nn
 
 from burnlike.optim.lr_scheduler import BURN_RECORD, RECORD_FILE
 from burnlike.record.checkpoint.lightning_dict import encode_checkpoint
+from burnlike.record.checkpoint.protocol import BURN_OPTIM, FILES_KEY, EpochCheckpoint
 from burnlike.record.checkpoint.value import decode_value
 from burnlike.record.error import RecordError
 from burnlike.record.format import registry
@@ -44,9 +45,6 @@ from burnlike.record.format.recorder import Recorder
 # file kind → the Lightning checkpoint key it holds
 PARTS = {"optim": "optimizer_states", "scheduler": "lr_schedulers"}
 KINDS = ("model", *PARTS, "trainer")
-FILES_KEY = "burn_epoch_files"  # in trainer-N: {kind: file name} of its epoch's other files
-MODEL_FILE = "burn_model_file"  # set at load: where the weights are (`StepModule.on_load_checkpoint`)
-BURN_OPTIM = "burn_optim_record"  # in trainer-N's optimizer state: optim-N is Burn's record of it
 
 
 def epoch_file(folder: AnyPath, kind: str, epoch: int, extension: str) -> AnyPath:
@@ -76,7 +74,8 @@ def save_parts(checkpoint: dict[str, Any], model: nn.Module, folder: AnyPath, ep
     if schedule is not None:
         checkpoint[PARTS["scheduler"]] = schedule[1]
     checkpoint["state_dict"] = {}  # the weights are in model-N
-    checkpoint[FILES_KEY] = {kind: epoch_file(folder, kind, epoch, ext).name for kind in ("model", *PARTS)}
+    EpochCheckpoint(epoch_files={kind: epoch_file(folder, kind, epoch, ext).name for kind in ("model", *PARTS)}
+                    ).add_to(checkpoint)
     if not write:
         return
     recorder.save_module(model, epoch_file(folder, "model", epoch, ext), exact_path=True, durable=True)
@@ -142,9 +141,9 @@ def join_optimizer_state(kept: dict[str, Any], item: Any, path: AnyPath, trainer
 
 
 def join_parts(checkpoint: dict[str, Any], path: AnyPath) -> dict[str, Any]:
-    """`trainer-N`'s content plus its epoch's optimizer and scheduler states, with `MODEL_FILE`
-    naming the weights file; any other checkpoint is returned unchanged."""
-    names = checkpoint.pop(FILES_KEY, None)
+    """`trainer-N`'s content plus its epoch's optimizer and scheduler states, with its
+    `EpochCheckpoint.model_file` naming the weights file; any other checkpoint is returned unchanged."""
+    names = EpochCheckpoint.take_epoch_files(checkpoint)
     if not isinstance(names, dict):
         return checkpoint
     for kind, key in PARTS.items():
@@ -164,7 +163,7 @@ def join_parts(checkpoint: dict[str, Any], path: AnyPath) -> dict[str, Any]:
         if not isinstance(value, dict) or key not in value:
             raise RecordError(f"expected a map with '{key}'", str(part))
         checkpoint[key] = value[key]
-    checkpoint[MODEL_FILE] = str(model_file(names, path))
+    EpochCheckpoint(model_file=str(model_file(names, path))).add_to(checkpoint)
     return checkpoint
 
 

@@ -10,8 +10,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from burnlike.record.checkpoint.epoch_files import FILES_KEY, model_file
+from burnlike.record.checkpoint.epoch_files import model_file
 from burnlike.record.checkpoint.lightning_dict import is_checkpoint
+from burnlike.record.checkpoint.protocol import FILES_KEY
 from burnlike.record.checkpoint.value import decode_value
 from burnlike.record.error import RecordError, RecordPath
 from burnlike.record.format import registry

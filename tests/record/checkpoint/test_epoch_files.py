@@ -13,8 +13,9 @@ import pytest
 import torch
 
 from burnlike.record import DefaultRecorder, RecordError
-from burnlike.record.checkpoint.epoch_files import FILES_KEY, join_parts, save_parts
+from burnlike.record.checkpoint.epoch_files import join_parts, save_parts
 from burnlike.record.checkpoint.lightning_dict import encode_checkpoint
+from burnlike.record.checkpoint.protocol import EpochCheckpoint
 from burnlike.record.checkpoint.value import decode_value
 from burnlike.record.format.module_record import IDS_ATTR
 from tests.record.helpers import Tiny, lightning_checkpoint, randomised_params, repack, unpack
@@ -43,13 +44,13 @@ def test_burns_epoch_files_are_each_fsynced_before_their_rename(tmp_path, monkey
 def test_a_missing_epoch_file_is_named_from_the_trainer_file(tmp_path):
     trainer = tmp_path / "trainer-1.mpk"
     with pytest.raises(RecordError) as error:
-        join_parts({FILES_KEY: dict(EPOCH_1_FILES)}, trainer)
+        join_parts(EpochCheckpoint(epoch_files=dict(EPOCH_1_FILES)).to_dict(), trainer)
     assert str(error.value) == f"{trainer}: the epoch's optim file optim-1.mpk is missing beside it"
     for kind in ("optim", "scheduler"):
         DefaultRecorder().record(encode_checkpoint({"optimizer_states" if kind == "optim" else "lr_schedulers": []},
                                                    DefaultRecorder()), tmp_path / EPOCH_1_FILES[kind], exact_path=True)
     with pytest.raises(RecordError) as error:
-        join_parts({FILES_KEY: dict(EPOCH_1_FILES)}, trainer)
+        join_parts(EpochCheckpoint(epoch_files=dict(EPOCH_1_FILES)).to_dict(), trainer)
     assert str(error.value) == f"{trainer}: the epoch's model file model-1.mpk is missing beside it"
 
 
@@ -57,7 +58,7 @@ def test_an_epoch_part_without_its_state_is_named_with_the_state_it_lacks(tmp_pa
     DefaultRecorder().record(encode_checkpoint({"something_else": []}, DefaultRecorder()), tmp_path / EPOCH_1_FILES["optim"],
                              exact_path=True)
     with pytest.raises(RecordError) as error:
-        join_parts({FILES_KEY: dict(EPOCH_1_FILES)}, tmp_path / "trainer-1.mpk")
+        join_parts(EpochCheckpoint(epoch_files=dict(EPOCH_1_FILES)).to_dict(), tmp_path / "trainer-1.mpk")
     assert str(error.value) == f"{tmp_path / 'optim-1.mpk'}: expected a map with 'optimizer_states'"
 
 
@@ -147,7 +148,7 @@ def test_each_part_is_written_at_the_name_the_trainer_file_lists(tmp_path):
     model = randomised_params(Tiny())
     checkpoint = lightning_checkpoint(model)
     save_parts(checkpoint, model, tmp_path, 2, WeightsRecorder())
-    names = {checkpoint[FILES_KEY][kind] for kind in ("model", "optim", "scheduler")}
+    names = {EpochCheckpoint.from_dict(checkpoint).epoch_files[kind] for kind in ("model", "optim", "scheduler")}
     assert names == {"model-2.ckpt.burn", "optim-2.ckpt.burn", "scheduler-2.ckpt.burn"}
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(names)
 
@@ -160,4 +161,4 @@ def test_an_optimizer_burn_has_no_record_for_gives_the_model_no_param_ids(tmp_pa
     checkpoint["optimizer_states"] = [optimizer.state_dict()]
     save_parts(checkpoint, model, tmp_path, 1, DefaultRecorder(), write=False, optimizers=[optimizer])
     assert IDS_ATTR not in model.__dict__
-    assert checkpoint[FILES_KEY]["optim"] == "optim-1.mpk" and list(tmp_path.iterdir()) == []
+    assert EpochCheckpoint.from_dict(checkpoint).epoch_files["optim"] == "optim-1.mpk" and list(tmp_path.iterdir()) == []
