@@ -315,10 +315,11 @@ class _TornDownOnError:
             raise
 
 
-@dataclass(frozen=True)
+@dataclass
 class SpawnedResult:
     """What rank 0's process sends back besides Lightning's own results: the metric store's state,
-    so the summary and the result in the process that called fit hold the epochs."""
+    so the summary and the result in the process that called fit hold the epochs. Not frozen:
+    Lightning moves the results to the CPU field by field (`move_data_to_device`)."""
 
     metric_store: dict[str, Any]
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import lightning as L
 import pytest
 import torch
+from lightning.fabric.utilities import move_data_to_device
 from lightning.pytorch.strategies import SingleDeviceStrategy
 from lightning.pytorch.trainer.states import TrainerStatus
 from torch import nn
@@ -355,7 +356,8 @@ def test_the_metric_store_comes_back_from_a_spawned_rank_beside_lightnings_resul
     for learner in (rank, caller):
         learner.trainer.strategy.connect(learner.module)
     rank.module.store.record(Split.VALID, 1, "Loss", 0.5)
-    extra = rank.trainer.strategy.launcher.get_extra_results(rank.trainer)
+    # what the rank's process puts on the queue (Lightning's `_wrapping_function`)
+    extra = move_data_to_device(rank.trainer.strategy.launcher.get_extra_results(rank.trainer), "cpu")
     caller.trainer.strategy.launcher.update_main_process_results(caller.trainer, extra)
     assert caller.module.store.state_dict() == rank.module.store.state_dict() != {}
     assert not any(isinstance(v, dict) for v in caller.trainer.callback_metrics.values())
