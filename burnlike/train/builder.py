@@ -9,6 +9,7 @@ pass anything else straight to Lightning, so the adapter never blocks a Lightnin
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -22,7 +23,7 @@ from lightning.pytorch.plugins.io import CheckpointIO
 from torch import nn
 
 from burnlike.optim.optimizer import Optimizer, OptimizerConfig, TorchOptimizerFactory
-from burnlike.record.format.location import RemotePath, as_path
+from burnlike.record.format.location import AnyPath, RemotePath, as_path
 from burnlike.train.checkpoint import (
     PREEMPTED,
     CheckpointingStrategy,
@@ -35,7 +36,7 @@ from burnlike.train.components import LrOrScheduler
 from burnlike.train.graph_step import CudaGraphConfig
 from burnlike.train.interrupter import Interrupter, InterrupterCallback
 from burnlike.train.learner import Learner
-from burnlike.train.logger import ApplicationLogger, ApplicationLoggerInstaller, application_logger
+from burnlike.train.logger import ApplicationLoggerInstaller, application_logger
 from burnlike.train.metric.base import Metric
 from burnlike.train.module import StepModule
 from burnlike.train.preemption import Preemption, RandomState
@@ -44,6 +45,7 @@ from burnlike.train.profiler import NoProfiler
 from burnlike.train.quiet import quiet_lightning
 from burnlike.train.renderer import MetricsRendererTraining, progress_display
 from burnlike.train.renderer.processor import MetricsRendererCallback, check_renderer
+from burnlike.train.settings import LearnerSettings
 from burnlike.train.sharded import compact_strategy
 from burnlike.train.strategy import Device, Execution, as_execution, trainer_devices
 from burnlike.train.tracking import MetricLoggerBridge
@@ -53,50 +55,34 @@ if TYPE_CHECKING:  # pragma: no cover  (burnlike.record is imported when a check
 
 
 class LearnerBuilder:
-    """`LearnerBuilder(artifact_dir)...build(model, optim, lr)` → `Learner` (Burn 0.19)."""
+    """`LearnerBuilder(artifact_dir)...build(model, optim, lr)` → `Learner` (Burn 0.19). Its setters
+    fill `settings` (a `LearnerSettings`); `build` translates them (`trainer_kwargs_for`)."""
 
     def __init__(self, artifact_dir: str | Path | RemotePath) -> None:
-        self.artifact_dir = as_path(artifact_dir)  # an fsspec URL (s3://, gs://, memory://) works too
-        self._train_metrics: list[Metric] = []
-        self._valid_metrics: list[Metric] = []
-        self._numeric: dict[str, list[str]] = {"train": [], "valid": []}
-        self._execution: Execution | None = None
-        self._interrupter: Interrupter | None = None
-        self._num_epochs = 1
-        self._num_iterations: int | None = None
-        self._valid_every: int | None = None
-        self._grads_accumulation: int | None = None
-        self._summary = False
-        self._early_stopping: list[MetricEarlyStoppingStrategy] = []
-        self._strategy: CheckpointingStrategy | None = None
-        self._recorder: Recorder | None = None
-        self._async_checkpoints = False
-        self._checkpoint: int | str | None = None
-        self._trainer_kwargs: dict[str, Any] = {}
-        self._callbacks: list[L.Callback] = []
-        self._application_logger: ApplicationLogger = True
-        self._progress_bar = True
-        self._renderer: MetricsRendererTraining | None = None
-        self._loggers: list[Logger] = []
-        self._log_every_n_steps = 0
-        self._hyperparams: dict[str, Any] = {}
-        self._cuda_graph: CudaGraphConfig | None = None
+        # an fsspec URL (s3://, gs://, memory://) works too
+        self.settings = LearnerSettings(as_path(artifact_dir))
+
+    @property
+    def artifact_dir(self) -> AnyPath:
+        return self.settings.artifact_dir
+
+    def _set(self, **changes: Any) -> LearnerBuilder:
+        self.settings = dataclasses.replace(self.settings, **changes)
+        return self
 
     # Metrics -----------------------------------------------------------------------------------
     def metric_train(self, metric: Metric) -> LearnerBuilder:
-        self._train_metrics.append(_metric(metric))
-        return self
+        return self._set(train_metrics=(*self.settings.train_metrics, _metric(metric)))
 
     def metric_valid(self, metric: Metric) -> LearnerBuilder:
-        self._valid_metrics.append(_metric(metric))
-        return self
+        return self._set(valid_metrics=(*self.settings.valid_metrics, _metric(metric)))
 
     def metric_train_numeric(self, metric: Metric) -> LearnerBuilder:
-        self._numeric["train"].append(_metric(metric).name)
+        self._set(numeric_train=(*self.settings.numeric_train, _metric(metric).name))
         return self.metric_train(metric)
 
     def metric_valid_numeric(self, metric: Metric) -> LearnerBuilder:
-        self._numeric["valid"].append(_metric(metric).name)
+        self._set(numeric_valid=(*self.settings.numeric_valid, _metric(metric).name))
         return self.metric_valid(metric)
 
     def metrics(self, *metrics: Metric | tuple[Metric, ...]) -> LearnerBuilder:
@@ -115,37 +101,32 @@ class LearnerBuilder:
     def devices(self, devices: Sequence[Device]) -> LearnerBuilder:
         """The guide's (Burn ≤ 0.18) device list; several devices let Lightning pick (DDP)."""
         trainer_devices(list(devices))  # validate now, not at fit time
-        self._execution = Execution(tuple(devices))
-        return self
+        return self._set(execution=Execution(tuple(devices)))
 
     def learning_strategy(self, strategy: Execution) -> LearnerBuilder:
         """Burn 0.19: `LearningStrategy.SingleDevice(d)`, `.MultiDeviceNaive(ds)`,
         `.DistributedDataParallel(devices=ds, config=c)` or `ddp(ds, config)` (0.20/0.21's strategies too)."""
-        self._execution = as_execution(strategy)
-        return self
+        return self._set(execution=as_execution(strategy))
 
     def with_interrupter(self, interrupter: Interrupter) -> LearnerBuilder:
         if not isinstance(interrupter, Interrupter):
             raise TypeError(f"with_interrupter expects a burnlike.train.Interrupter, got {type(interrupter).__name__}")
-        self._interrupter = interrupter
-        return self
+        return self._set(interrupter=interrupter)
 
     def interrupter(self) -> Interrupter:
         """The interrupter of this run (created on first use): `interrupter().stop("reason")`."""
-        if self._interrupter is None:
-            self._interrupter = Interrupter()
-        return self._interrupter
+        interrupter = self.settings.interrupter or Interrupter()
+        self._set(interrupter=interrupter)
+        return interrupter
 
     def num_epochs(self, num_epochs: int) -> LearnerBuilder:
-        self._num_epochs = _positive("num_epochs", num_epochs)
-        return self
+        return self._set(num_epochs=_positive("num_epochs", num_epochs))
 
     def num_iterations(self, iterations: int) -> LearnerBuilder:
         """Train on `iterations` batches in all, in place of `num_epochs` (Lightning's `max_steps`,
         counted in batches as Burn steps its LR scheduler): one epoch of that many batches, or
         `iterations / k` epochs of `valid_every(k)`."""
-        self._num_iterations = _positive("num_iterations", iterations)
-        return self
+        return self._set(num_iterations=_positive("num_iterations", iterations))
 
     def valid_every(self, iterations: int) -> LearnerBuilder:
         """Validate every `iterations` batches (Lightning's `val_check_interval`), keeping Burn's
@@ -154,8 +135,7 @@ class LearnerBuilder:
         instead of restarting (`DataLoaderBuilder`'s loaders: `set_epoch_batches`; any other sized
         loader is wrapped), so no batch repeats before a whole pass is done. With
         `num_iterations(n)`, n must be a multiple of `iterations`; without, `num_epochs` counts them."""
-        self._valid_every = _positive("valid_every", iterations)
-        return self
+        return self._set(valid_every=_positive("valid_every", iterations))
 
     def grads_accumulation(self, accumulation: int) -> LearnerBuilder:
         """Burn's gradient accumulation (burn-train `supervised/strategies/single/epoch.rs`): the
@@ -167,51 +147,42 @@ class LearnerBuilder:
         Lightning's accumulation is still there under its own name: `trainer_kwargs(
         accumulate_grad_batches=n)` averages the n gradients, steps the scheduler per optimizer step
         and steps on a short last group."""
-        self._grads_accumulation = _positive("grads_accumulation", accumulation)
-        return self
+        return self._set(grads_accumulation=_positive("grads_accumulation", accumulation))
 
     def summary(self) -> LearnerBuilder:
-        self._summary = True
-        return self
+        return self._set(summary=True)
 
     def early_stopping(self, strategy: MetricEarlyStoppingStrategy) -> LearnerBuilder:
-        self._early_stopping.append(strategy)
-        return self
+        return self._set(early_stopping=(*self.settings.early_stopping, strategy))
 
     def with_checkpointing_strategy(self, strategy: CheckpointingStrategy) -> LearnerBuilder:
-        self._strategy = strategy
-        return self
+        return self._set(checkpointing_strategy=strategy)
 
     def with_file_checkpointer(self, recorder: Recorder) -> LearnerBuilder:
         """Save `checkpoint/model-N.<ext>` through `RecorderCheckpointIO(recorder)`."""
-        self._recorder = recorder
-        return self
+        return self._set(recorder=recorder)
 
     def async_checkpoints(self, enabled: bool = True) -> LearnerBuilder:
         """Write the file checkpointer's checkpoints on a writer thread: training waits only for
         the tensors' copy (`RecorderCheckpointIO(recorder, async_save=True)`); a write's error is
         raised at the next save or at the end of the fit, and a kill mid-write leaves the previous
         checkpoint whole. Needs `with_file_checkpointer(...)`."""
-        self._async_checkpoints = bool(enabled)
-        return self
+        return self._set(async_checkpoints=bool(enabled))
 
     def checkpoint(self, epoch: int | str) -> LearnerBuilder:
         """Resume from the checkpoint of `epoch` (training continues at epoch + 1), or `"last"`:
         the newest complete checkpoint in the run dir, a preemption's mid-epoch one included."""
         if epoch == "last":
-            self._checkpoint = "last"
-        elif isinstance(epoch, str):
+            return self._set(checkpoint="last")
+        if isinstance(epoch, str):
             raise ValueError(f"checkpoint: expected an epoch number or 'last', got {epoch!r}")
-        else:
-            self._checkpoint = _positive("checkpoint", epoch)
-        return self
+        return self._set(checkpoint=_positive("checkpoint", epoch))
 
     def with_application_logger(self, logger: ApplicationLoggerInstaller | bool | None) -> LearnerBuilder:
         """Burn's `with_application_logger(Option<Box<dyn ApplicationLoggerInstaller>>)`: None (or
         False) for none, an installer (`FileApplicationLoggerInstaller(path)`, or any object with
         `install()`) for that one; True (the default) writes `experiment.log` in the artifact dir."""
-        self._application_logger = application_logger(logger, "with_application_logger")
-        return self
+        return self._set(application_logger=application_logger(logger, "with_application_logger"))
 
     def with_logger(self, *loggers: Logger, every_n_steps: int | None = None,
                     hyperparams: Mapping[str, Any] | None = None) -> LearnerBuilder:
@@ -222,11 +193,11 @@ class LearnerBuilder:
             if not isinstance(logger, Logger):
                 raise TypeError(f"with_logger expects lightning loggers (e.g. TensorBoardLogger(...)), "
                                 f"got {type(logger).__name__}")
-        self._loggers.extend(loggers)
+        self._set(loggers=(*self.settings.loggers, *loggers))
         if every_n_steps is not None:
-            self._log_every_n_steps = every_n_steps
+            self._set(log_every_n_steps=every_n_steps)
         if hyperparams:
-            self._hyperparams.update(hyperparams)
+            self._set(hyperparams={**self.settings.hyperparams, **hyperparams})
         return self
 
     def with_metric_logger(self, logger: Logger) -> LearnerBuilder:
@@ -234,8 +205,7 @@ class LearnerBuilder:
         return self.with_logger(logger)
 
     def progress_bar(self, enabled: bool = True) -> LearnerBuilder:
-        self._progress_bar = enabled
-        return self
+        return self._set(progress_bar=enabled)
 
     def renderer(self, renderer: MetricsRendererTraining) -> LearnerBuilder:
         """Burn's `renderer(r)`: `r` (a `MetricsRenderer`, see `burnlike.train.renderer`) replaces the
@@ -243,8 +213,7 @@ class LearnerBuilder:
         sync per step, as in Burn), `register_metric` before the first step and
         `on_train_end(summary)` at the end; it is `TrainingResult.renderer` afterwards. Under DDP the
         global-zero process renders (with `ddp_spawn`, a copy of `r` in that process)."""
-        self._renderer = check_renderer(renderer)
-        return self
+        return self._set(renderer=check_renderer(renderer))
 
     def cuda_graph(self, enabled: bool = True, generators: Sequence[torch.Generator] = ()) -> LearnerBuilder:
         """The fast path: capture the whole training step in CUDA graphs and replay it per batch.
@@ -256,125 +225,163 @@ class LearnerBuilder:
         Pair it with `DataLoaderBuilder.on_device(...)` so batches are on the GPU already.
         `generators`: CUDA generators the step draws from besides torch's default one.
         """
-        self._cuda_graph = CudaGraphConfig(generators=tuple(generators)) if enabled else None
-        return self
+        return self._set(cuda_graph=CudaGraphConfig(generators=tuple(generators)) if enabled else None)
 
     # Lightning pass-through -------------------------------------------------------------------
     def trainer_kwargs(self, **kwargs: Any) -> LearnerBuilder:
         """Any other `lightning.Trainer` argument (precision, strategy, logger, limit_*_batches …)."""
-        self._trainer_kwargs.update(kwargs)
-        return self
+        return self._set(trainer_kwargs={**self.settings.trainer_kwargs, **kwargs})
 
     def callback(self, *callbacks: L.Callback) -> LearnerBuilder:
-        self._callbacks.extend(callbacks)
-        return self
+        return self._set(callbacks=(*self.settings.callbacks, *callbacks))
 
     # Build -------------------------------------------------------------------------------------
     def build(self, model: nn.Module, optim: Optimizer | OptimizerConfig | TorchOptimizerFactory,
               lr_or_scheduler: LrOrScheduler) -> Learner:
-        accumulation = self._grads_accumulation or 1
-        if accumulation > 1:  # Burn's accumulation runs in manual optimization (graph_step.ManualStep)
-            if self._trainer_kwargs.get("accumulate_grad_batches", 1) != 1:
-                raise ValueError(f"grads_accumulation({accumulation}) with trainer_kwargs(accumulate_grad_batches=...): "
-                                 "one or the other (grads_accumulation sums the gradients as Burn does, "
-                                 "accumulate_grad_batches averages them as Lightning does)")
-            if self._trainer_kwargs.get("gradient_clip_val") is not None:
-                raise ValueError(f"grads_accumulation({accumulation}) with trainer_kwargs(gradient_clip_val=...): Burn's "
-                                 "accumulation runs in manual optimization, where Lightning doesn't clip; clip with "
-                                 "the optimizer config's grad_clipping (GradientClippingConfig.Norm(x), as Burn)")
-        epoch_batches, num_epochs = self._epochs()
-        module = StepModule(model, optim, lr_or_scheduler, self._train_metrics, self._valid_metrics,
-                            cuda_graph=self._cuda_graph, grads_accumulation=accumulation)
-
-        callbacks: list[L.Callback] = []
-        plugins: list[Any] = []
-        own = [*self._callbacks, *self._trainer_kwargs.get("callbacks", ())]
-        own_bar = any(isinstance(c, ProgressBar) for c in own)
-        if self._renderer is not None:  # Burn: a renderer of one's own replaces the default display
-            callbacks.append(MetricsRendererCallback(self._renderer, self._numeric))
-        elif self._progress_bar and not own_bar:
-            callbacks.append(progress_display())  # a progress bar passed as a callback replaces it
-        if self._async_checkpoints and self._recorder is None:
-            raise ValueError("async_checkpoints() needs with_file_checkpointer(recorder): there is nothing to write")
-        if self._recorder is not None:
-            from burnlike.record import RecorderCheckpointIO
-
-            if not any(isinstance(p, CheckpointIO) for p in self._trainer_kwargs.get("plugins", ())):
-                plugins.append(RecorderCheckpointIO(self._recorder, async_save=self._async_checkpoints))
-            elif self._async_checkpoints:
-                raise ValueError("async_checkpoints(): trainer_kwargs(plugins=...) already has a CheckpointIO; "
-                                 "give it async_save=True itself, or drop it and let with_file_checkpointer's "
-                                 "recorder write")
-            strategy = self._strategy or default_checkpointing_strategy()
-            callbacks.append(FileCheckpointer(self.artifact_dir, self._recorder, strategy))
-            extension = self._recorder.file_extension()
-            # a partial, not a lambda: ddp_spawn pickles the callbacks into its processes
-            callbacks.append(Preemption(functools.partial(checkpoint_path, self.artifact_dir, extension=extension,
-                                                          kind=PREEMPTED)))
-            callbacks.append(RandomState())
-        callbacks.append(Peers())  # names a rank that died mid-fit (burnlike.train.process_group)
-        callbacks += [s.to_callback() for s in self._early_stopping]
-        if self._interrupter is not None:
-            callbacks.append(InterrupterCallback(self._interrupter))
-        if self._loggers:
-            callbacks.append(MetricLoggerBridge(self._log_every_n_steps, self._hyperparams))
-        callbacks += self._callbacks
-
-        kwargs: dict[str, Any] = {
-            "default_root_dir": str(self.artifact_dir),
-            "max_epochs": num_epochs,
-            "logger": list(self._loggers) if self._loggers else False,
-            "enable_checkpointing": self._recorder is not None,
-            "enable_model_summary": False,
-            "enable_progress_bar": self._progress_bar and (self._renderer is None or own_bar),
-            "num_sanity_val_steps": 0,  # Burn runs no sanity validation
-            "callbacks": callbacks,
-            "profiler": NoProfiler(),  # a profiler in trainer_kwargs replaces it
-        }
-        if plugins:
-            kwargs["plugins"] = plugins
-        # Without `.devices(...)` or a strategy: one device, the best there is (Lightning's `auto`: a
-        # GPU when there is one), as Burn's examples pick their backend's default device.
-        kwargs.update(self._execution.trainer_kwargs() if self._execution is not None
-                      else {"accelerator": "auto", "devices": 1})
-        for key, value in self._trainer_kwargs.items():
-            if key in ("callbacks", "plugins") and key in kwargs:
-                kwargs[key] = list(kwargs[key]) + list(value)
-            else:
-                kwargs[key] = value
-        if self._recorder is not None and "strategy" in kwargs:  # sharded runs keep the recorder's format
-            kwargs["strategy"] = compact_strategy(kwargs["strategy"], kwargs.get("accelerator", "auto"))
+        settings = self.settings
+        check_settings(settings)
+        epoch_batches, _ = epochs_for(settings)
+        module = StepModule(model, optim, lr_or_scheduler, settings.train_metrics, settings.valid_metrics,
+                            cuda_graph=settings.cuda_graph, grads_accumulation=settings.grads_accumulation or 1)
         quiet_lightning()
-        trainer = L.Trainer(**kwargs)
+        trainer = L.Trainer(**trainer_kwargs_for(settings))
+        recorder = settings.recorder
         return Learner(
             trainer=trainer,
             module=module,
-            artifact_dir=self.artifact_dir,
-            numeric=self._numeric,
-            summary=self._summary,
-            checkpoint=self._checkpoint,
-            checkpoint_extension=self._recorder.file_extension() if self._recorder is not None else None,
-            application_logger=self._application_logger,
-            renderer=self._renderer,
+            artifact_dir=settings.artifact_dir,
+            numeric=settings.numeric,
+            summary=settings.summary,
+            checkpoint=settings.checkpoint,
+            checkpoint_extension=recorder.file_extension() if recorder is not None else None,
+            application_logger=settings.application_logger,
+            renderer=settings.renderer,
             epoch_batches=epoch_batches,
         )
 
-    def _epochs(self) -> tuple[int | None, int]:
-        """(batches per epoch, None for a whole pass; the number of epochs)."""
-        every, total = self._valid_every, self._num_iterations
-        if every is None and total is None:
-            return None, self._num_epochs
-        if "limit_train_batches" in self._trainer_kwargs:
-            raise ValueError("num_iterations/valid_every decide the batches of an epoch: leave "
-                             "trainer_kwargs(limit_train_batches=...) out")
-        if total is None:
-            return every, self._num_epochs
-        if every is None:
-            return total, 1
-        if total % every:
-            raise ValueError(f"num_iterations({total}) is not a multiple of valid_every({every}): each epoch is "
-                             f"{every} batches (e.g. num_iterations({total // every * every or every}))")
-        return every, total // every
+
+def check_settings(settings: LearnerSettings) -> None:
+    """Options that can't go together, refused before anything is built."""
+    accumulation, user = settings.grads_accumulation or 1, settings.trainer_kwargs
+    if accumulation > 1:  # Burn's accumulation runs in manual optimization (graph_step.ManualStep)
+        if user.get("accumulate_grad_batches", 1) != 1:
+            raise ValueError(f"grads_accumulation({accumulation}) with trainer_kwargs(accumulate_grad_batches=...): "
+                             "one or the other (grads_accumulation sums the gradients as Burn does, "
+                             "accumulate_grad_batches averages them as Lightning does)")
+        if user.get("gradient_clip_val") is not None:
+            raise ValueError(f"grads_accumulation({accumulation}) with trainer_kwargs(gradient_clip_val=...): Burn's "
+                             "accumulation runs in manual optimization, where Lightning doesn't clip; clip with "
+                             "the optimizer config's grad_clipping (GradientClippingConfig.Norm(x), as Burn)")
+    epochs_for(settings)
+    if settings.async_checkpoints and settings.recorder is None:
+        raise ValueError("async_checkpoints() needs with_file_checkpointer(recorder): there is nothing to write")
+    if settings.async_checkpoints and _own_checkpoint_io(settings):
+        raise ValueError("async_checkpoints(): trainer_kwargs(plugins=...) already has a CheckpointIO; "
+                         "give it async_save=True itself, or drop it and let with_file_checkpointer's "
+                         "recorder write")
+
+
+def callbacks_for(settings: LearnerSettings) -> list[L.Callback]:
+    """burnlike's Lightning callbacks for `settings`, then the user's `callback(...)`s (those in
+    `trainer_kwargs(callbacks=...)` join them in `merge_trainer_kwargs`)."""
+    callbacks: list[L.Callback] = []
+    if settings.renderer is not None:  # Burn: a renderer of one's own replaces the default display
+        callbacks.append(MetricsRendererCallback(settings.renderer, settings.numeric))
+    elif settings.progress_bar and not _own_progress_bar(settings):
+        callbacks.append(progress_display())  # a progress bar passed as a callback replaces it
+    if settings.recorder is not None:
+        directory, extension = settings.artifact_dir, settings.recorder.file_extension()
+        strategy = settings.checkpointing_strategy or default_checkpointing_strategy()
+        callbacks.append(FileCheckpointer(directory, settings.recorder, strategy))
+        # a partial, not a lambda: ddp_spawn pickles the callbacks into its processes
+        callbacks.append(Preemption(functools.partial(checkpoint_path, directory, extension=extension,
+                                                      kind=PREEMPTED)))
+        callbacks.append(RandomState())
+    callbacks.append(Peers())  # names a rank that died mid-fit (burnlike.train.process_group)
+    callbacks += [s.to_callback() for s in settings.early_stopping]
+    if settings.interrupter is not None:
+        callbacks.append(InterrupterCallback(settings.interrupter))
+    if settings.loggers:
+        callbacks.append(MetricLoggerBridge(settings.log_every_n_steps, settings.hyperparams))
+    return callbacks + list(settings.callbacks)
+
+
+def plugins_for(settings: LearnerSettings) -> list[Any]:
+    """The checkpoint plugin writing through the file checkpointer's recorder, unless the user
+    passed a CheckpointIO of their own."""
+    if settings.recorder is None or _own_checkpoint_io(settings):
+        return []
+    from burnlike.record import RecorderCheckpointIO
+
+    return [RecorderCheckpointIO(settings.recorder, async_save=settings.async_checkpoints)]
+
+
+def trainer_kwargs_for(settings: LearnerSettings) -> dict[str, Any]:
+    """The `lightning.Trainer` arguments for `settings`: burnlike's, the device strategy's, then
+    the user's `trainer_kwargs(...)` over them; a sharded strategy keeps the recorder's format."""
+    _, num_epochs = epochs_for(settings)
+    renderer_bar = settings.renderer is None or _own_progress_bar(settings)
+    kwargs: dict[str, Any] = {
+        "default_root_dir": str(settings.artifact_dir),
+        "max_epochs": num_epochs,
+        "logger": list(settings.loggers) if settings.loggers else False,
+        "enable_checkpointing": settings.recorder is not None,
+        "enable_model_summary": False,
+        "enable_progress_bar": settings.progress_bar and renderer_bar,
+        "num_sanity_val_steps": 0,  # Burn runs no sanity validation
+        "callbacks": callbacks_for(settings),
+        "profiler": NoProfiler(),  # a profiler in trainer_kwargs replaces it
+    }
+    plugins = plugins_for(settings)
+    if plugins:
+        kwargs["plugins"] = plugins
+    # Without `.devices(...)` or a strategy: one device, the best there is (Lightning's `auto`: a
+    # GPU when there is one), as Burn's examples pick their backend's default device.
+    kwargs.update(settings.execution.trainer_kwargs() if settings.execution is not None
+                  else {"accelerator": "auto", "devices": 1})
+    kwargs = merge_trainer_kwargs(kwargs, settings.trainer_kwargs)
+    if settings.recorder is not None and "strategy" in kwargs:  # sharded runs keep the recorder's format
+        kwargs["strategy"] = compact_strategy(kwargs["strategy"], kwargs.get("accelerator", "auto"))
+    return kwargs
+
+
+def merge_trainer_kwargs(base: Mapping[str, Any], user: Mapping[str, Any]) -> dict[str, Any]:
+    """`user`'s Trainer arguments over `base`'s; callbacks and plugins are added to `base`'s."""
+    merged = dict(base)
+    for key, value in user.items():
+        if key in ("callbacks", "plugins") and key in merged:
+            merged[key] = list(merged[key]) + list(value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def epochs_for(settings: LearnerSettings) -> tuple[int | None, int]:
+    """(batches per epoch, None for a whole pass; the number of epochs)."""
+    every, total = settings.valid_every, settings.num_iterations
+    if every is None and total is None:
+        return None, settings.num_epochs
+    if "limit_train_batches" in settings.trainer_kwargs:
+        raise ValueError("num_iterations/valid_every decide the batches of an epoch: leave "
+                         "trainer_kwargs(limit_train_batches=...) out")
+    if total is None:
+        return every, settings.num_epochs
+    if every is None:
+        return total, 1
+    if total % every:
+        raise ValueError(f"num_iterations({total}) is not a multiple of valid_every({every}): each epoch is "
+                         f"{every} batches (e.g. num_iterations({total // every * every or every}))")
+    return every, total // every
+
+
+def _own_progress_bar(settings: LearnerSettings) -> bool:
+    """Whether the user passed a progress bar callback (it replaces burnlike's display)."""
+    own = [*settings.callbacks, *settings.trainer_kwargs.get("callbacks", ())]
+    return any(isinstance(c, ProgressBar) for c in own)
+
+
+def _own_checkpoint_io(settings: LearnerSettings) -> bool:
+    return any(isinstance(p, CheckpointIO) for p in settings.trainer_kwargs.get("plugins", ()))
 
 
 def flat_metrics(metrics: tuple[Metric | tuple[Metric, ...], ...]) -> list[Metric]:

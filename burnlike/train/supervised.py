@@ -9,6 +9,7 @@ the loop instead of a Trainer, over the same metrics, store, files and checkpoin
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -50,9 +51,11 @@ class SupervisedTraining(LearnerBuilder):
         """`TrainingStrategy.…` (0.20), an `ExecutionStrategy.…` (0.21, Burn's `.into()`), or
         `TrainingStrategy.Custom(s)` with `s` a `SupervisedLearningStrategy` (your own loop)."""
         if is_learning_strategy(strategy):
-            self._custom, self._execution = strategy, None  # type: ignore[assignment]
+            self._custom = strategy  # type: ignore[assignment]
+            self.settings = dataclasses.replace(self.settings, execution=None)
         else:
-            self._custom, self._execution = None, as_execution(strategy)
+            self._custom = None
+            self.learning_strategy(as_execution(strategy))
         return self
 
     def launch(self, learner: Learner) -> LearningResult:
@@ -61,10 +64,10 @@ class SupervisedTraining(LearnerBuilder):
             raise TypeError(f"launch expects Learner(model, optim, lr), got {type(learner).__name__}")
         if self._custom is not None:
             return self._launch_custom(self._custom, learner)
-        if self._execution is None:
+        if self.settings.execution is None:
             device = next((p.device for p in learner.model().parameters()), None)
             if device is not None:
-                self._execution = ExecutionStrategy.single(device)
+                self.learning_strategy(ExecutionStrategy.single(device))
         built = self.build(learner.model(), learner.optim, learner.lr_scheduler)
         result = built.fit(self.dataloader_train, self.dataloader_valid)
         return LearningResult(result.model, result.summary, result.trainer, result.renderer)
@@ -72,28 +75,26 @@ class SupervisedTraining(LearnerBuilder):
     def _launch_custom(self, strategy: SupervisedLearningStrategy, learner: Learner) -> LearningResult:
         """Burn's `SupervisedTraining::launch` with `TrainingStrategy::Custom`: the components from this
         builder's settings, then `strategy.train(...)`."""
-        lightning_only = [name for name, used in (
-            ("trainer_kwargs(...)", self._trainer_kwargs), ("callback(...)", self._callbacks),
-            ("with_logger(...)", self._loggers), ("cuda_graph()", self._cuda_graph is not None),
-            ("async_checkpoints()", self._async_checkpoints)) if used]
+        settings = self.settings
+        lightning_only = settings.lightning_only_set()
         if lightning_only:
             raise ValueError(f"TrainingStrategy.Custom(strategy) runs your strategy's fit, not a Lightning Trainer: "
                              f"{', '.join(lightning_only)} has nothing to apply to; drop it, or run the default "
                              "strategy (ExecutionStrategy.single(device))")
         directory = self.artifact_dir
         directory.mkdir(parents=True, exist_ok=True)
-        train = distinct_metrics(self._train_metrics)
-        metrics = {"train": train, "valid": distinct_metrics(self._valid_metrics, exclude=train)}
+        train = distinct_metrics(settings.train_metrics)
+        metrics = {"train": train, "valid": distinct_metrics(settings.valid_metrics, exclude=train)}
         store = MetricStore()
         store.register([*metrics["train"], *metrics["valid"]])
         store.add_listener(EpochLogWriter(directory))
         checkpointer = None
-        checkpoint = self._checkpoint
-        if self._recorder is not None:
-            checkpointer = LearningCheckpointer(directory / "checkpoint", self._recorder,
-                                                self._strategy or default_checkpointing_strategy())
+        checkpoint, recorder = settings.checkpoint, settings.recorder
+        if recorder is not None:
+            checkpointer = LearningCheckpointer(directory / "checkpoint", recorder,
+                                                settings.checkpointing_strategy or default_checkpointing_strategy())
             if checkpoint == "last":
-                checkpoint = newest_epoch_files(directory, self._recorder.file_extension(), ("model", "optim", "scheduler"))
+                checkpoint = newest_epoch_files(directory, recorder.file_extension(), ("model", "optim", "scheduler"))
         elif checkpoint is not None:
             raise ValueError("checkpoint(epoch) needs with_file_checkpointer(recorder): there is nothing to resume from")
         if isinstance(checkpoint, int):  # the epochs before it, as Burn's store reads them back from the logs
@@ -103,18 +104,18 @@ class SupervisedTraining(LearnerBuilder):
                         if epoch <= checkpoint:
                             store.record(Split(split), epoch, m.name, value)
         components = TrainingComponents(
-            num_epochs=self._num_epochs,
+            num_epochs=settings.num_epochs,
             checkpoint=checkpoint if isinstance(checkpoint, int) else None,
             checkpointer=checkpointer,
-            grad_accumulation=self._grads_accumulation,
-            interrupter=self._interrupter or Interrupter(),
-            early_stopping=EarlyStoppingStrategies(self._early_stopping) if self._early_stopping else None,
-            event_processor=SupervisedTrainingEventProcessor(metrics, store, self._renderer, self._numeric),
+            grad_accumulation=settings.grads_accumulation,
+            interrupter=settings.interrupter or Interrupter(),
+            early_stopping=EarlyStoppingStrategies(settings.early_stopping) if settings.early_stopping else None,
+            event_processor=SupervisedTrainingEventProcessor(metrics, store, settings.renderer, settings.numeric),
             event_store=store,
-            summary=self._summary,
+            summary=settings.summary,
             artifact_dir=directory,
         )
-        handler = install_application_logger(self._application_logger, directory)
+        handler = install_application_logger(settings.application_logger, directory)
         try:
             return strategy.train(learner, self.dataloader_train, self.dataloader_valid, components)
         finally:

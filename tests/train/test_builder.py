@@ -9,6 +9,7 @@ or what was passed instead."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import threading
 
@@ -30,9 +31,11 @@ from burnlike.train import (
     ValidStep,
     backward,
 )
+from burnlike.train.builder import callbacks_for, merge_trainer_kwargs, trainer_kwargs_for
 from burnlike.train.logger import read_metric_log
 from burnlike.train.metric import AccuracyMetric, LearningRateMetric, LossMetric, TopKAccuracyMetric
 from burnlike.train.renderer import BurnProgressBar, PlainProgress
+from burnlike.train.settings import LearnerSettings
 from burnlike.train.tui import LiveView
 from tests.helpers.fit import metrics_builder
 from tests.helpers.toy import Batch, Classifier, collate, loader
@@ -360,3 +363,43 @@ def test_the_trainer_profiles_nothing_unless_a_profiler_is_asked_for(tmp_path):
     asked = (LearnerBuilder(tmp_path).devices(["cpu"]).trainer_kwargs(profiler="simple")
              .build(Classifier(), AdamConfig(), 1e-3).trainer)
     assert isinstance(asked.profiler, SimpleProfiler)
+
+
+# --- the translation, one pure function at a time -------------------------------------------------
+def test_merge_trainer_kwargs_puts_the_users_over_burnlikes_and_adds_their_callbacks_and_plugins():
+    ours, theirs = Callback(), Callback()
+    base = {"max_epochs": 2, "callbacks": [ours], "plugins": ["io"], "logger": False}
+    merged = merge_trainer_kwargs(base, {"max_epochs": 5, "callbacks": [theirs], "precision": 16})
+    assert merged == {"max_epochs": 5, "callbacks": [ours, theirs], "plugins": ["io"], "logger": False,
+                      "precision": 16}
+    assert base["callbacks"] == [ours] and base["max_epochs"] == 2
+    assert merge_trainer_kwargs({}, {"callbacks": [theirs]}) == {"callbacks": [theirs]}
+
+
+def test_callbacks_for_a_file_checkpointer_save_resume_and_preempt_with_the_users_last(tmp_path):
+    theirs = Callback()
+    settings = LearnerSettings(tmp_path, recorder=DefaultRecorder(), callbacks=(theirs,))
+    kinds = [type(c).__name__ for c in callbacks_for(settings)]
+    assert kinds[-1] == "Callback" and callbacks_for(settings)[-1] is theirs
+    assert {"FileCheckpointer", "Preemption", "RandomState", "Peers"} <= set(kinds)
+    assert not {"FileCheckpointer", "Preemption", "RandomState"} & {type(c).__name__
+                                                                     for c in callbacks_for(LearnerSettings(tmp_path))}
+
+
+def test_callbacks_for_a_progress_bar_of_ones_own_drop_burnlikes_display(tmp_path):
+    bar = PlainProgress()
+    shown = [c for c in callbacks_for(LearnerSettings(tmp_path)) if isinstance(c, ProgressBar)]
+    own = [c for c in callbacks_for(LearnerSettings(tmp_path, callbacks=(bar,))) if isinstance(c, ProgressBar)]
+    hidden = [c for c in callbacks_for(LearnerSettings(tmp_path, progress_bar=False)) if isinstance(c, ProgressBar)]
+    assert len(shown) == 1 and own == [bar] and hidden == []
+
+
+def test_trainer_kwargs_for_count_epochs_of_valid_every_and_let_the_user_override(tmp_path):
+    settings = LearnerSettings(tmp_path, num_iterations=12, valid_every=4, trainer_kwargs={"precision": "bf16-mixed"})
+    kwargs = trainer_kwargs_for(settings)
+    assert (kwargs["max_epochs"], kwargs["precision"], kwargs["accelerator"], kwargs["devices"]) == (
+        3, "bf16-mixed", "auto", 1)
+    assert kwargs["enable_checkpointing"] is False and "plugins" not in kwargs
+    checkpointed = trainer_kwargs_for(dataclasses.replace(settings, recorder=DefaultRecorder(), async_checkpoints=True))
+    assert [type(p) for p in checkpointed["plugins"]] == [RecorderCheckpointIO]
+    assert checkpointed["plugins"][0].async_save is True
