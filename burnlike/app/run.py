@@ -290,7 +290,7 @@ def train(cfg: DictConfig, local: Path, artifact: AnyPath) -> float:
         placement = {"num_nodes": t.num_nodes, **execution(cfg).trainer_kwargs()}
         placement["strategy"] = trainer_strategy(cfg, placement.get("strategy", "auto"))
     builder = (builder.num_epochs(cfg.learner.num_epochs).grads_accumulation(cfg.learner.grads_accumulation)
-               .progress_bar(cfg.learner.progress_bar)
+               .progress_bar(cfg.learner.progress_bar).with_application_logger(cfg.learner.application_logger)
                .trainer_kwargs(**placement, precision=t.precision, fast_dev_run=t.fast_dev_run,
                                **extra, **dict(OmegaConf.to_container(t.extra, resolve=True))))  # type: ignore[arg-type]
     from burnlike.app.loggers import build_loggers, hyperparams

@@ -105,6 +105,8 @@ class LearnerConfig:
     checkpoint: str | None = None  # resume from epoch N's checkpoint, or "last" (newest complete, mid-epoch too), in the run dir (hydra.run.dir=<it>)
     grads_accumulation: int = 1  # one optimizer step per N batches, their gradients summed (Burn's rule)
     summary: bool = True  # Burn's Learner summary table at the end
+    # the log in the run dir's experiment.log (Burn's with_application_logger); false: none there
+    application_logger: bool = True
     progress_bar: bool = True  # the live view in a terminal, a line per epoch elsewhere; false: neither
     # Burn's device strategy over trainer.accelerator/devices/num_nodes (null: trainer.strategy decides)
     strategy: str | None = None  # single | multi | multi_sharded | ddp

@@ -186,6 +186,17 @@ def test_single_run_leaves_burn_artifacts_and_resumes_from_the_cli(tmp_path, tin
     assert resumed["value"] == max(resumed["epochs"].values())
 
 
+@pytest.mark.slow
+def test_a_run_without_the_application_logger_writes_no_experiment_log(tmp_path, tiny_app):
+    """`learner.application_logger=false`: Burn's `with_application_logger(None)` (the default run
+    above writes it)."""
+    proc = run_app(["model=mlp", "learner.num_epochs=1", "learner.application_logger=false", "learner.summary=false",
+                    "learner.checkpointing=false"], tmp_path, tiny_app)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    run = tmp_path / "run"
+    assert (run / "result.json").exists() and not (run / "experiment.log").exists()
+
+
 # --- what a run prints ----------------------------------------------------------------------------------
 @pytest.mark.slow
 def test_guide_to_a_file_is_short_plain_and_counts_epochs_from_1(mnist_64, tmp_path):
