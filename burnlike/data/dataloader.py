@@ -21,6 +21,7 @@ from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 import torch
 from torch.utils.data import DataLoader, Dataset, RandomSampler, Sampler
 
+from burnlike.checks import positive_int
 from burnlike.data.dataset.base import loader_dataset
 from burnlike.data.tensor_tree import map_tensors, tensors
 
@@ -140,9 +141,7 @@ class DataLoaderBuilder(Generic[T]):
         self._batch_device: torch.device | None = None
 
     def batch_size(self, batch_size: int) -> DataLoaderBuilder[T]:
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
-        self._batch_size = batch_size
+        self._batch_size = positive_int(batch_size, "batch_size")
         return self
 
     def shuffle(self, seed: int) -> DataLoaderBuilder[T]:
@@ -302,9 +301,7 @@ class StreamEpochs(Generic[T]):
 
 
 def _epoch_batches(batches: int | None) -> int | None:
-    if batches is not None and (isinstance(batches, bool) or not isinstance(batches, int) or batches < 1):
-        raise ValueError(f"epoch_batches must be None or an integer >= 1, got {batches!r}")
-    return batches
+    return None if batches is None else positive_int(batches, "epoch_batches (or None)")
 
 
 class ResumableDataLoader(DataLoader[T], StreamEpochs[T]):

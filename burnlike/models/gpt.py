@@ -20,6 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from burnlike.checks import positive_int
 from burnlike.config import config
 from burnlike.data.text import TokenWindowBatch
 from burnlike.module import Module
@@ -166,9 +167,7 @@ class GptConfig:
 
     def init(self, device: Any = None) -> Gpt:
         for name in ("vocab_size", "block_size", "n_layer", "n_head", "n_embd"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"GptConfig.{name} must be an integer >= 1, got {value!r}")
+            positive_int(getattr(self, name), f"GptConfig.{name}")
         if self.n_embd % self.n_head:
             raise ValueError(f"GptConfig: n_embd={self.n_embd} must be a multiple of n_head={self.n_head}")
         if not 0.0 <= self.dropout < 1.0:

@@ -13,6 +13,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from burnlike.checks import positive_int
 from burnlike.config import config
 from burnlike.module import Module
 from burnlike.nn.activation import Gelu
@@ -88,9 +89,7 @@ SeqLengthOption.NoMax = SeqLengthOption("no_max")
 
 
 def _positive(length: int) -> int:
-    if isinstance(length, bool) or not isinstance(length, int) or length < 1:
-        raise ValueError(f"a sequence length must be an integer >= 1, got {length!r}")
-    return length
+    return positive_int(length, "a sequence length")
 
 
 class GeneratePaddingMask(NamedTuple):

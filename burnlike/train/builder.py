@@ -22,6 +22,7 @@ from lightning.pytorch.loggers import Logger
 from lightning.pytorch.plugins.io import CheckpointIO
 from torch import nn
 
+from burnlike.checks import positive_int
 from burnlike.optim.optimizer import Optimizer, OptimizerConfig, TorchOptimizerFactory
 from burnlike.record.format.location import AnyPath, RemotePath, as_path
 from burnlike.train.checkpoint import (
@@ -120,13 +121,13 @@ class LearnerBuilder:
         return interrupter
 
     def num_epochs(self, num_epochs: int) -> LearnerBuilder:
-        return self._set(num_epochs=_positive("num_epochs", num_epochs))
+        return self._set(num_epochs=positive_int(num_epochs, "num_epochs"))
 
     def num_iterations(self, iterations: int) -> LearnerBuilder:
         """Train on `iterations` batches in all, in place of `num_epochs` (Lightning's `max_steps`,
         counted in batches as Burn steps its LR scheduler): one epoch of that many batches, or
         `iterations / k` epochs of `valid_every(k)`."""
-        return self._set(num_iterations=_positive("num_iterations", iterations))
+        return self._set(num_iterations=positive_int(iterations, "num_iterations"))
 
     def valid_every(self, iterations: int) -> LearnerBuilder:
         """Validate every `iterations` batches (Lightning's `val_check_interval`), keeping Burn's
@@ -135,7 +136,7 @@ class LearnerBuilder:
         instead of restarting (`DataLoaderBuilder`'s loaders: `set_epoch_batches`; any other sized
         loader is wrapped), so no batch repeats before a whole pass is done. With
         `num_iterations(n)`, n must be a multiple of `iterations`; without, `num_epochs` counts them."""
-        return self._set(valid_every=_positive("valid_every", iterations))
+        return self._set(valid_every=positive_int(iterations, "valid_every"))
 
     def grads_accumulation(self, accumulation: int) -> LearnerBuilder:
         """Burn's gradient accumulation (burn-train `supervised/strategies/single/epoch.rs`): the
@@ -147,7 +148,7 @@ class LearnerBuilder:
         Lightning's accumulation is still there under its own name: `trainer_kwargs(
         accumulate_grad_batches=n)` averages the n gradients, steps the scheduler per optimizer step
         and steps on a short last group."""
-        return self._set(grads_accumulation=_positive("grads_accumulation", accumulation))
+        return self._set(grads_accumulation=positive_int(accumulation, "grads_accumulation"))
 
     def summary(self) -> LearnerBuilder:
         return self._set(summary=True)
@@ -176,7 +177,7 @@ class LearnerBuilder:
             return self._set(checkpoint="last")
         if isinstance(epoch, str):
             raise ValueError(f"checkpoint: expected an epoch number or 'last', got {epoch!r}")
-        return self._set(checkpoint=_positive("checkpoint", epoch))
+        return self._set(checkpoint=positive_int(epoch, "checkpoint"))
 
     def with_application_logger(self, logger: ApplicationLoggerInstaller | bool | None) -> LearnerBuilder:
         """Burn's `with_application_logger(Option<Box<dyn ApplicationLoggerInstaller>>)`: None (or
@@ -395,7 +396,3 @@ def _metric(metric: Metric) -> Metric:
     return metric
 
 
-def _positive(name: str, value: int) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return value

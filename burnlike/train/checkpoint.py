@@ -21,6 +21,7 @@ import lightning as L
 from lightning.pytorch.callbacks import Checkpoint, EarlyStopping
 from torch import nn
 
+from burnlike.checks import positive_int
 from burnlike.record.checkpoint.epoch_files import KINDS, epoch_file, epoch_of, save_parts
 from burnlike.record.checkpoint.lightning_dict import is_checkpoint
 from burnlike.record.checkpoint.shard_folder import is_sharded_checkpoint, read_training_state
@@ -84,9 +85,7 @@ class KeepLastNCheckpoints(CheckpointingStrategy):
     """Save every epoch, delete epoch − n."""
 
     def __init__(self, num_keep: int) -> None:
-        if num_keep < 1:
-            raise ValueError(f"KeepLastNCheckpoints: num_keep must be >= 1, got {num_keep}")
-        self.num_keep = num_keep
+        self.num_keep = positive_int(num_keep, "KeepLastNCheckpoints: num_keep")
 
     def checkpointing(self, epoch: int, store: MetricStore) -> list[CheckpointingAction]:
         actions: list[CheckpointingAction] = [Save()]
@@ -400,8 +399,7 @@ class MetricEarlyStoppingStrategy:
 
     def __init__(self, metric: Metric | str, aggregate: Aggregate = Aggregate.MEAN, direction: Direction | None = None,
                  split: Split = Split.VALID, condition: StoppingCondition = StoppingCondition(1)) -> None:
-        if condition.n_epochs < 1:
-            raise ValueError(f"StoppingCondition n_epochs must be >= 1, got {condition.n_epochs}")
+        positive_int(condition.n_epochs, "StoppingCondition n_epochs")
         self.name, self.direction = _watched(metric, direction)
         self.aggregate, self.split, self.condition = Aggregate(aggregate), Split(split), condition
         self.best_epoch = 1  # Burn's initial state: epoch 1, no value yet

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, TypeVar
 
+from burnlike.checks import positive_int
 from burnlike.data.dataloader import Progress
 from burnlike.train.metric.base import Metric, MetricContext, steps_since
 from burnlike.train.metric.store import EpochEntry, MetricStore, Split
@@ -63,9 +64,7 @@ class LearnerEvent:
 
     @classmethod
     def EndEpoch(cls, epoch: int) -> LearnerEvent:  # noqa: N802
-        if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 1:
-            raise ValueError(f"LearnerEvent.EndEpoch expects the epoch number (from 1), got {epoch!r}")
-        return cls("end_epoch", epoch=epoch)
+        return cls("end_epoch", epoch=positive_int(epoch, "LearnerEvent.EndEpoch's epoch number (from 1)"))
 
     @classmethod
     def End(cls, summary: LearnerSummary | None = None) -> LearnerEvent:  # noqa: N802

@@ -21,6 +21,7 @@ from lightning.pytorch.utilities.types import OptimizerLRScheduler
 from torch import nn
 
 from burnlike.autodiff import Gradients
+from burnlike.checks import positive_int
 from burnlike.optim.lbfgs import LBFGSConfig
 from burnlike.optim.lr_scheduler import LrScheduler
 from burnlike.optim.optimizer import Optimizer, OptimizerConfig, TorchOptimizerFactory, as_optimizer
@@ -128,8 +129,7 @@ class StepModule(StepHost):
         grads_accumulation: int = 1,
     ) -> None:
         super().__init__()
-        if isinstance(grads_accumulation, bool) or not isinstance(grads_accumulation, int) or grads_accumulation < 1:
-            raise ValueError(f"grads_accumulation must be a positive integer, got {grads_accumulation!r}")
+        positive_int(grads_accumulation, "grads_accumulation")
         if not implements(model, "train_step"):
             raise missing_step(model, "train_step")
         self._valid_name = inference_fn(model).__name__  # valid_step (ValidStep) or inference_step (InferenceStep)

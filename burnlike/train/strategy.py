@@ -31,6 +31,8 @@ from typing import Any
 
 import torch
 
+from burnlike.checks import positive_int
+
 Device = str | int | torch.device  # Burn's device, as `devices([...])` takes it
 
 __all__ = [
@@ -89,8 +91,7 @@ class DistributedConfig:
                 "DistributedConfig(all_reduce_op=ReduceOperation.SUM): Lightning's DDP averages gradients "
                 "across processes; use ReduceOperation.MEAN (and scale the learning rate if you relied on sums)"
             )
-        if not isinstance(self.num_nodes, int) or self.num_nodes < 1:
-            raise ValueError(f"DistributedConfig.num_nodes must be an integer >= 1, got {self.num_nodes!r}")
+        positive_int(self.num_nodes, "DistributedConfig.num_nodes")
 
     def with_num_nodes(self, num_nodes: int) -> DistributedConfig:
         return type(self)(self.all_reduce_op, num_nodes, self.process_group_backend)

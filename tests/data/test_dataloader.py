@@ -115,7 +115,7 @@ def test_builder_defaults_to_batch_size_one_and_refuses_bad_sizes():
     loader = DataLoaderBuilder(MnistBatcher()).build(synthetic_mnist(3))
     assert isinstance(loader, DataLoader) and loader.batch_size == 1 and len(loader) == 3
     assert DataLoaderBuilder(MnistBatcher()).batch_size(1).build(synthetic_mnist(2)).batch_size == 1
-    with pytest.raises(ValueError, match=r"^batch_size must be a positive integer, got 0$"):
+    with pytest.raises(ValueError, match=r"^batch_size must be an integer >= 1, got 0$"):
         DataLoaderBuilder(MnistBatcher()).batch_size(0)
     with pytest.raises(ValueError, match=r"^num_workers must be an integer >= 0, got -1$"):
         DataLoaderBuilder(MnistBatcher()).num_workers(-1)
@@ -576,7 +576,7 @@ def test_epoch_batches_are_constructor_state_so_lightnings_ddp_copy_keeps_them()
 
 @pytest.mark.parametrize("batches", [0, -1, True, 1.5])
 def test_epoch_batches_must_be_a_positive_integer_or_none(batches):
-    with pytest.raises(ValueError, match="epoch_batches must be None or an integer >= 1"):
+    with pytest.raises(ValueError, match=r"epoch_batches \(or None\) must be an integer >= 1"):
         stream_loader("host").set_epoch_batches(batches)
 
 

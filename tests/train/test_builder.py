@@ -320,7 +320,7 @@ def test_with_interrupter_names_what_it_got(tmp_path):
 
 @pytest.mark.parametrize("epoch", [0, -2])
 def test_a_non_positive_checkpoint_epoch_names_the_setting(tmp_path, epoch):
-    with pytest.raises(ValueError, match=rf"^checkpoint must be a positive integer, got {epoch}$"):
+    with pytest.raises(ValueError, match=rf"^checkpoint must be an integer >= 1, got {epoch}$"):
         LearnerBuilder(tmp_path).checkpoint(epoch)
 
 
@@ -345,7 +345,7 @@ def test_iterations_refuse_a_remainder_and_a_limit_on_the_batches(tmp_path):
         (LearnerBuilder(tmp_path).valid_every(4).trainer_kwargs(limit_train_batches=2)
          .build(Classifier(), AdamConfig(), 1e-3))
     for method in ("num_iterations", "valid_every"):
-        with pytest.raises(ValueError, match=f"^{method} must be a positive integer, got 0$"):
+        with pytest.raises(ValueError, match=f"^{method} must be an integer >= 1, got 0$"):
             getattr(LearnerBuilder(tmp_path), method)(0)
 
 

@@ -113,6 +113,6 @@ def test_events_are_checked_where_they_are_built():
     with pytest.raises(TypeError, match="LearnerEvent.ProcessedItem expects a TrainingItem"):
         LearnerEvent.ProcessedItem(output(1))
     for bad in (0, 1.0, True):
-        with pytest.raises(ValueError, match="EndEpoch expects the epoch number"):
+        with pytest.raises(ValueError, match=r"EndEpoch's epoch number \(from 1\) must be an integer >= 1"):
             LearnerEvent.EndEpoch(bad)
     assert math.isnan(processor()[0].metrics("train")[0].running())  # nothing processed yet

@@ -176,7 +176,7 @@ def test_one_metric_instance_given_for_both_splits_becomes_one_instance_per_spli
 
 @pytest.mark.parametrize("accumulation", [0, -1, 1.5, True])
 def test_step_module_names_a_bad_accumulation(accumulation):
-    with pytest.raises(ValueError, match=rf"^grads_accumulation must be a positive integer, got {accumulation!r}$"):
+    with pytest.raises(ValueError, match=rf"^grads_accumulation must be an integer >= 1, got {accumulation!r}$"):
         StepModule(Classifier(), SgdConfig(), 0.1, grads_accumulation=accumulation)
 
 

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
+from burnlike.checks import positive_int
 from burnlike.data.dataset.base import BatchedItems, Dataset
 
 __all__ = ["TokenWindows", "TokenWindowsDataset"]
@@ -41,8 +42,7 @@ class TokenWindowsDataset(Dataset[Tensor]):
         if stream.dim() != 1 or stream.dtype.is_floating_point or stream.dtype == torch.bool:
             raise ValueError(f"TokenWindowsDataset: tokens must be a 1-D integer tensor, got {stream.dtype} "
                              f"of shape {tuple(stream.shape)}")
-        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-            raise ValueError(f"TokenWindowsDataset: size must be an integer >= 1, got {size!r}")
+        positive_int(size, "TokenWindowsDataset: size")
         self.tokens = stream.to(torch.int64)
         self.size = size
         self._offsets = torch.arange(size)

@@ -6,6 +6,7 @@ from typing import Any
 
 import torch
 
+from burnlike.checks import positive_int
 from burnlike.train.metric.base import Metric, MetricContext, Number
 from burnlike.train.output import ACCURACY, LOSS, TOP_K
 
@@ -57,9 +58,7 @@ class TopKAccuracyMetric(Metric):
 
     def __init__(self, k: int, pad_token: int | None = None, *, token_weighted: bool = False) -> None:
         super().__init__()
-        if k < 1:
-            raise ValueError(f"TopKAccuracyMetric: k must be >= 1, got {k}")
-        self.k = k
+        self.k = positive_int(k, "TopKAccuracyMetric: k")
         self.pad_token = pad_token
         self.token_weighted = token_weighted
         self.name = f"Top-K Accuracy @ TopK({k})"

@@ -99,7 +99,7 @@ def test_accuracy_batch_of_pads_only_is_nan_as_in_burn_and_weighs_nothing_by_tok
 def test_top_k_accepts_k_one_and_names_a_bad_k():
     logits = torch.tensor([[0.1, 0.5, 0.4], [0.7, 0.2, 0.1]])
     assert feed_epoch(TopKAccuracyMetric(1), ClassificationOutput(LOSS, logits, torch.tensor([1, 1])))[0] == 50.0
-    with pytest.raises(ValueError, match=r"^TopKAccuracyMetric: k must be >= 1, got 0$"):
+    with pytest.raises(ValueError, match=r"^TopKAccuracyMetric: k must be an integer >= 1, got 0$"):
         TopKAccuracyMetric(0)
 
 
