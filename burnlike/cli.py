@@ -314,45 +314,53 @@ def cmd_convert(args: argparse.Namespace) -> int:
     return _convert(src, dst, model, args)
 
 
+def _read_safetensors(src: AnyPath, prefix: str) -> dict[str, Any]:
+    return read_safetensors(src)
+
+
+def _read_lightning_ckpt(src: AnyPath, prefix: str) -> dict[str, Any]:
+    ckpt = read_torch_ckpt(src)
+    return strip_prefix(ckpt.get("state_dict", ckpt), prefix)
+
+
+def _write_safetensors(dst: AnyPath, weights: dict[str, torch.Tensor], prefix: str) -> None:
+    from safetensors.torch import save
+
+    atomic_write(dst, save({k: v.detach().contiguous() for k, v in weights.items()}))
+
+
+def _write_lightning_ckpt(dst: AnyPath, weights: dict[str, torch.Tensor], prefix: str) -> None:
+    import lightning
+
+    ckpt = {"state_dict": {f"{prefix}{k}": v for k, v in weights.items()},
+            "pytorch-lightning_version": lightning.__version__}
+    atomic_write(dst, lambda f: torch.save(ckpt, f))
+
+
+# PyTorch-layout files by suffix: read into / written from a state dict (`--prefix` on the keys);
+# every other format is a Burn record, read and written through the registry's recorders
+TORCH_SOURCES = {".safetensors": _read_safetensors, ".ckpt": _read_lightning_ckpt}
+TORCH_SINKS = {".safetensors": _write_safetensors, ".ckpt": _write_lightning_ckpt}
+
+
 def _convert(src: AnyPath, dst: AnyPath, model: nn.Module | None, args: argparse.Namespace) -> int:
     out = registry.by_extension(dst, args.precision, args.burn_version)
     if args.recorder:
         out = registry.by_name(args.recorder, args.precision, args.burn_version)
         dst = out.path_for(dst)
-    if out is None and dst.suffix not in (".safetensors", ".ckpt"):
+    if out is None and dst.suffix not in TORCH_SINKS:
         raise CliError(f"{dst}: unknown output format (use .mpk, .mpk.gz, .json, .json.gz, .bin, .bin.gz, "
                          ".safetensors or .ckpt)")
-    state: dict[str, Any] | None = None  # PyTorch-layout weights, when the input has them
-    item: Any = None
     reader = _record_reader(src) if src.suffix != ".safetensors" else None
-    if src.suffix == ".safetensors":
-        state = read_safetensors(src)
-    elif reader is None and src.suffix == ".ckpt":
-        ckpt = read_torch_ckpt(src)
-        state = strip_prefix(ckpt.get("state_dict", ckpt), args.prefix)
-    elif reader is None:
-        raise CliError(f"{src}: unknown input format")
-    else:
-        _, item = reader.read_record(src, module=model)
-        if is_checkpoint(item):
-            checkpoint = decode_value(item, str(src))
-            if out is not None and model is None:  # checkpoint → checkpoint in another recorder/precision
-                written = out.record(encode_checkpoint(checkpoint, out), dst, exact_path=True)
-                print(f"wrote {written} (training checkpoint; weights at {out.settings.name}, the rest full)")
-                return 0
-            state = strip_prefix(checkpoint["state_dict"], args.prefix)
-            if model is not None:
-                weights_from_checkpoint(model, item, str(src))
-                state = None
-        elif model is not None:
-            load_module_record(model, item, str(src))
-        elif out is not None:  # record → record: same tree, new format/precision
-            written = out.record(_reprecise(item, out.settings, out.burn_version), dst, exact_path=True)
-            print(f"wrote {written}")
+    if reader is not None:
+        state, written = _from_record(src, dst, reader, model, out, args.prefix)
+        if written is not None:
+            print(written)
             return 0
-        else:
-            raise CliError("converting a Burn record to a PyTorch layout needs --model "
-                             "(Linear weights are stored transposed, norms as gamma/beta)")
+    elif src.suffix in TORCH_SOURCES:
+        state = TORCH_SOURCES[src.suffix](src, args.prefix)
+    else:
+        raise CliError(f"{src}: unknown input format")
     if state is not None and model is not None:
         try:
             model.load_state_dict(state)
@@ -363,23 +371,39 @@ def _convert(src: AnyPath, dst: AnyPath, model: nn.Module | None, args: argparse
                          "(the module tree decides Linear transposes and gamma/beta names)")
     weights = model.state_dict() if model is not None else state
     assert weights is not None
-    if dst.suffix == ".safetensors":
-        from safetensors.torch import save
-
-        atomic_write(dst, save({k: v.detach().contiguous() for k, v in weights.items()}))
-        written = dst
-    elif dst.suffix == ".ckpt":
-        import lightning
-
-        ckpt = {"state_dict": {f"{args.prefix}{k}": v for k, v in weights.items()},
-                "pytorch-lightning_version": lightning.__version__}
-        atomic_write(dst, lambda f: torch.save(ckpt, f))
-        written = dst
+    if dst.suffix in TORCH_SINKS:
+        TORCH_SINKS[dst.suffix](dst, weights, args.prefix)
+        written_to: AnyPath = dst
     else:
         assert out is not None and model is not None  # unknown formats and missing --model exited above
-        written = out.save_module(model, dst)
-    print(f"wrote {written}")
+        written_to = out.save_module(model, dst)
+    print(f"wrote {written_to}")
     return 0
+
+
+def _from_record(src: AnyPath, dst: AnyPath, reader: Recorder, model: nn.Module | None, out: Recorder | None,
+                 prefix: str) -> tuple[dict[str, Any] | None, str | None]:
+    """A Burn record or checkpoint at `src`: `(PyTorch-layout weights or None when loaded into
+    `model`, None)`, or `(None, the line to print)` when it was written to `dst` as it is (a
+    checkpoint or record in another recorder/precision)."""
+    _, item = reader.read_record(src, module=model)
+    if is_checkpoint(item):
+        checkpoint = decode_value(item, str(src))
+        if out is not None and model is None:  # checkpoint → checkpoint in another recorder/precision
+            written = out.record(encode_checkpoint(checkpoint, out), dst, exact_path=True)
+            return None, f"wrote {written} (training checkpoint; weights at {out.settings.name}, the rest full)"
+        state = strip_prefix(checkpoint["state_dict"], prefix)
+        if model is not None:
+            weights_from_checkpoint(model, item, str(src))
+            return None, None
+        return state, None
+    if model is not None:
+        load_module_record(model, item, str(src))
+        return None, None
+    if out is not None:  # record → record: same tree, new format/precision
+        return None, f"wrote {out.record(_reprecise(item, out.settings, out.burn_version), dst, exact_path=True)}"
+    raise CliError("converting a Burn record to a PyTorch layout needs --model "
+                     "(Linear weights are stored transposed, norms as gamma/beta)")
 
 
 def _reprecise(item: Any, settings: PrecisionSettings, burn_version: str) -> Any:

@@ -115,6 +115,16 @@ def test_convert_checkpoint_to_record_and_torch_ckpt_and_back_keeps_the_weights(
     assert torch.equal(Net().load_file(tmp_path / "w.bin", BinFileRecorder()).embed.weight, net.embed.weight)
 
 
+def test_convert_checkpoint_to_safetensors_needs_no_model(tmp_path):
+    """A checkpoint's `state_dict` is already PyTorch's layout: written as it is, `--prefix` taken off."""
+    net = randomised(Net())
+    src = saved_checkpoint(tmp_path, net)
+    assert main(["convert", str(src), str(tmp_path / "w.safetensors")]) == 0
+    from safetensors.torch import load_file
+
+    assert torch.equal(load_file(tmp_path / "w.safetensors")["embed.weight"], net.embed.weight)
+
+
 @pytest.mark.parametrize("suffix", [".safetensors", ".ckpt", ".mpk", ".json.gz"])
 def test_convert_writes_every_format_through_temp_and_rename(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                             suffix: str) -> None:
