@@ -67,6 +67,25 @@ PAGES = [
 ]
 
 
+# Hooks the framework calls, not the user: a layer's record layout for the record walker
+# (`burn_record_fields`, explained in docs/burn.md), and a recorder's format hooks (how its bytes are
+# written and parsed, `type_args` of its Burn type name), which are for the record package itself.
+# The reference shows each class's user-facing members only.
+FRAMEWORK_HOOKS = ("burn_record_fields",)
+FORMAT_HOOKS = ("encode", "decode", "write", "read", "parse", "size_hint", "type_args")
+
+
+def entry_filters(module: str) -> list[str]:
+    """The member filters an entry exported from `module` adds to mkdocs.yml's (`!^_`)."""
+    hidden = FRAMEWORK_HOOKS + (FORMAT_HOOKS if module == "burnlike.record" or module.startswith("burnlike.record.") else ())
+    return [f"!^({'|'.join(hidden)})$"]
+
+
+def _options(module: str) -> str:
+    filters = ", ".join(f'"{f}"' for f in ["!^_", *entry_filters(module)])
+    return f"    options:\n      filters: [{filters}]\n"
+
+
 def _modules(module: griffe.Module):  # type: ignore[no-untyped-def]
     yield module
     for sub in module.modules.values():
@@ -144,10 +163,10 @@ def markdown(page: Page) -> str:
             except KeyError:
                 out.append(_value_entry(path, name))
                 continue
-            out.append(f"::: {path}.{name}\n")
+            out.append(f"::: {path}.{name}\n" + _options(path))
     for path in page.whole:
         out.append(f"## `{path}`\n")
-        out.append(f"::: {path}\n    options:\n      show_root_heading: false\n      heading_level: 3\n")
+        out.append(f"::: {path}\n" + _options(path) + "      show_root_heading: false\n      heading_level: 3\n")
     return "\n".join(out)
 
 

@@ -1,0 +1,138 @@
+"""A griffe extension (mkdocs.yml's `extensions`, and tests/test_docstrings.py): config fields as the
+API reference should show them.
+
+- A `@config` class (`burnlike.config.config`, Burn's `#[derive(Config)]`) is a dataclass at run
+  time, but griffe only knows `@dataclass`: here it gets the `__init__` the decorator gives it, so
+  the reference shows `LinearConfig(d_input, d_output, bias=True, ...)`, Burn's rule included
+  (a defaulted field declared before a required one is keyword-only; an `X | None` field without a
+  default defaults to None).
+- A field of a `@config` class or a dataclass is described by its comment, the lines right above it
+  and the one after it on its line: the convention the Hydra keys page reads
+  (docs/hooks/hydra_keys.py), so a field's description is written once and shows on both pages.
+  An attribute docstring, where a field has one, wins.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import griffe
+
+FIELD_DECORATORS = ("burnlike.config.config", "dataclasses.dataclass")
+LINT_COMMENTS = ("noqa", "type:", "pragma", "pyright:", "mypy:")
+
+
+def _decorated(cls: griffe.Class, paths: tuple[str, ...]) -> bool:
+    for decorator in cls.decorators:
+        value = decorator.value
+        if isinstance(value, griffe.ExprCall):
+            value = value.function
+        if isinstance(value, griffe.Expr) and value.canonical_path in paths:
+            return True
+    return False
+
+
+def _lineage(cls: griffe.Class) -> list[griffe.Class]:
+    """`cls` and its bases griffe can see, bases first (as a dataclass collects fields)."""
+    try:
+        bases = [base for base in cls.mro() if isinstance(base, griffe.Class)]
+    except (ValueError, griffe.AliasResolutionError, griffe.CyclicAliasError):
+        bases = []
+    return [*reversed(bases), cls]
+
+
+def has_fields(cls: griffe.Class) -> bool:
+    """A dataclass or a `@config` class, or a subclass of one."""
+    return any(_decorated(c, FIELD_DECORATORS) for c in _lineage(cls))
+
+
+def fields(cls: griffe.Class) -> list[griffe.Attribute]:
+    """The annotated instance attributes `cls` declares itself (its dataclass fields)."""
+    found = []
+    for member in cls.members.values():
+        if member.is_alias or not isinstance(member, griffe.Attribute) or member.annotation is None:
+            continue
+        if member.name.startswith("_") or "property" in member.labels:
+            continue
+        if "class-attribute" in member.labels and "instance-attribute" not in member.labels:
+            continue  # a ClassVar
+        if isinstance(member.annotation, griffe.Expr) and member.annotation.canonical_path == "dataclasses.KW_ONLY":
+            continue
+        found.append(member)
+    return found
+
+
+def comment(attr: griffe.Attribute) -> str:
+    """The comment lines right above `attr` and the one after it on its line, as one text."""
+    lines = attr.lines_collection[attr.filepath] if isinstance(attr.filepath, Path) and attr.filepath in attr.lines_collection else None
+    if not lines or attr.lineno is None:
+        return ""
+    above: list[str] = []
+    row = attr.lineno - 2  # 0-based index of the line above
+    while row >= 0 and lines[row].strip().startswith("#"):
+        above.insert(0, lines[row].strip().lstrip("#").strip())
+        row -= 1
+    own = ""
+    first = lines[attr.lineno - 1]
+    if "#" in first:
+        tail = first.split("#", 1)[1].strip()
+        if not tail.startswith(LINT_COMMENTS):
+            own = tail
+    return "; ".join(part for part in (" ".join(above), own) if part)
+
+
+def _optional(annotation: Any) -> bool:
+    text = str(annotation).replace(" ", "")
+    return text.startswith("Optional[") or "|None" in text or text.startswith("None|")
+
+
+def _init(cls: griffe.Class) -> griffe.Function:
+    """The `__init__` `@config` gives `cls`: the fields of its lineage in dataclass order, with
+    Burn's rule (defaulted fields before the last required one are keyword-only)."""
+    by_name: dict[str, griffe.Parameter] = {}
+    for klass in _lineage(cls):
+        if not _decorated(klass, FIELD_DECORATORS):
+            continue
+        declared = fields(klass)
+        required = [f.value is None and not _optional(f.annotation) for f in declared]
+        last = max((i for i, r in enumerate(required) if r), default=-1)
+        for i, f in enumerate(declared):
+            default = f.value if f.value is not None else (None if required[i] else "None")
+            kind = (griffe.ParameterKind.keyword_only if i < last and not required[i]
+                    else griffe.ParameterKind.positional_or_keyword)
+            by_name[f.name] = griffe.Parameter(f.name, annotation=f.annotation, kind=kind, default=default,
+                                               docstring=f.docstring)
+    params = list(by_name.values())
+    ordered = ([p for p in params if p.kind is not griffe.ParameterKind.keyword_only]
+               + [p for p in params if p.kind is griffe.ParameterKind.keyword_only])
+    self = griffe.Parameter("self", kind=griffe.ParameterKind.positional_or_keyword)
+    return griffe.Function("__init__", lineno=0, endlineno=0, parent=cls,
+                           parameters=griffe.Parameters(self, *ordered), returns="None")
+
+
+def _classes(obj: griffe.Module | griffe.Class) -> Any:
+    for member in obj.members.values():
+        if member.is_alias:
+            continue
+        if isinstance(member, (griffe.Module, griffe.Class)):
+            if isinstance(member, griffe.Class):
+                yield member
+            yield from _classes(member)
+
+
+class ConfigFields(griffe.Extension):
+    """`@config` classes get their `__init__`; dataclass and config fields their comments as docstrings."""
+
+    def on_package(self, *, pkg: griffe.Module, **kwargs: Any) -> None:
+        for cls in _classes(pkg):
+            if not has_fields(cls):
+                continue
+            for f in fields(cls):
+                if f.docstring is None:
+                    text = comment(f)
+                    if text:
+                        f.docstring = griffe.Docstring(text, parent=f)
+            if "__init__" not in cls.members and _decorated(cls, ("burnlike.config.config",)):
+                cls.set_member("__init__", _init(cls))
+                cls.labels.add("dataclass")
