@@ -31,9 +31,9 @@ class DataConfig:
     """`data=mnist`: `root` holds `MNIST/raw/`."""
 
     root: str | None = None  # null: $BURNLIKE_DATA, else ./data (MnistDataset's rule); image_folder/csv set it
-    batch_size: int = 64
+    batch_size: int = 64  # items per batch (Burn's DataLoaderBuilder.batch_size)
     num_workers: int = 0  # the MNIST pipeline is ~100x faster than torchvision's; workers only add IPC here
-    shuffle_seed: int = 42
+    shuffle_seed: int = 42  # the train order's seed (Burn's .shuffle(seed)): epoch e shuffles with it and e
 
 
 @config
@@ -41,12 +41,14 @@ class ImageFolderDataConfig(DataConfig):
     """`data=image_folder`: `<root>/<train>/<class>/*.png|jpg|jpeg|bmp`, likewise `<root>/<valid>`;
     with `valid: null`, a seeded `valid_fraction` of the train images validates instead."""
 
-    train: str = "train"
-    valid: str | None = "valid"
-    valid_fraction: float = 0.2
+    train: str = "train"  # the train folder under data.root, one subfolder per class
+    valid: str | None = "valid"  # the valid folder under data.root; null: valid_fraction of train
+    valid_fraction: float = 0.2  # with valid=null: the seeded share of the train images that validates
     mode: str | None = "RGB"  # Pillow mode to convert to ("L", "RGB", "RGBA"); null keeps each file's
     size: list[int] | None = None  # [height, width] to resize to; null: the files' own (all equal)
+    # per-channel mean subtracted after scaling to [0, 1] (ImageNet's by default)
     mean: list[float] = [0.485, 0.456, 0.406]
+    # per-channel standard deviation divided by (ImageNet's by default)
     std: list[float] = [0.229, 0.224, 0.225]
     decoder: str = "auto"  # auto | pil | torchvision
     skip_corrupt: bool = False  # true: leave out images that don't decode, with a warning
@@ -57,14 +59,14 @@ class CsvDataConfig(DataConfig):
     """`data=csv`: `<root>/<train>` (and `<root>/<valid>`, or a seeded `valid_fraction` of train),
     feature columns (default: all but the target) and a `target` column."""
 
-    train: str = "train.csv"
-    valid: str | None = None
-    valid_fraction: float = 0.2
-    target: str = "label"
-    features: list[str] | None = None
+    train: str = "train.csv"  # the train table under data.root
+    valid: str | None = None  # the valid table under data.root; null: valid_fraction of train
+    valid_fraction: float = 0.2  # with valid=null: the seeded share of the train rows that validates
+    target: str = "label"  # the column to predict
+    features: list[str] | None = None  # the input columns; null: every column but the target
     task: str = "classification"  # classification (integer ids or class names) | regression
     normalize: str | None = "standard"  # standard | min_max (fitted on the train split) | null
-    delimiter: str = ","
+    delimiter: str = ","  # the field separator of the CSV files
 
 
 def _error(cfg: DictConfig, keys: str, problem: str) -> DataConfigError:

@@ -191,7 +191,11 @@ class DataLoaderBuilder(Generic[T]):
         Workers, pinning and `dataloader_kwargs` don't apply, and as the result is not a
         `DataLoader`, Lightning can't shard it for DDP: a single-device option.
         """
-        self._device = torch.device(device)
+        target = torch.device(device)
+        if target.type == "cuda" and not torch.cuda.is_available():
+            raise ValueError(f"on_device({str(device)!r}): torch sees no CUDA device here; keep the data on the "
+                             "host (leave on_device out) or use on_device('cpu')")
+        self._device = target
         return self
 
     def build(self, dataset: Dataset[Any]) -> ResumableDataLoader[T] | DeviceDataLoader[T]:

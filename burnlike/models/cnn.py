@@ -72,9 +72,9 @@ class Cnn(Module, TrainStep[ImageBatch, ClassificationOutput], ValidStep[ImageBa
 
 @config
 class CnnConfig:
-    num_classes: int = 10
-    in_channels: int = 3
-    dropout: float = 0.3
+    num_classes: int = 10  # output classes (data=image_folder checks it against the class folders)
+    in_channels: int = 3  # image channels: 3 for RGB, 1 for grayscale (data.mode=L)
+    dropout: float = 0.3  # dropout probability after each block and the first linear layer
 
     def init(self, device: Any = None) -> Cnn:
         return Cnn(self.num_classes, self.in_channels, self.dropout, device or "cpu")

@@ -45,9 +45,9 @@ class Mlp(Module, TrainStep[MnistBatch, ClassificationOutput], ValidStep[MnistBa
 
 @config
 class MlpConfig:
-    num_classes: int = 10
-    hidden_sizes: list[int] = [256, 128]
-    dropout: float = 0.1
+    num_classes: int = 10  # output classes
+    hidden_sizes: list[int] = [256, 128]  # the hidden layers' widths, in order (each: Linear, ReLU, dropout)
+    dropout: float = 0.1  # dropout probability after each hidden layer
 
     def init(self, device: Any = None) -> Mlp:
         return Mlp(list(self.hidden_sizes), self.num_classes, self.dropout, device or "cpu")

@@ -71,9 +71,9 @@ class Model(
 
 @config
 class ModelConfig:
-    num_classes: int
-    hidden_size: int
-    dropout: float = 0.5
+    num_classes: int  # output classes (10 digits for MNIST)
+    hidden_size: int  # width of linear1 (1024 -> hidden_size -> num_classes); the guide's is 512
+    dropout: float = 0.5  # dropout probability after each conv and after linear1
 
     def init(self, device: Any = None) -> Model:
         """Returns the initialized model."""

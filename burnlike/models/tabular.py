@@ -51,10 +51,10 @@ class TabularMlp(Module, TrainStep[TabularBatch, TabularOutput], ValidStep[Tabul
 class TabularMlpConfig:
     """`num_outputs`: the number of classes, or of target columns for a regression."""
 
-    num_features: int = 10
-    num_outputs: int = 1
-    hidden_sizes: list[int] = [64]
-    dropout: float = 0.0
+    num_features: int = 10  # input columns (data=csv checks it against the table)
+    num_outputs: int = 1  # classes, or target columns for a regression
+    hidden_sizes: list[int] = [64]  # the hidden layers' widths, in order
+    dropout: float = 0.0  # dropout probability after each hidden layer
 
     def init(self, device: Any = None) -> TabularMlp:
         return TabularMlp(self.num_features, self.num_outputs, list(self.hidden_sizes), self.dropout, device or "cpu")

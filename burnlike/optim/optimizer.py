@@ -20,7 +20,7 @@ from burnlike.optim.grads import GradientsParams
 
 @config
 class WeightDecayConfig:
-    penalty: float
+    penalty: float  # the L2 factor: penalty * weight is added to each gradient
 
 
 @config
@@ -29,9 +29,9 @@ class MomentumConfig:
     momentum·velocity (the first step: grad), and with `nesterov` the update is grad +
     momentum·velocity. Nesterov works with any dampening, Burn's default 0.1 included."""
 
-    momentum: float = 0.9
-    dampening: float = 0.1
-    nesterov: bool = False
+    momentum: float = 0.9  # the velocity's decay factor
+    dampening: float = 0.1  # the share of the gradient kept out of the velocity
+    nesterov: bool = False  # Nesterov's update: grad + momentum * velocity
 
 
 @config
@@ -42,7 +42,7 @@ class GradientClippingConfig:
     (serde's enum shape): `{"Norm": 1.0}`, `{"Value": 0.5}`."""
 
     kind: str = "norm"  # "norm" | "value"
-    threshold: float = 1.0
+    threshold: float = 1.0  # the bound: the gradient's norm (kind=norm) or each value (kind=value)
 
     @classmethod
     def Value(cls, threshold: float) -> GradientClippingConfig:  # noqa: N802 - Burn's variant name
@@ -110,11 +110,13 @@ class OptimizerConfig:
 
 @config
 class AdamConfig(OptimizerConfig):
-    beta_1: float = 0.9
-    beta_2: float = 0.999
-    epsilon: float = 1e-5
-    amsgrad: bool = False
+    beta_1: float = 0.9  # decay rate of the gradient's running mean (first moment)
+    beta_2: float = 0.999  # decay rate of the squared gradient's running mean (second moment)
+    epsilon: float = 1e-5  # added to the denominator for stability (Burn's 1e-5; torch's Adam uses 1e-8)
+    amsgrad: bool = False  # AMSGrad: divide by the largest second moment seen so far
+    # null, or {penalty: x}: an L2 penalty added to the gradient
     weight_decay: WeightDecayConfig | None = None
+    # null, or {kind: norm|value, threshold: x}: clip each parameter's gradient
     grad_clipping: GradientClippingConfig | None = None
 
     def torch_optimizer(self, params: Iterable[Any], lr: float) -> torch.optim.Optimizer:
@@ -126,12 +128,13 @@ class AdamConfig(OptimizerConfig):
 
 @config
 class AdamWConfig(OptimizerConfig):
-    beta_1: float = 0.9
-    beta_2: float = 0.999
-    epsilon: float = 1e-5
-    weight_decay: float = 1e-4
-    amsgrad: bool = False
-    cautious_weight_decay: bool = False
+    beta_1: float = 0.9  # decay rate of the gradient's running mean (first moment)
+    beta_2: float = 0.999  # decay rate of the squared gradient's running mean (second moment)
+    epsilon: float = 1e-5  # added to the denominator for stability
+    weight_decay: float = 1e-4  # decoupled decay: each step shrinks the weights by lr * weight_decay
+    amsgrad: bool = False  # AMSGrad: divide by the largest second moment seen so far
+    cautious_weight_decay: bool = False  # Burn 0.19: decay only where the weight and the update agree in sign
+    # null, or {kind: norm|value, threshold: x}: clip each parameter's gradient
     grad_clipping: GradientClippingConfig | None = None
 
     def torch_optimizer(self, params: Iterable[Any], lr: float) -> torch.optim.Optimizer:
@@ -150,8 +153,11 @@ class AdamWConfig(OptimizerConfig):
 
 @config
 class SgdConfig(OptimizerConfig):
+    # null, or {penalty: x}: an L2 penalty added to the gradient
     weight_decay: WeightDecayConfig | None = None
+    # null (plain SGD), or {momentum, dampening, nesterov}: Burn's momentum
     momentum: MomentumConfig | None = None
+    # null, or {kind: norm|value, threshold: x} (Burn's SGD spells it so)
     gradient_clipping: GradientClippingConfig | None = None
 
     @property

@@ -27,6 +27,7 @@ from burnlike.train.module import STORE_RESULT, StepModule
 from burnlike.train.plot import plot_metrics
 from burnlike.train.preemption import BATCHES_DONE, SkipFirst
 from burnlike.train.process_group import end_at_exit
+from burnlike.train.quiet import resuming_exactly
 from burnlike.train.renderer.cli import CliMetricsRenderer
 from burnlike.train.sharded import CompactShards, full_model_state, model_skeleton, whole_model
 from burnlike.train.summary import LearnerSummary
@@ -148,7 +149,8 @@ class Learner(components.Learner):
                 continue_logger_runs(self.trainer, ckpt)
             if self.trainer.world_size > 1:
                 end_at_exit()
-            with _spawn_safe_sharing(self.trainer):
+            self.module.exact_resume = ckpt is not None and resumes_exactly(train_loader)
+            with _spawn_safe_sharing(self.trainer), resuming_exactly(self.module.exact_resume):
                 self.trainer.fit(self.module, train_loader, valid_loader, ckpt_path=str(ckpt) if ckpt else None)
             stored = self.trainer.callback_metrics.pop(STORE_RESULT, None)
             if isinstance(stored, dict) and not self.module.store.epochs_stored():  # spawned: the processes had it

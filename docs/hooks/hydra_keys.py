@@ -192,15 +192,16 @@ def fmt(value: Any) -> str:
 
 
 def prose(text: str) -> str:
-    """Comment text for a table cell: `<` and `>` outside code spans escaped, `|` escaped."""
+    """Comment text for a table cell: `<`, `>` and `|` outside code spans escaped (the tables
+    extension keeps a code span's `|` in its cell, and would show a backslash there)."""
     parts = text.split("`")
     for i in range(0, len(parts), 2):
-        parts[i] = parts[i].replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return "`".join(parts).replace("|", "\\|")
+        parts[i] = parts[i].replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("|", "\\|")
+    return "`".join(parts)
 
 
 def code(value: str) -> str:
-    return "`" + value.replace("|", "\\|") + "`" if "`" not in value else "``" + value + "``"
+    return "`" + value + "`" if "`" not in value else "``" + value + "``"
 
 
 def key_rows(prefix: str, node: dict[str, Any], cls: type | None, notes: dict[str, str]) -> list[str]:

@@ -57,3 +57,30 @@ def test_the_first_unknown_key_is_named():
 def test_an_unknown_key_after_hydras_own_arguments_is_still_named(before):
     message = override_error([*before, "sed=1"])
     assert message is not None and message.startswith("sed: no such key"), message
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["learner.num_epochs=many"], "learner.num_epochs=many is invalid: expected an integer"),
+    (["seed=null"], "seed=null is invalid: expected an integer"),
+    (["learner.summary=maybe"], "learner.summary=maybe is invalid: expected true or false"),
+    (["trainer.limit_train_batches=all"], "trainer.limit_train_batches=all is invalid: expected null or a number"),
+    (["logger.kinds=csv"], "logger.kinds=csv is invalid: expected a list of strings"),
+    (["optimizer.lr=fast"], "optimizer.lr=fast is invalid: expected a number"),  # the default option's schema
+    (["model=mlp", "model.hidden_sizes=[8,wide]"], "model.hidden_sizes=[8,wide] is invalid: expected a list of integers"),
+    (["optimizer.aux_adamw.beta_1=x", "optimizer=muon"], "optimizer.aux_adamw.beta_1=x is invalid: expected a number"),
+    (["optimizer=lbfgs", "optimizer.line_search_fn=Armijo"],
+     "optimizer.line_search_fn=Armijo is invalid: expected one of NONE, StrongWolfe"),
+])
+def test_a_value_the_schemas_type_refuses_is_named_with_what_the_key_takes(args, message):
+    assert override_error(args) == message
+
+
+@pytest.mark.parametrize("args", [
+    ["learner.num_epochs=3", "learner.checkpoint=3", "trainer.devices=[0,1]", "learner.early_stopping_patience=null"],
+    ["-m", "learner.num_epochs=1,many"],  # a sweep: each job's value is Hydra's to check
+    ["learner.num_epochs=${oc.env:EPOCHS}", "+trainer.extra.foo=bar"],  # interpolations, additions
+    ["optimizer=sgd", "optimizer.momentum.dampening=0.1"],  # under a null default: Hydra's
+    ["model=mlp", "model.hidden_sizes=[8]", "model.width=wide"],  # a key the option lacks: Hydra names it
+])
+def test_values_the_schema_takes_or_leaves_to_hydra_pass(args):
+    assert override_error(args) is None

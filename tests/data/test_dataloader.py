@@ -468,3 +468,10 @@ def test_a_loaders_own_sampler_is_kept_when_it_moves_to_another_device():
     moved = loader.to_device("cpu")
     assert moved.sampler is sampler
     assert torch.cat(list(moved)).tolist() == [1, 3, 5, 7]
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the refusal is for a machine without CUDA")
+def test_on_device_cuda_without_a_gpu_names_the_call_and_what_to_do():
+    with pytest.raises(ValueError) as error:
+        DataLoaderBuilder(MnistBatcher()).on_device("cuda")
+    assert str(error.value).startswith("on_device('cuda'): torch sees no CUDA device here;")

@@ -21,7 +21,7 @@ from tests.helpers.fit import SignalAfter, cpu_builder, fit, same_weights
 from tests.helpers.idx import write_mnist_idx
 from tests.helpers.paths import HELPERS
 from tests.helpers.toy import Classifier
-from tests.journeys.helpers import param_bytes, run_app, run_helper_script, start_app
+from tests.journeys.helpers import finish, param_bytes, run_app, run_helper_script, start_app
 
 # Many short epochs: the signal must land while the run trains. With a few epochs, a loaded machine
 # can finish the remaining ones (~0.1 s of work) before the poll for the first epoch's file wakes up.
@@ -104,6 +104,35 @@ def test_sigterm_saves_at_the_next_step_and_last_resumes_to_the_uninterrupted_we
     assert straight.returncode == 0, straight.stderr[-3000:]
     assert param_bytes(run / "model.mpk") == param_bytes(tmp_path / "straight" / "run" / "model.mpk")
     assert not list((run / "checkpoint").glob("preempted-*"))  # superseded by the resumed run's epochs
+
+
+# 256 digits in batches of 32: 8 steps an epoch. SIGTERM after step 5 (saved at 6, mid-epoch 1), 14 (saved
+# at 15, epoch 2's last batches) and 16 (epoch 2's last step: it stops in epoch 2's validation)
+PREEMPT_AT = {5: "checkpoint saved", 14: "checkpoint saved", 16: "during epoch 2's validation"}
+SHORT_ARGS = ["model=mlp", "model.hidden_sizes=[16]", "data.batch_size=32", "learner.num_epochs=3"]
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.slow
+def test_a_resumed_app_run_shows_no_resumability_warning_at_any_preemption_point(tmp_path):
+    """Lightning warns "your dataloader is not resumable" on a mid-epoch resume unless the loader has
+    its state_dict interface; the app's loaders continue exactly (same order, past the trained
+    batches), so the console must not show it, wherever the run was stopped."""
+    data = write_mnist_idx(tmp_path / "mnist", n_train=256, n_test=64)
+    shown = {"PYTHONWARNINGS": "default"}  # every warning a user would see
+    cut = {step: start_app([str(step), *SHORT_ARGS], tmp_path / str(step), data,
+                           script=HELPERS / "app_signal_at.py") for step in PREEMPT_AT}
+    for step, proc in cut.items():
+        stopped = finish(proc, timeout=300)
+        assert stopped.returncode == 128 + signal.SIGTERM, stopped.stderr[-3000:]
+        assert PREEMPT_AT[step] in stopped.stderr, stopped.stderr[-3000:]
+    resumed = {step: start_app([*SHORT_ARGS, "learner.checkpoint=last"], tmp_path / str(step), data, env_extra=shown)
+               for step in PREEMPT_AT}
+    for step, proc in resumed.items():
+        done = finish(proc, timeout=300)
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert "not resumable" not in done.stdout + done.stderr, (step, done.stderr[-3000:])
+        assert (tmp_path / str(step) / "run" / "model.mpk").exists()
 
 
 @pytest.mark.timeout(600)

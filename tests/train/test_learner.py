@@ -201,6 +201,46 @@ def test_resuming_without_a_file_checkpointer_says_what_is_missing(tmp_path):
         learner.resume_path()
 
 
+NOT_RESUMABLE = "your dataloader is not resumable"
+
+
+def resume_warnings(tmp_path: Path, make_loader, step: int) -> list[str]:
+    """Preempt a 3-epoch fit (4 batches an epoch) after `step`, resume it: Lightning's resumability warnings."""
+    import signal
+    import warnings
+
+    from burnlike.train.preemption import Preempted
+    from tests.helpers.fit import SignalAfter, cpu_builder
+
+    def run(builder):
+        torch.manual_seed(0)
+        return builder.build(Classifier(), AdamConfig(), 1e-2).fit(make_loader(64), make_loader(32))
+
+    with pytest.raises(Preempted):
+        run(cpu_builder(tmp_path, 3).callback(SignalAfter(step, signal.SIGUSR1)))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run(cpu_builder(tmp_path, 3).checkpoint("last"))
+    return [str(w.message) for w in caught if NOT_RESUMABLE in str(w.message)]
+
+
+@pytest.mark.parametrize("step", [1, 6, 7])  # mid-epoch 1; epoch 2's third batch; its last (then its validation)
+def test_a_resume_that_continues_the_loader_exactly_gets_no_resumability_warning(tmp_path, step):
+    from burnlike.data import DataLoaderBuilder
+    from tests.helpers.fit import StackingBatcher
+    from tests.helpers.toy import blobs
+
+    def builder_loader(n: int):
+        return DataLoaderBuilder(StackingBatcher()).batch_size(16).shuffle(0).build(blobs(n))
+
+    assert resume_warnings(tmp_path, builder_loader, step) == []
+
+
+def test_a_plain_loader_resumed_mid_epoch_keeps_lightnings_warning(tmp_path):
+    """Its order after the resume is its own: burnlike skips the batches trained, Lightning's warning stands."""
+    assert len(resume_warnings(tmp_path, lambda n: loader(n, 16), 5)) == 1
+
+
 def test_a_result_without_a_renderer_of_its_own_holds_burns_cli_renderer():
     """Burn's `LearningResult { model, renderer }` always has one (learner/train_val.rs): the builder's,
     else the default, off a terminal `CliMetricsRenderer` (renderer/mod.rs `default_renderer`)."""
