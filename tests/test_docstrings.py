@@ -1,7 +1,7 @@
 """The API reference explains: every public name has a docstring and every parameter is described.
 
 "Public" is what the reference renders (docs/hooks/api_pages.py, read with griffe as mkdocstrings
-reads it, with the same extension, docs/hooks/griffe_fields.py): every name of every `__all__`, the
+reads it, with the same extension, docs/hooks/griffe_docstrings.py): every name of every `__all__`, the
 public names of the modules rendered whole, and the members of those classes the page's filters keep
 (names without a leading `_`, less the hooks a page leaves out).
 
@@ -77,7 +77,7 @@ def api_pages():  # type: ignore[no-untyped-def]
 
 @functools.cache
 def package() -> griffe.Module:
-    extensions = griffe.load_extensions(str(HOOKS / "griffe_fields.py"))
+    extensions = griffe.load_extensions(str(HOOKS / "griffe_docstrings.py"))
     return griffe.load("burnlike", search_paths=[str(ROOT)], extensions=extensions, resolve_aliases=True,
                        resolve_external=False)
 
@@ -157,21 +157,25 @@ def passed_through(function: griffe.Function, param: griffe.Parameter) -> bool:
     return re.search(rf"\(.*(?<![*\w]){re.escape(star)}{param.name}\b", "\n".join(function.lines), re.S) is not None
 
 
-def parameter_problems(where: str, function: griffe.Function, documented: set[str],
+def parameter_problems(where: str, function: griffe.Function, args: set[str], attributes: frozenset[str] = frozenset(),
                        fields: dict[str, griffe.Attribute] | None = None) -> list[str]:
+    """`args`: the names `Args:` describes; `attributes`: those `Attributes:` describes (a dataclass
+    field's description there counts for its parameter)."""
     problems = []
     signature = set()
     for param in function.parameters:
         signature.add(param.name)
-        if param.name in SELF or param.name in documented:
+        if param.name in SELF or param.name in args or param.name in attributes:
             continue
         if param.kind in VARIADIC and passed_through(function, param):
             continue
         field = (fields or {}).get(param.name)
-        if field is not None and field.docstring is not None and field.docstring.value.strip():
+        if field is not None and _has_docstring(field):
+            continue
+        if param.docstring is not None and param.docstring.value.strip():  # a base dataclass's field
             continue
         problems.append(f"{where}: parameter `{param.name}` is not described")
-    for name in sorted(documented - signature):
+    for name in sorted(args - signature):
         problems.append(f"{where}: `Args:` describes `{name}`, which the signature lacks")
     return problems
 
@@ -197,20 +201,19 @@ def _is_enum(cls: griffe.Class) -> bool:
 def class_problems(where: str, cls: griffe.Class, filters: list[str]) -> list[str]:
     sys.path.insert(0, str(HOOKS))
     try:
-        import griffe_fields
+        import griffe_docstrings
     finally:
         sys.path.remove(str(HOOKS))
-    if not _has_docstring(cls):
-        return [f"{where}: no docstring"]
+    problems = [] if _has_docstring(cls) else [f"{where}: no docstring"]
     own = sections(cls)
-    documented = own.get("parameters", set()) | own.get("attributes", set())
+    args = own.get("parameters", set())
+    attributes = frozenset(own.get("attributes", set()))
     init = cls.members.get("__init__")
     if isinstance(init, griffe.Function):
-        documented |= sections(init).get("parameters", set())
-    fields = {f.name: f for f in griffe_fields.fields(cls)} if griffe_fields.has_fields(cls) else {}
-    problems = []
+        args |= sections(init).get("parameters", set())
+    fields = {f.name: f for f in griffe_docstrings.fields(cls)} if griffe_docstrings.has_fields(cls) else {}
     if isinstance(init, griffe.Function) and not init.is_alias:
-        problems += parameter_problems(where, init, documented, fields)
+        problems += parameter_problems(where, init, args, attributes if fields else frozenset(), fields)
     elif cls.parameters:  # an inherited __init__: its own class documents it
         pass
     enum = _is_enum(cls)
@@ -225,10 +228,8 @@ def class_problems(where: str, cls: griffe.Class, filters: list[str]) -> list[st
         elif isinstance(member, griffe.Attribute):
             if enum and "property" not in member.labels:
                 continue
-            if name in fields or name in documented:
-                if name not in fields and name not in documented:
-                    problems.append(f"{here}: field not described")
-                continue
+            if name in fields or name in attributes:
+                continue  # a field: checked as a parameter; or described in `Attributes:`
             if not _has_docstring(member):
                 problems.append(f"{here}: no docstring")
     return problems

@@ -17,18 +17,24 @@ RUST_TYPES = {torch.float64: "f64", torch.float32: "f32", torch.float16: "half::
 
 
 class PrecisionSettings:
-    """Float/int storage types, named as Burn names them in a record's metadata."""
+    """Float/int storage types, named as Burn names them in a record's metadata. A recorder takes
+    the class or an instance; the base is full precision."""
 
     name = "FullPrecisionSettings"
+    """The Rust struct's name, written into a record's metadata."""
     float_dtype: torch.dtype = torch.float32
+    """The dtype floats are recorded at."""
     int_dtype: torch.dtype = torch.int32
+    """The dtype ints are recorded at."""
 
     @property
     def float_name(self) -> str:
+        """The float type as Burn's metadata names it (`"f32"`)."""
         return RUST_TYPES[self.float_dtype]
 
     @property
     def int_name(self) -> str:
+        """The int type as Burn's metadata names it (`"i32"`)."""
         return RUST_TYPES[self.int_dtype]
 
     def __repr__(self) -> str:
@@ -42,7 +48,7 @@ class PrecisionSettings:
 
 
 class FullPrecisionSettings(PrecisionSettings):
-    pass
+    """f32/i32: Burn's default, exact for a model trained in f32."""
 
 
 class HalfPrecisionSettings(PrecisionSettings):
@@ -54,6 +60,8 @@ class HalfPrecisionSettings(PrecisionSettings):
 
 
 class DoublePrecisionSettings(PrecisionSettings):
+    """f64/i64: exact for a model trained in f64."""
+
     name = "DoublePrecisionSettings"
     float_dtype = torch.float64
     int_dtype = torch.int64

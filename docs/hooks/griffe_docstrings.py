@@ -10,6 +10,9 @@ API reference should show them.
   and the one after it on its line: the convention the Hydra keys page reads
   (docs/hooks/hydra_keys.py), so a field's description is written once and shows on both pages.
   An attribute docstring, where a field has one, wins.
+- A method or attribute that overrides a documented one of a base class, without a docstring of
+  its own, shows the base's (as an IDE does): `AccuracyMetric.update` says what `Metric.update`
+  says, where a copy would only repeat it.
 """
 
 from __future__ import annotations
@@ -121,11 +124,29 @@ def _classes(obj: griffe.Module | griffe.Class) -> Any:
             yield from _classes(member)
 
 
+def inherit_docstrings(cls: griffe.Class) -> None:
+    """Give each member of `cls` without a docstring that of the nearest base member of its name."""
+    try:
+        bases = [base for base in cls.mro() if isinstance(base, griffe.Class)]
+    except (ValueError, griffe.AliasResolutionError, griffe.CyclicAliasError):
+        return
+    for name, member in cls.members.items():
+        if member.is_alias or member.docstring is not None or name.startswith("__"):
+            continue
+        for base in bases:
+            inherited = base.members.get(name)
+            if inherited is not None and not inherited.is_alias and inherited.docstring is not None:
+                member.docstring = griffe.Docstring(inherited.docstring.value, parent=member)
+                break
+
+
 class ConfigFields(griffe.Extension):
-    """`@config` classes get their `__init__`; dataclass and config fields their comments as docstrings."""
+    """`@config` classes get their `__init__`; dataclass and config fields their comments as
+    docstrings; overrides their base's docstring."""
 
     def on_package(self, *, pkg: griffe.Module, **kwargs: Any) -> None:
-        for cls in _classes(pkg):
+        classes = list(_classes(pkg))
+        for cls in classes:
             if not has_fields(cls):
                 continue
             for f in fields(cls):
@@ -136,3 +157,5 @@ class ConfigFields(griffe.Extension):
             if "__init__" not in cls.members and _decorated(cls, ("burnlike.config.config",)):
                 cls.set_member("__init__", _init(cls))
                 cls.labels.add("dataclass")
+        for cls in classes:
+            inherit_docstrings(cls)
