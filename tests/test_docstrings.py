@@ -31,7 +31,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import yaml
 
 griffe = pytest.importorskip("griffe")
 
@@ -82,49 +81,26 @@ def package() -> griffe.Module:
                        resolve_external=False)
 
 
-def global_filters() -> list[str]:
-    """The member filters mkdocs.yml gives every entry."""
-    text = (ROOT / "mkdocs.yml").read_text()
-    config = yaml.load(text, Loader=yaml.BaseLoader)  # BaseLoader: mkdocs.yml may hold !!python tags
-    for plugin in config["plugins"]:
-        if isinstance(plugin, dict) and "mkdocstrings" in plugin:
-            return list(plugin["mkdocstrings"]["handlers"]["python"]["options"]["filters"])
-    raise AssertionError("mkdocs.yml has no mkdocstrings options")
-
-
-def shown(name: str, filters: list[str]) -> bool:
-    """mkdocstrings' rule: a member is kept unless a `!pattern` matches or no plain pattern does."""
-    keep = None
-    for pattern in filters:
-        negative = pattern.startswith("!")
-        if re.search(pattern[1:] if negative else pattern, name):
-            keep = not negative
-        elif not negative and keep is None:
-            keep = False
-    return keep is not False
-
-
-def rendered() -> dict[str, tuple[griffe.Object, list[str]]]:
-    """Canonical path -> (object, the member filters of its entry), for every entry of the reference."""
+def rendered() -> dict[str, tuple[griffe.Object | None, str]]:
+    """Canonical path -> (object, the module its entry is exported from), for every entry of the
+    reference (None: a value griffe can't see, rendered by value)."""
     pages = api_pages()
-    pkg = package()
-    modules = {m.path: m for m in _modules(pkg)}
-    base = global_filters()
-    found: dict[str, tuple[griffe.Object, list[str]]] = {}
+    modules = {m.path: m for m in _modules(package())}
+    found: dict[str, tuple[griffe.Object | None, str]] = {}
     for module_path, names in pages.exported().items():
         for name in names:
             try:
                 obj = modules[module_path][name]
             except KeyError:
-                found[f"{module_path}.{name}"] = (None, base)  # rendered by value: no docstring possible
+                found[f"{module_path}.{name}"] = (None, module_path)
                 continue
             target = obj.final_target if obj.is_alias else obj
-            found.setdefault(target.path, (target, base + pages.entry_filters(module_path)))
+            found.setdefault(target.path, (target, module_path))
     for page in pages.PAGES:
         for module_path in page.whole:
             for member in modules[module_path].members.values():
-                if not member.is_alias and member.is_public and shown(member.name, base):
-                    found.setdefault(member.path, (member, base + pages.entry_filters(module_path)))
+                if not member.is_alias and member.is_public and pages.kept(member.name, module_path):
+                    found.setdefault(member.path, (member, module_path))
     return found
 
 
@@ -198,50 +174,85 @@ def _is_enum(cls: griffe.Class) -> bool:
         return any("Enum" in str(b) for b in cls.bases)
 
 
-def class_problems(where: str, cls: griffe.Class, filters: list[str]) -> list[str]:
-    sys.path.insert(0, str(HOOKS))
-    try:
-        import griffe_docstrings
-    finally:
-        sys.path.remove(str(HOOKS))
+def _hooks():  # type: ignore[no-untyped-def]
+    api_pages()  # puts docs/hooks on sys.path
+    import griffe_docstrings
+
+    return griffe_docstrings
+
+
+def _defining(cls: griffe.Class, name: str) -> griffe.Class | None:
+    """The class of `cls`'s MRO that defines `name`."""
+    for klass in [cls, *cls.mro()]:
+        if name in klass.members:
+            return klass
+    return None
+
+
+def init_problems(where: str, cls: griffe.Class) -> list[str]:
+    """The parameters of `cls`'s `__init__` (its own, a private base's or the one `@config` or
+    `@dataclass` gives it), described in `Args:` of the class or `__init__`, or as fields."""
+    owner = _defining(cls, "__init__")
+    if owner is None or owner.is_alias or (owner is not cls and not owner.name.startswith("_")):
+        return []  # object's, or a public base's: that base's entry describes it
+    init = owner.members["__init__"]
+    if not isinstance(init, griffe.Function):
+        return []
+    args: set[str] = set()
+    attributes: set[str] = set()
+    for klass in {cls, owner}:
+        own = sections(klass)
+        args |= own.get("parameters", set())
+        attributes |= own.get("attributes", set())
+    args |= sections(init).get("parameters", set())
+    hooks = _hooks()
+    fields = {f.name: f for klass in [cls, *cls.mro()] for f in hooks.fields(klass)} if hooks.has_fields(cls) else {}
+    return parameter_problems(where, init, args, frozenset(attributes) if fields else frozenset(), fields)
+
+
+def member_problems(where: str, cls: griffe.Class, member: griffe.Object, module: str,
+                    described: frozenset[str]) -> list[str]:
+    """One member of a class entry; `described`: the names an `Attributes:` section describes."""
+    if isinstance(member, griffe.Function):
+        return function_problems(where, member)
+    if isinstance(member, griffe.Class):
+        return class_problems(where, member, module)
+    if isinstance(member, griffe.Attribute):
+        if _is_enum(cls) and "property" not in member.labels:
+            return []  # an enum member: the enum's docstring says what they mean
+        if member.name in described or _has_docstring(member):
+            return []
+        return [f"{where}: no docstring"]
+    return []
+
+
+def class_problems(where: str, cls: griffe.Class, module: str) -> list[str]:
+    """The class, its `__init__`'s parameters, and every member its entry shows: its own and those
+    it gets from private bases (api_pages renders them as its own)."""
+    pages = api_pages()
     problems = [] if _has_docstring(cls) else [f"{where}: no docstring"]
-    own = sections(cls)
-    args = own.get("parameters", set())
-    attributes = frozenset(own.get("attributes", set()))
-    init = cls.members.get("__init__")
-    if isinstance(init, griffe.Function):
-        args |= sections(init).get("parameters", set())
-    fields = {f.name: f for f in griffe_docstrings.fields(cls)} if griffe_docstrings.has_fields(cls) else {}
-    if isinstance(init, griffe.Function) and not init.is_alias:
-        problems += parameter_problems(where, init, args, attributes if fields else frozenset(), fields)
-    elif cls.parameters:  # an inherited __init__: its own class documents it
-        pass
-    enum = _is_enum(cls)
-    for name, member in cls.members.items():
-        if member.is_alias or not shown(name, filters) or name == "__init__":
+    problems += init_problems(where, cls)
+    members = [(name, cls, member) for name, member in cls.members.items()]
+    for name in pages.from_private_bases(cls, module):
+        owner = _defining(cls, name)
+        if owner is not None:
+            members.append((name, owner, owner.members[name]))
+    for name, owner, member in members:
+        if member.is_alias or name == "__init__" or not pages.kept(name, module):
             continue
-        here = f"{where}.{name}"
-        if isinstance(member, griffe.Function):
-            problems += function_problems(here, member)
-        elif isinstance(member, griffe.Class):
-            problems += class_problems(here, member, filters)
-        elif isinstance(member, griffe.Attribute):
-            if enum and "property" not in member.labels:
-                continue
-            if name in fields or name in attributes:
-                continue  # a field: checked as a parameter; or described in `Attributes:`
-            if not _has_docstring(member):
-                problems.append(f"{here}: no docstring")
+        described = frozenset(sections(owner).get("attributes", set()))
+        here = f"{where}.{name}" if owner is cls else f"{owner.path}.{name}"  # once for its subclasses
+        problems += member_problems(here, owner, member, module, described)
     return problems
 
 
-def problems_of(path: str, obj: griffe.Object | None, filters: list[str]) -> list[str]:
+def problems_of(path: str, obj: griffe.Object | None, module: str) -> list[str]:
     if obj is None:
         return [f"{path}: griffe can't see it (rendered by value, without a description)"]
     if isinstance(obj, griffe.Function):
         return function_problems(path, obj)
     if isinstance(obj, griffe.Class):
-        return class_problems(path, obj, filters)
+        return class_problems(path, obj, module)
     if isinstance(obj, griffe.Module):
         return [] if _has_docstring(obj) else [f"{path}: no docstring"]
     return [] if _has_docstring(obj) else [f"{path}: no docstring"]
@@ -249,7 +260,8 @@ def problems_of(path: str, obj: griffe.Object | None, filters: list[str]) -> lis
 
 def test_every_public_name_and_parameter_is_described():
     problems = []
-    for path, (obj, filters) in sorted(rendered().items()):
+    for path, (obj, module) in sorted(rendered().items()):
         if covered(path):
-            problems += problems_of(path, obj, filters)
+            problems += problems_of(path, obj, module)
+    problems = list(dict.fromkeys(problems))
     assert not problems, f"{len(problems)} gaps in the API reference:\n" + "\n".join(problems)

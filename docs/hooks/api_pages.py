@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -77,15 +78,37 @@ FORMAT_HOOKS = ("encode", "decode", "write", "read", "parse", "size_hint", "type
                 "format_type", "format_name", "file_recorder", "format")
 
 
-def entry_filters(module: str) -> list[str]:
-    """The member filters an entry exported from `module` adds to mkdocs.yml's (`!^_`)."""
+def filters(module: str) -> list[str]:
+    """The member filters of an entry exported from `module`: mkdocs.yml's (`!^_`) and the hooks."""
     hidden = FRAMEWORK_HOOKS + (FORMAT_HOOKS if module == "burnlike.record" or module.startswith("burnlike.record.") else ())
-    return [f"!^({'|'.join(hidden)})$"]
+    return ["!^_", f"!^({'|'.join(hidden)})$"]
 
 
-def _options(module: str) -> str:
-    filters = ", ".join(f'"{f}"' for f in ["!^_", *entry_filters(module)])
-    return f"    options:\n      filters: [{filters}]\n"
+def kept(name: str, module: str) -> bool:
+    """Whether an entry exported from `module` shows its member `name` (every filter is a `!`)."""
+    return not any(re.search(f[1:], name) for f in filters(module))
+
+
+def from_private_bases(cls: griffe.Class, module: str) -> list[str]:
+    """The members `cls` inherits from private bases (`_Conv`'s `forward`, `_ConfusionMetric`'s
+    `multiclass`, `_TransformerConfig`'s fields): no page shows a private base, so the class's
+    entry shows them as its own. (Members inherited from public bases are on those bases' entries.)"""
+    try:
+        bases = cls.mro()
+    except (ValueError, griffe.AliasResolutionError, griffe.CyclicAliasError):
+        return []
+    names: dict[str, bool] = {}
+    for base in bases:
+        for name in base.members:
+            if name not in cls.members and name not in names:
+                names[name] = base.name.startswith("_") and kept(name, module)
+    return [name for name, private in names.items() if private]
+
+
+def _options(module: str, inherited: list[str] | None = None) -> str:
+    listed = ", ".join(f'"{f}"' for f in filters(module))
+    extra = f"      inherited_members: [{', '.join(repr(n) for n in inherited)}]\n" if inherited else ""
+    return f"    options:\n      filters: [{listed}]\n" + extra
 
 
 def _modules(module: griffe.Module):  # type: ignore[no-untyped-def]
@@ -161,11 +184,13 @@ def markdown(page: Page) -> str:
         out.append(f"## `{path}`\n")
         for name in names:
             try:
-                by_path[path][name]
+                obj = by_path[path][name]
             except KeyError:
                 out.append(_value_entry(path, name))
                 continue
-            out.append(f"::: {path}.{name}\n" + _options(path))
+            target = obj.final_target if obj.is_alias else obj
+            inherited = from_private_bases(target, path) if isinstance(target, griffe.Class) else []
+            out.append(f"::: {path}.{name}\n" + _options(path, inherited))
     for path in page.whole:
         out.append(f"## `{path}`\n")
         out.append(f"::: {path}\n" + _options(path) + "      show_root_heading: false\n      heading_level: 3\n")
