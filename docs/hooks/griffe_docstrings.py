@@ -10,6 +10,8 @@ API reference should show them.
   and the one after it on its line: the convention the Hydra keys page reads
   (docs/hooks/hydra_keys.py), so a field's description is written once and shows on both pages.
   An attribute docstring, where a field has one, wins.
+- An attribute a class's `Attributes:` section describes is shown there, in its table, and not
+  again as a member of its own (a layer's submodules: `conv1: 3×3 convolution, 1 → 8 channels`).
 - A method or attribute that overrides a documented one of a base class, without a docstring of
   its own, shows the base's (as an IDE does): `AccuracyMetric.update` says what `Metric.update`
   says, where a copy would only repeat it.
@@ -140,6 +142,25 @@ def inherit_docstrings(cls: griffe.Class) -> None:
                 break
 
 
+def described_attributes(cls: griffe.Class) -> set[str]:
+    """The names the `Attributes:` section of `cls`'s docstring describes."""
+    if cls.docstring is None:
+        return set()
+    names: set[str] = set()
+    for section in cls.docstring.parse("google"):
+        if section.kind is griffe.DocstringSectionKind.attributes:
+            names.update(item.name for item in section.value)
+    return names
+
+
+def drop_described(cls: griffe.Class) -> None:
+    """Remove the attribute members without a docstring that `cls`'s `Attributes:` describes."""
+    for name in described_attributes(cls):
+        member = cls.members.get(name)
+        if isinstance(member, griffe.Attribute) and not member.is_alias and member.docstring is None:
+            cls.del_member(name)
+
+
 class ConfigFields(griffe.Extension):
     """`@config` classes get their `__init__`; dataclass and config fields their comments as
     docstrings; overrides their base's docstring."""
@@ -157,5 +178,7 @@ class ConfigFields(griffe.Extension):
             if "__init__" not in cls.members and _decorated(cls, ("burnlike.config.config",)):
                 cls.set_member("__init__", _init(cls))
                 cls.labels.add("dataclass")
+        for cls in classes:
+            drop_described(cls)
         for cls in classes:
             inherit_docstrings(cls)
