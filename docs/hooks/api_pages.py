@@ -70,11 +70,11 @@ PAGES = [
 
 # Hooks the framework calls, not the user: a layer's record layout for the record walker
 # (`burn_record_fields`, explained in docs/burn.md), a config value's JSON as Burn's serde writes it
-# (`serde_value`/`from_serde`, explained in burnlike/config.py), and a recorder's format (how its bytes are
-# written and parsed; its extension, gzip flag and Burn type name, `type_args` of it; a bytes
-# recorder's file format), which is for the record package itself. The reference shows each
-# class's user-facing members only.
-FRAMEWORK_HOOKS = ("burn_record_fields", "serde_value", "from_serde")
+# (`serde_value`/`from_serde`, explained in burnlike/config.py), torch's `extra_repr`, and a
+# recorder's format (how its bytes are written and parsed; its extension, gzip flag and Burn type
+# name, `type_args` of it; a bytes recorder's file format), which is for the record package itself.
+# The reference shows each class's user-facing members only.
+FRAMEWORK_HOOKS = ("burn_record_fields", "serde_value", "from_serde", "extra_repr")
 FORMAT_HOOKS = ("encode", "decode", "write", "read", "parse", "size_hint", "type_args", "extension", "gzip",
                 "format_type", "format_name", "file_recorder", "format")
 
