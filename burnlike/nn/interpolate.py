@@ -28,26 +28,26 @@ _TORCH_MODE = {"Nearest": "nearest", "Linear": "bilinear", "Cubic": "bicubic"}
 
 
 class _Interpolate(Module):
-    dims: int
+    _dims: int
 
     def __init__(self, output_size: Any, scale_factor: Any, mode: InterpolateMode, align_corners: bool) -> None:
         super().__init__()
         mode = InterpolateMode(mode)
         if mode is InterpolateMode.Lanczos:
-            raise ValueError(f"Interpolate{self.dims}d: mode {mode.value} has no torch equivalent here")
+            raise ValueError(f"Interpolate{self._dims}d: mode {mode.value} has no torch equivalent here")
         if (output_size is None) == (scale_factor is None):
             raise ValueError("Either output_size or scale_factor must be provided")
         self.output_size, self.scale_factor, self.mode, self.align_corners = output_size, scale_factor, mode, align_corners
 
     def forward(self, input: Tensor) -> Tensor:
         if self.output_size is not None:
-            size = list(self.output_size) if self.dims == 2 else [self.output_size]
+            size = list(self.output_size) if self._dims == 2 else [self.output_size]
         else:
-            scales = list(self.scale_factor) if self.dims == 2 else [self.scale_factor]
+            scales = list(self.scale_factor) if self._dims == 2 else [self.scale_factor]
             size = [int(n * s) for n, s in zip(input.shape[2:], scales)]
         mode = _TORCH_MODE[self.mode.value]
         corners = None if mode == "nearest" else self.align_corners
-        if self.dims == 1:  # as Burn: a 2d resize of [B, C, 1, L]
+        if self._dims == 1:  # as Burn: a 2d resize of [B, C, 1, L]
             return F.interpolate(input.unsqueeze(2), size=[1, *size], mode=mode, align_corners=corners).squeeze(2)
         return F.interpolate(input, size=size, mode=mode, align_corners=corners)
 
@@ -55,13 +55,13 @@ class _Interpolate(Module):
 class Interpolate1d(_Interpolate):
     """Burn's `Interpolate1d`."""
 
-    dims = 1
+    _dims = 1
 
 
 class Interpolate2d(_Interpolate):
     """Burn's `Interpolate2d`."""
 
-    dims = 2
+    _dims = 2
 
 
 @config
