@@ -31,6 +31,18 @@ class _Interpolate(Module):
     _dims: int
 
     def __init__(self, output_size: Any, scale_factor: Any, mode: InterpolateMode, align_corners: bool) -> None:
+        """Resize to `output_size`, or by `scale_factor`: exactly one of them.
+
+        Args:
+            output_size: The output's length (1d) or `[height, width]` (2d), or None.
+            scale_factor: The factor (1d) or `[height, width]` factors (2d), or None; the output
+                size is ⌊size·factor⌋.
+            mode: How values are interpolated.
+            align_corners: Align the corner pixels' centres (ignored by Nearest).
+
+        Raises:
+            ValueError: Both or neither of `output_size` and `scale_factor` given, or mode Lanczos.
+        """
         super().__init__()
         mode = InterpolateMode(mode)
         if mode is InterpolateMode.Lanczos:
@@ -40,6 +52,14 @@ class _Interpolate(Module):
         self.output_size, self.scale_factor, self.mode, self.align_corners = output_size, scale_factor, mode, align_corners
 
     def forward(self, input: Tensor) -> Tensor:
+        """Resize.
+
+        Args:
+            input: `[B, C, L]` (1d) or `[B, C, H, W]` (2d).
+
+        Returns:
+            The resized tensor, same batch and channels.
+        """
         if self.output_size is not None:
             size = list(self.output_size) if self._dims == 2 else [self.output_size]
         else:
@@ -68,12 +88,17 @@ class Interpolate2d(_Interpolate):
 class Interpolate1dConfig:
     """Burn's `Interpolate1dConfig`: mode Nearest, align_corners true."""
 
-    output_size: int | None = None
-    scale_factor: float | None = None
-    mode: InterpolateMode = InterpolateMode.Nearest
-    align_corners: bool = True
+    output_size: int | None = None  # the output's length; or scale_factor
+    scale_factor: float | None = None  # the output's length is ⌊length·scale_factor⌋; or output_size
+    mode: InterpolateMode = InterpolateMode.Nearest  # how values are interpolated
+    align_corners: bool = True  # align the corner pixels' centres (ignored by Nearest)
 
     def init(self, device: Any = None) -> Interpolate1d:
+        """The layer (Burn's `init`).
+
+        Args:
+            device: Unused: it has no parameters (Burn's signature).
+        """
         return Interpolate1d(self.output_size, self.scale_factor, self.mode, self.align_corners)
 
 
@@ -81,10 +106,15 @@ class Interpolate1dConfig:
 class Interpolate2dConfig:
     """Burn's `Interpolate2dConfig`: mode Nearest, align_corners true."""
 
-    output_size: list[int] | None = None
-    scale_factor: list[float] | None = None
-    mode: InterpolateMode = InterpolateMode.Nearest
-    align_corners: bool = True
+    output_size: list[int] | None = None  # the output's [height, width]; or scale_factor
+    scale_factor: list[float] | None = None  # [height, width] factors, the size ⌊size·factor⌋; or output_size
+    mode: InterpolateMode = InterpolateMode.Nearest  # how values are interpolated
+    align_corners: bool = True  # align the corner pixels' centres (ignored by Nearest)
 
     def init(self, device: Any = None) -> Interpolate2d:
+        """The layer (Burn's `init`).
+
+        Args:
+            device: Unused: it has no parameters (Burn's signature).
+        """
         return Interpolate2d(self.output_size, self.scale_factor, self.mode, self.align_corners)
