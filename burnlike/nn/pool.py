@@ -41,7 +41,8 @@ class MaxPool1d(Module, nn.MaxPool1d):
     Args:
         kernel_size: The window's size.
         stride: The step between windows; None: the kernel size.
-        padding: Burn's padding: `Valid`, `Same` or `Explicit(...)`; asymmetric padding is applied first (with -inf).
+        padding: Burn's padding: `Valid`, `Same` or `Explicit(...)`; asymmetric padding is applied first (with
+            -inf).
         dilation: The spacing between a window's elements.
         ceil_mode: Round the output size up, not down.
     """
@@ -71,13 +72,15 @@ class MaxPool2d(Module, nn.MaxPool2d):
     Args:
         kernel_size: The window's `[height, width]`.
         strides: The step between windows, `[height, width]`; None: the kernel size.
-        padding: Burn's padding: `Valid`, `Same` or `Explicit(...)`; asymmetric padding is applied first (with -inf).
+        padding: Burn's padding: `Valid`, `Same` or `Explicit(...)`; asymmetric padding is applied first (with
+            -inf).
         dilation: The spacing between a window's elements, `[height, width]`.
         ceil_mode: Round the output size up, not down.
     """
 
     def __init__(self, kernel_size: tuple[int, int] | list[int], strides: tuple[int, int] | list[int] | None = None,
-                 padding: PaddingConfig2d = PaddingConfig2d.Valid, dilation: tuple[int, int] | list[int] = (1, 1),
+                 padding: PaddingConfig2d = PaddingConfig2d.Valid, dilation: tuple[int, int] | list[int] = (1,
+                     1),
                  ceil_mode: bool = False) -> None:
         kernel = tuple(kernel_size)
         super().__init__(kernel, kernel if strides is None else tuple(strides), 0, tuple(dilation), ceil_mode=ceil_mode)
@@ -103,7 +106,8 @@ class AvgPool1d(Module, nn.AvgPool1d):
     Args:
         kernel_size: The window's size.
         stride: The step between windows; None: the kernel size.
-        padding: Burn's padding: `Valid`, `Same` or `Explicit(...)`; asymmetric padding is applied first (with zeros, then always counted).
+        padding: Burn's padding: `Valid`, `Same` or `Explicit(...)`; asymmetric padding is applied first (with
+            zeros, then always counted).
         count_include_pad: Count the padding zeros in each window's mean.
         ceil_mode: Round the output size up, not down.
     """
@@ -133,7 +137,8 @@ class AvgPool2d(Module, nn.AvgPool2d):
     Args:
         kernel_size: The window's `[height, width]`.
         strides: The step between windows, `[height, width]`; None: the kernel size.
-        padding: Burn's padding: `Valid`, `Same` or `Explicit(...)`; asymmetric padding is applied first (with zeros, then always counted).
+        padding: Burn's padding: `Valid`, `Same` or `Explicit(...)`; asymmetric padding is applied first (with
+            zeros, then always counted).
         count_include_pad: Count the padding zeros in each window's mean.
         ceil_mode: Round the output size up, not down.
     """
