@@ -85,6 +85,7 @@ def rendered() -> dict[str, tuple[griffe.Object | None, str]]:
     """Canonical path -> (object, the module its entry is exported from), for every entry of the
     reference (None: a value griffe can't see, rendered by value)."""
     pages = api_pages()
+    pages.build()
     modules = {m.path: m for m in _modules(package())}
     found: dict[str, tuple[griffe.Object | None, str]] = {}
     for module_path, names in pages.exported().items():
@@ -190,11 +191,11 @@ def _defining(cls: griffe.Class, name: str) -> griffe.Class | None:
 
 
 def init_problems(where: str, cls: griffe.Class) -> list[str]:
-    """The parameters of `cls`'s `__init__` (its own, a private base's or the one `@config` or
+    """The parameters of `cls`'s `__init__` (its own, a hidden base's or the one `@config` or
     `@dataclass` gives it), described in `Args:` of the class or `__init__`, or as fields."""
     owner = _defining(cls, "__init__")
-    if owner is None or owner.is_alias or (owner is not cls and not owner.name.startswith("_")):
-        return []  # object's, or a public base's: that base's entry describes it
+    if owner is None or owner.is_alias or (owner is not cls and not api_pages().is_hidden(owner)):
+        return []  # object's, or a base's with its own entry: that entry describes it
     init = owner.members["__init__"]
     if not isinstance(init, griffe.Function):
         return []
@@ -228,12 +229,12 @@ def member_problems(where: str, cls: griffe.Class, member: griffe.Object, module
 
 def class_problems(where: str, cls: griffe.Class, module: str) -> list[str]:
     """The class, its `__init__`'s parameters, and every member its entry shows: its own and those
-    it gets from private bases (api_pages renders them as its own)."""
+    it gets from bases without an entry of their own (api_pages renders them as its own)."""
     pages = api_pages()
     problems = [] if _has_docstring(cls) else [f"{where}: no docstring"]
     problems += init_problems(where, cls)
     members = [(name, cls, member) for name, member in cls.members.items()]
-    for name in pages.from_private_bases(cls, module):
+    for name in pages.from_hidden_bases(cls, module):
         owner = _defining(cls, name)
         if owner is not None:
             members.append((name, owner, owner.members[name]))

@@ -90,20 +90,27 @@ def kept(name: str, module: str) -> bool:
     return not any(re.search(f[1:], name) for f in filters(module))
 
 
-def from_private_bases(cls: griffe.Class, module: str) -> list[str]:
-    """The members `cls` inherits from private bases (`_Conv`'s `forward`, `_ConfusionMetric`'s
-    `multiclass`, `_TransformerConfig`'s fields): no page shows a private base, so the class's
-    entry shows them as its own. (Members inherited from public bases are on those bases' entries.)"""
+def is_hidden(cls: griffe.Class) -> bool:
+    """A class the reference has no entry for: a private one, or one no `__all__` exports."""
+    return cls.name.startswith("_") or cls.path not in RENDERED
+
+
+def from_hidden_bases(cls: griffe.Class, module: str) -> list[str]:
+    """The members `cls` inherits from bases the reference has no entry for (private ones such as
+    `_Conv`'s `forward` or `_TransformerConfig`'s fields, or ones no `__all__` exports): the class's
+    entry shows them as its own. Members inherited from a base with its own entry are there.
+    (`build()` first: it lists the entries.)"""
     try:
         bases = cls.mro()
     except (ValueError, griffe.AliasResolutionError, griffe.CyclicAliasError):
         return []
     names: dict[str, bool] = {}
     for base in bases:
+        hidden = is_hidden(base)
         for name in base.members:
             if name not in cls.members and name not in names:
-                names[name] = base.name.startswith("_") and kept(name, module)
-    return [name for name, private in names.items() if private]
+                names[name] = hidden and kept(name, module)
+    return [name for name, inherited in names.items() if inherited]
 
 
 def _options(module: str, inherited: list[str] | None = None) -> str:
@@ -148,10 +155,17 @@ def exported() -> dict[str, list[str]]:
     return result
 
 
+RENDERED: set[str] = set()  # the canonical paths of the reference's entries, filled by `build()`
+
+
 def build() -> list[Page]:
     """Fill each page's sections; every exported name lands on exactly one page."""
     package = griffe.load("burnlike", search_paths=[str(ROOT)], resolve_aliases=True, resolve_external=False)
     by_path = {m.path: m for m in _modules(package)}
+    RENDERED.clear()
+    for page in PAGES:
+        for path in page.whole:
+            RENDERED.update(member.path for member in by_path[path].members.values() if not member.is_alias)
     for page in PAGES:
         page.sections = []
     done: set[str] = set()
@@ -168,6 +182,7 @@ def build() -> list[Page]:
                 fresh.append(name)
         if fresh:
             _page_for(path).sections.append((path, fresh))
+    RENDERED.update(done)
     return PAGES
 
 
@@ -190,7 +205,7 @@ def markdown(page: Page) -> str:
                 out.append(_value_entry(path, name))
                 continue
             target = obj.final_target if obj.is_alias else obj
-            inherited = from_private_bases(target, path) if isinstance(target, griffe.Class) else []
+            inherited = from_hidden_bases(target, path) if isinstance(target, griffe.Class) else []
             out.append(f"::: {path}.{name}\n" + _options(path, inherited))
     for path in page.whole:
         out.append(f"## `{path}`\n")
