@@ -27,12 +27,13 @@ class _Cuda(Metric):
 
     def __init__(self) -> None:
         super().__init__()
-        self.available = torch.cuda.is_available() and self._probe()
+        self.available = torch.cuda.is_available() and self.probe()
         """Whether it records: CUDA (and what the metric reads) is there."""
         if not self.available:
             log.warning("%s: no CUDA device or NVML, nothing will be recorded", type(self).__name__)
 
-    def _probe(self) -> bool:
+    def probe(self) -> bool:
+        """Whether what the metric reads answers here (with CUDA there)."""
         return True
 
     def update(self, item: Any, ctx: MetricContext) -> None:
@@ -57,7 +58,7 @@ class CudaUtilization(_Cuda):
     name = "Cuda Usage"
     unit = "%"
 
-    def _probe(self) -> bool:
+    def probe(self) -> bool:
         try:
             torch.cuda.utilization()
         except Exception:  # torch raises when pynvml is missing or NVML fails
