@@ -109,7 +109,8 @@ def from_hidden_bases(cls: griffe.Class, module: str) -> list[str]:
         hidden = is_hidden(base)
         for name in base.members:
             if name not in cls.members and name not in names:
-                names[name] = hidden and kept(name, module)
+                # `__init__` too: its docstring's `Args:` merge into the class's entry
+                names[name] = hidden and (name == "__init__" or kept(name, module))
     return [name for name, inherited in names.items() if inherited]
 
 

@@ -87,6 +87,13 @@ def comment(attr: griffe.Attribute) -> str:
     return "; ".join(part for part in (" ".join(above), own) if part)
 
 
+def sentence(text: str) -> str:
+    """A comment as the reference shows it: its first word capitalised where it is a plain word
+    (`the kernel's size` → `The kernel's size`; `d_model ...` and `` `x` ...`` stay)."""
+    first = text.split(" ", 1)[0]
+    return text[0].upper() + text[1:] if first.isalpha() and first.islower() else text
+
+
 def _optional(annotation: Any) -> bool:
     text = str(annotation).replace(" ", "")
     return text.startswith("Optional[") or "|None" in text or text.startswith("None|")
@@ -138,7 +145,9 @@ def inherit_docstrings(cls: griffe.Class) -> None:
         for base in bases:
             inherited = base.members.get(name)
             if inherited is not None and not inherited.is_alias and inherited.docstring is not None:
-                member.docstring = griffe.Docstring(inherited.docstring.value, parent=member)
+                member.docstring = griffe.Docstring(inherited.docstring.value, parent=member,
+                                                    parser=inherited.docstring.parser,
+                                                    parser_options=inherited.docstring.parser_options)
                 break
 
 
@@ -166,6 +175,9 @@ class ConfigFields(griffe.Extension):
     docstrings; overrides their base's docstring."""
 
     def on_package(self, *, pkg: griffe.Module, **kwargs: Any) -> None:
+        loader = kwargs.get("loader")
+        parser = getattr(loader, "docstring_parser", None)
+        options = getattr(loader, "docstring_options", None)
         classes = list(_classes(pkg))
         for cls in classes:
             if not has_fields(cls):
@@ -174,7 +186,7 @@ class ConfigFields(griffe.Extension):
                 if f.docstring is None:
                     text = comment(f)
                     if text:
-                        f.docstring = griffe.Docstring(text, parent=f)
+                        f.docstring = griffe.Docstring(sentence(text), parent=f, parser=parser, parser_options=options)
             if "__init__" not in cls.members and _decorated(cls, ("burnlike.config.config",)):
                 cls.set_member("__init__", _init(cls))
                 cls.labels.add("dataclass")
