@@ -266,3 +266,24 @@ def test_every_public_name_and_parameter_is_described():
             problems += problems_of(path, obj, module)
     problems = list(dict.fromkeys(problems))
     assert not problems, f"{len(problems)} gaps in the API reference:\n" + "\n".join(problems)
+
+
+def test_a_guide_links_its_first_mention_of_each_public_name_to_the_reference():
+    pages = api_pages()
+    pages.build()
+    targets = pages.link_targets()
+    guide = "\n".join([
+        "## `CompactRecorder`",
+        "Save with `CompactRecorder`; `CompactRecorder` again, [`Recorder`](records.md), the `config` key.",
+        "```python",
+        "`LearnerBuilder`",
+        "```",
+        "`burnlike.record.load_weights` or `load_weights`, and `NotAName`.",
+    ])
+    lines = pages.link_names(guide, targets).split("\n")
+    assert lines[0] == "## `CompactRecorder`"  # headings keep their text
+    assert lines[1] == ("Save with [`CompactRecorder`][burnlike.record.CompactRecorder]; `CompactRecorder` again, "
+                        "[`Recorder`](records.md), the `config` key.")
+    assert lines[3] == "`LearnerBuilder`"  # code blocks too
+    assert lines[5] == ("[`burnlike.record.load_weights`][burnlike.record.load_weights] or `load_weights`, "
+                        "and `NotAName`.")

@@ -214,6 +214,54 @@ def markdown(page: Page) -> str:
     return "\n".join(out)
 
 
+def link_targets() -> dict[str, str]:
+    """Inline code a guide may write -> the reference entry it links to (`build()` first): every
+    entry's full path, and its bare name where that is a class's (capitalised) or a function's with
+    an underscore (`load_weights`) and no other entry shares it. Plain words (`config`, `map`) stay
+    text: they name keys and arguments as often as functions."""
+    full: dict[str, str] = {}
+    for page in PAGES:
+        for module, names in page.sections:
+            for name in names:
+                full[f"{module}.{name}"] = f"{module}.{name}"
+        full.update({path: path for path in RENDERED if any(path.startswith(m + ".") for m in page.whole)})
+    bare: dict[str, list[str]] = {}
+    for path in full:
+        name = path.rsplit(".", 1)[1]
+        if name[:1].isupper() or ("_" in name.strip("_") and name.islower()):
+            bare.setdefault(name, []).append(path)
+    return {**{name: paths[0] for name, paths in bare.items() if len(paths) == 1}, **full}
+
+
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_CODE = re.compile(r"`([A-Za-z_][\w.]*)`")
+
+
+def link_names(markdown: str, targets: dict[str, str]) -> str:
+    """A guide's first mention of each public name in inline code (`` `CompactRecorder` ``,
+    `` `burnlike.record.load_weights` ``) becomes a link to its reference entry; code blocks,
+    headings and code already inside a link are left as they are."""
+    out, fenced, seen = [], False, set()
+    for line in markdown.split("\n"):
+        if _FENCE.match(line):
+            fenced = not fenced
+        if fenced or _FENCE.match(line) or line.lstrip().startswith("#"):
+            out.append(line)
+            continue
+        pieces, last = [], 0
+        for m in _CODE.finditer(line):
+            before = line[:m.start()]
+            in_link = before.count("[") > before.count("]") or line[m.end():m.end() + 1] in ("]", "(")
+            target = targets.get(m.group(1))
+            if target is None or target in seen or in_link or before.endswith("`"):
+                continue
+            seen.add(target)
+            pieces += [line[last:m.start()], f"[{m.group(0)}][{target}]"]
+            last = m.end()
+        out.append("".join(pieces) + line[last:])
+    return "\n".join(out)
+
+
 def enum_table() -> str:
     """A Markdown table of every public enum (a name in an `__all__` that is an `Enum`), its members
     and their other spellings (aliases), read from the code as it is."""
