@@ -1,19 +1,23 @@
-"""The API reference explains: every public name has a docstring and every parameter is described.
+"""The API reference explains: every public name has a docstring, every parameter is described,
+and the guides link into it.
 
 "Public" is what the reference renders (docs/hooks/api_pages.py, read with griffe as mkdocstrings
-reads it, with the same extension, docs/hooks/griffe_docstrings.py): every name of every `__all__`, the
-public names of the modules rendered whole, and the members of those classes the page's filters keep
-(names without a leading `_`, less the hooks a page leaves out).
+reads it, with the same extension, docs/hooks/griffe_docstrings.py): every name of every `__all__`,
+the public names of the modules rendered whole, the members of those classes that the entry's
+filters keep (names without a leading `_`, less the framework's hooks), and the members a class
+entry shows from bases without an entry of their own (`_Conv`'s `forward`).
 
 The rules, as the reference renders docstrings (Google style):
-- every function, class, module-level value, property and method has a docstring; an enum's
-  members are exempt (the enum's docstring says what they mean);
+- every function, class, module-level value, property and method has a docstring (an override
+  without one shows its base's, and passes); an enum's members are exempt (the enum's docstring
+  says what they mean);
 - every parameter of a function or method, and of a class's `__init__`, is in an `Args:` section
-  (of the class or of `__init__`: the reference merges the two), except `self`/`cls` and `*args`/
-  `**kwargs` passed through unchanged to a callable the docstring names; a `*args`/`**kwargs` the
-  function reads itself is documented like any parameter. A dataclass or `@config` field is a
-  parameter described by its comment (the Hydra keys page's convention), an attribute docstring, or
-  an `Args:`/`Attributes:` entry;
+  (of the class or of `__init__`: the reference merges the two), except `self`/`cls` and a
+  `*args`/`**kwargs` the function only hands on to another call (`f(*args, **kwargs)`), whose own
+  entry describes them; a `*args`/`**kwargs` the function reads itself is documented like any
+  parameter. A dataclass or `@config` field is a parameter described by its comment (the Hydra
+  keys page's convention), an attribute docstring, or an `Args:`/`Attributes:` entry; an instance
+  attribute, by an attribute docstring or an `Attributes:` entry;
 - no `Args:` entry names a parameter the signature lacks (a stale description).
 
 `COVERED` lists the modules checked, by where a name is defined: `"burnlike.nn.*"` is the package and
