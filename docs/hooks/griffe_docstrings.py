@@ -19,13 +19,17 @@ API reference should show them.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
 import griffe
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # mkdocstrings loads this file by path
+
+from comments import field_comment  # noqa: E402
+
 FIELD_DECORATORS = ("burnlike.config.config", "dataclasses.dataclass")
-LINT_COMMENTS = ("noqa", "type:", "pragma", "pyright:", "mypy:")
 
 
 def _decorated(cls: griffe.Class, paths: tuple[str, ...]) -> bool:
@@ -73,18 +77,7 @@ def comment(attr: griffe.Attribute) -> str:
     lines = attr.lines_collection[attr.filepath] if isinstance(attr.filepath, Path) and attr.filepath in attr.lines_collection else None
     if not lines or attr.lineno is None:
         return ""
-    above: list[str] = []
-    row = attr.lineno - 2  # 0-based index of the line above
-    while row >= 0 and lines[row].strip().startswith("#"):
-        above.insert(0, lines[row].strip().lstrip("#").strip())
-        row -= 1
-    own = ""
-    first = lines[attr.lineno - 1]
-    if "#" in first:
-        tail = first.split("#", 1)[1].strip()
-        if not tail.startswith(LINT_COMMENTS):
-            own = tail
-    return "; ".join(part for part in (" ".join(above), own) if part)
+    return field_comment(lines, attr.lineno)
 
 
 def sentence(text: str) -> str:
