@@ -291,3 +291,69 @@ def test_a_guide_links_its_first_mention_of_each_public_name_to_the_reference():
     assert lines[3] == "`LearnerBuilder`"  # code blocks too
     assert lines[5] == ("[`burnlike.record.load_weights`][burnlike.record.load_weights] or `load_weights`, "
                         "and `NotAName`.")
+
+
+def _shown_and_taken(cls: griffe.Class, runtime: type) -> tuple[list[tuple[str, str, bool]], list[tuple[str, str, bool]]]:
+    """(name, kind, required) of each parameter: as the reference shows them, as the class takes them."""
+    import inspect
+
+    shown = [(p.name, p.kind.name.upper(), p.default is None) for p in cls.parameters if p.name != "self"]
+    taken = [(p.name, p.kind.name, p.default is inspect.Parameter.empty)
+             for p in inspect.signature(runtime).parameters.values()]
+    return shown, taken
+
+
+def test_a_config_class_shows_the_constructor_it_has():
+    """griffe sees `@config` classes through docs/hooks/griffe_docstrings.py: the signature the
+    reference shows is the one the class has at run time (names, order, keyword-only, required)."""
+    import importlib
+
+    hooks = _hooks()
+    checked = 0
+    for module in _modules(package()):
+        for cls in module.classes.values():
+            if cls.is_alias or not hooks._decorated(cls, ("burnlike.config.config",)):
+                continue
+            shown, taken = _shown_and_taken(cls, getattr(importlib.import_module(module.path), cls.name))
+            assert shown == taken, f"{cls.path}: the reference shows {shown}, the class takes {taken}"
+            checked += 1
+    assert checked > 50
+
+
+def test_a_config_signature_follows_burns_rule_for_required_fields(tmp_path, monkeypatch):
+    """A required field after defaulted ones: the required are positional, in order; the defaulted
+    ones before them keyword-only (`TrainingConfig(optimizer, seed, num_epochs=5)`)."""
+    import importlib
+
+    (tmp_path / "burn_rule.py").write_text(
+        "from burnlike.config import config\n\n\n"
+        "@config\n"
+        "class TrainingConfig:\n"
+        "    num_epochs: int = 10  # epochs\n"
+        "    optimizer: str  # the optimizer's name\n"
+        "    seed: int\n"
+        "    log: str | None\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    loaded = griffe.load("burn_rule", search_paths=[str(tmp_path)],
+                         extensions=griffe.load_extensions(str(HOOKS / "griffe_docstrings.py")))
+    shown, taken = _shown_and_taken(loaded["TrainingConfig"], importlib.import_module("burn_rule").TrainingConfig)
+    assert shown == taken
+    assert [name for name, kind, _ in shown if kind == "KEYWORD_ONLY"] == ["num_epochs"]
+    assert loaded["TrainingConfig.optimizer"].docstring.value == "The optimizer's name"
+
+
+def test_an_attribute_described_in_attributes_is_shown_there_only(tmp_path):
+    """The reference shows a class's `Attributes:` table; the attributes it describes are not
+    repeated as members of their own (one without a docstring would show as a bare name)."""
+    (tmp_path / "described.py").write_text(
+        'class Block:\n'
+        '    """A block.\n\n'
+        '    Attributes:\n'
+        '        layer: The layer.\n'
+        '    """\n\n'
+        '    def __init__(self) -> None:\n'
+        '        self.layer = 1\n'
+        '        self.other = 2\n')
+    loaded = griffe.load("described", search_paths=[str(tmp_path)],
+                         extensions=griffe.load_extensions(str(HOOKS / "griffe_docstrings.py")))
+    assert "layer" not in loaded["Block"].members and "other" in loaded["Block"].members

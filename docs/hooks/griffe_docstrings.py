@@ -92,6 +92,22 @@ def _optional(annotation: Any) -> bool:
     return text.startswith("Optional[") or "|None" in text or text.startswith("None|")
 
 
+def _default(field: griffe.Attribute) -> tuple[str | griffe.Expr | None, bool]:
+    """A field's default as the signature shows it (`dataclasses.field(default=x)` is `x`, a
+    `default_factory=f` is `f()`), and whether `field(kw_only=True)` makes it keyword-only."""
+    value = field.value
+    if not (isinstance(value, griffe.ExprCall) and isinstance(value.function, griffe.Expr)
+            and value.function.canonical_path == "dataclasses.field"):
+        return value, False
+    arguments = {arg.name: arg.value for arg in value.arguments if isinstance(arg, griffe.ExprKeyword)}
+    kw_only = str(arguments.get("kw_only", "")) == "True"
+    if "default" in arguments:
+        return arguments["default"], kw_only
+    if "default_factory" in arguments:
+        return griffe.ExprCall(function=arguments["default_factory"], arguments=[]), kw_only
+    return None, kw_only
+
+
 def _init(cls: griffe.Class) -> griffe.Function:
     """The `__init__` `@config` gives `cls`: the fields of its lineage in dataclass order, with
     Burn's rule (defaulted fields before the last required one are keyword-only)."""
@@ -103,8 +119,10 @@ def _init(cls: griffe.Class) -> griffe.Function:
         required = [f.value is None and not _optional(f.annotation) for f in declared]
         last = max((i for i, r in enumerate(required) if r), default=-1)
         for i, f in enumerate(declared):
-            default = f.value if f.value is not None else (None if required[i] else "None")
-            kind = (griffe.ParameterKind.keyword_only if i < last and not required[i]
+            default, kw_only = _default(f)
+            if default is None and not required[i]:
+                default = "None"
+            kind = (griffe.ParameterKind.keyword_only if kw_only or (i < last and not required[i])
                     else griffe.ParameterKind.positional_or_keyword)
             by_name[f.name] = griffe.Parameter(f.name, annotation=f.annotation, kind=kind, default=default,
                                                docstring=f.docstring)
