@@ -28,6 +28,10 @@ equivalent mutants are listed with a reason each in scripts/mutation_equivalent.
 CUDA run reaches (scripts/mutation_cuda.txt) are counted apart as "cuda only" on a machine without
 CUDA: out of the score, and not called equivalent.
 
+Each list names mutants by mutmut's names, which number a function's mutants afresh whenever the
+function changes: a listed name that mutmut's last generation doesn't hold is an error that names
+its file and line (no table is printed until each such entry is looked up again).
+
 Mutants that only a test marked `slow` can catch (left out of mutmut's runs: subprocesses, DDP) are
 listed in scripts/mutation_slow.txt with that test: after each run, a listed mutant that survived is
 run against its test (`BURNLIKE_MUTANT_SLOW=1` keeps slow tests in), and counts as killed only if
@@ -53,6 +57,7 @@ PACKAGES = ["burnlike.record", "burnlike.train", "burnlike.optim", "burnlike.dat
 EQUIVALENT = ROOT / "scripts" / "mutation_equivalent.txt"
 SLOW_KILLS = ROOT / "scripts" / "mutation_slow.txt"
 CUDA_ONLY = ROOT / "scripts" / "mutation_cuda.txt"
+LISTS = (EQUIVALENT, SLOW_KILLS, CUDA_ONLY)
 CAUGHT = {"killed", "timeout"}
 
 
@@ -76,6 +81,34 @@ def listed(path: Path) -> dict[str, list[str]]:
             if fields:
                 out[fields[0]] = fields[1:]
     return out
+
+
+def stale_entries(known: set[str], lists: tuple[Path, ...] = LISTS) -> list[str]:
+    """`file:line: name` for each listed mutant that mutmut's last generation doesn't hold: its
+    function changed, moved or went, and mutmut numbers a function's mutants afresh, so the entry
+    must be looked up again (by `mutmut show` and the function's diff), not left to count silently."""
+    out = []
+    for path in lists:
+        if not path.exists():
+            continue
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            fields = line.partition("#")[0].split()
+            if fields and fields[0] not in known:
+                where = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+                out.append(f"{where}:{number}: {fields[0]}: no such mutant")
+    return out
+
+
+def refuse_stale() -> int:
+    """1, naming each stale entry of the lists, when mutmut has generated mutants and any is stale; else 0."""
+    known = set(verdicts())
+    stale = stale_entries(known) if known else []
+    for entry in stale:
+        print(entry, file=sys.stderr)
+    if stale:
+        print(f"{len(stale)} listed mutants don't exist: each list must name mutants mutmut makes now",
+              file=sys.stderr)
+    return 1 if stale else 0
 
 
 def equivalents() -> set[str]:
@@ -186,14 +219,13 @@ def report(sampled: dict[str, list[str]] | None = None) -> int:
     on_gpu_only = cuda_only()
     counts: dict[str, Counter[str]] = {p: Counter() for p in PACKAGES}
     survivors: list[str] = []
-    known: set[str] = set()
     stale: list[str] = []
+    reached: list[str] = []
     for line in done.stdout.splitlines():
         m = re.match(r"\s*(\S+): (.+)$", line)
         if not m:
             continue
         name, status = m.group(1), m.group(2).strip()
-        known.add(name)
         package = package_of(name)
         if package is None or (within is not None and name not in within):
             continue
@@ -202,8 +234,11 @@ def report(sampled: dict[str, list[str]] | None = None) -> int:
                 stale.append(name)
             else:
                 status = "equivalent"
-        elif name in on_gpu_only and status not in CAUGHT:
-            status = "cuda only"
+        elif name in on_gpu_only:
+            if status in CAUGHT:  # a CPU run reached it: not CUDA-only (or its number names another mutant now)
+                reached.append(name)
+            else:
+                status = "cuda only"
         counts[package][status] += 1
         if status not in CAUGHT | {"equivalent", "not checked", "cuda only"}:
             survivors.append(f"{name}: {status}")
@@ -221,11 +256,12 @@ def report(sampled: dict[str, list[str]] | None = None) -> int:
         interval = "  {:.1f}-{:.1f}%".format(*wilson(caught, scored)) if sampled else ""
         print(f"{package:<18} {total:>7} {c['killed']:>7} {c['timeout']:>7} {c['survived']:>8} "
               f"{c['no tests']:>8} {c['not checked']:>8} {c['equivalent']:>6} {c['cuda only']:>5} {score:>6.1f}%{interval}")
-    stale += sorted(accepted - known)  # its function was renamed or removed
     if stale:
-        print(f"{len(stale)} entries of {EQUIVALENT.name} are stale (caught by a test, or no such mutant: the "
-              "function changed since, so each number may name another mutant): look each up again\n  "
-              + "\n  ".join(stale))
+        print(f"{len(stale)} entries of {EQUIVALENT.name} are caught by a test: the function changed since, so "
+              "each number may name another mutant: look each up again\n  " + "\n  ".join(stale))
+    if reached:
+        print(f"{len(reached)} entries of {CUDA_ONLY.name} are caught without CUDA: a CPU run reaches them, so "
+              "they are not CUDA-only (or the number names another mutant now)\n  " + "\n  ".join(reached))
     if survivors:
         path = ROOT / "mutants" / "survivors.txt"
         path.write_text("\n".join(survivors) + "\n")
@@ -270,7 +306,7 @@ def main() -> int:
             if run.returncode:
                 return run.returncode
         check_slow_kills(args.only)
-    return report(sampled)
+    return refuse_stale() or report(sampled)
 
 
 if __name__ == "__main__":

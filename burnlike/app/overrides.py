@@ -22,6 +22,8 @@ ELSEWHERE = {
     "trainer.epochs": "learner.num_epochs",
     "trainer.accumulate_grad_batches": "learner.grads_accumulation",
     "trainer.gradient_clip_val": "optimizer.grad_clipping",
+    "trainer.max_steps": "learner.num_iterations",
+    "trainer.val_check_interval": "learner.valid_every",
     "trainer.ckpt_path": "learner.checkpoint",
     "trainer.resume_from_checkpoint": "learner.checkpoint",
     "trainer.enable_progress_bar": "learner.progress_bar",
@@ -43,6 +45,10 @@ ELSEWHERE = {
 # where the app's key behaves otherwise than the name asked for, what differs
 DIFFERS = {
     "trainer.accumulate_grad_batches": "it sums the gradients of n batches, as Burn does, where Lightning averages them",
+    "trainer.gradient_clip_val": "optimizer.grad_clipping={kind:global_norm,threshold:x} is Lightning's clipping, "
+                                 "kind:norm Burn's per-tensor one",
+    "trainer.val_check_interval": "an epoch becomes that many batches, so Burn's per-epoch logs and checkpoints "
+                                  "are the validations'",
 }
 
 
@@ -73,7 +79,7 @@ def override_error(args: list[str]) -> str | None:
             continue  # a group option at another package, or a group path
         head, _, rest = key.partition(".")
         if not rest:
-            known = head in keys[""] or head in ("hparams_search", "debug")
+            known = head in keys[""] or head in ("hparams_search", "debug", "experiment")
         else:
             known = head not in keys or head == "" or rest.split(".", 1)[0] in keys[head]
         if not known:

@@ -12,9 +12,11 @@ from typing import Any
 
 from omegaconf import MISSING
 
-from burnlike.app.data import CsvDataConfig, DataConfig, ImageFolderDataConfig
+from burnlike.app.data import CsvDataConfig, DataConfig, ImageFolderDataConfig, ShakespeareCharDataConfig
+from burnlike.app.scheduler import CosineScheduler, WarmupCosineScheduler
 from burnlike.config import config
 from burnlike.models.cnn import CnnConfig
+from burnlike.models.gpt import GptConfig
 from burnlike.models.mlp import MlpConfig
 from burnlike.models.mnist import ModelConfig
 from burnlike.models.tabular import TabularMlpConfig
@@ -89,6 +91,11 @@ class TrainerConfig:
 @config
 class LearnerConfig:
     num_epochs: int = 10  # epochs to train (Burn's num_epochs; Lightning's max_epochs)
+    # in place of num_epochs: this many iterations (batches) in all, in epochs of valid_every batches
+    num_iterations: int | None = None
+    # validate every N batches: an epoch (logs, checkpoint, summary row) is N batches of a train
+    # loader that continues across epochs; null: an epoch is a pass over the train data
+    valid_every: int | None = None
     recorder: str = "compact"  # compact | default | mpk_gz | json | json_gz | bin | bin_gz
     # what the train split logs: any of Accuracy, Loss, "Learning Rate", "Iteration Speed" (valid: Accuracy, Loss)
     metrics: list[str] = ["Accuracy", "Loss"]
@@ -102,6 +109,10 @@ class LearnerConfig:
     # Burn's device strategy over trainer.accelerator/devices/num_nodes (null: trainer.strategy decides)
     strategy: str | None = None  # single | multi | multi_sharded | ddp
     cuda_graph: bool = False  # LearnerBuilder.cuda_graph(): capture the train step in a CUDA graph (eager without CUDA)
+    # seconds a collective waits for the other ranks before the process group fails (DDP, FSDP); null: torch's 30 min
+    dist_timeout: float | None = None
+    # the run dir's .lock: another job's lock without a heartbeat for this many seconds is stale (0: no lock)
+    lock_timeout: float = 120.0
 
 
 @config
@@ -121,6 +132,7 @@ class AppConfig:
     model: Any = MISSING
     data: DataConfig = DataConfig()
     optimizer: Any = MISSING
+    scheduler: Any = None  # the learning rate over the run (scheduler=warmup_cosine...); null: optimizer.lr throughout
     trainer: TrainerConfig = TrainerConfig()
     learner: LearnerConfig = LearnerConfig()
     logger: LoggerConfig = LoggerConfig()
@@ -139,8 +151,10 @@ SCHEMAS: dict[str, type] = {
     "model/mlp": MlpConfig,
     "model/cnn": CnnConfig,
     "model/tabular": TabularMlpConfig,
+    "model/gpt": GptConfig,
     "data/image_folder": ImageFolderDataConfig,
     "data/csv": CsvDataConfig,
+    "data/shakespeare_char": ShakespeareCharDataConfig,
     "optimizer/adam": AdamOptimizer,
     "optimizer/adamw": AdamWOptimizer,
     "optimizer/sgd": SgdOptimizer,
@@ -149,6 +163,8 @@ SCHEMAS: dict[str, type] = {
     "optimizer/muon": MuonOptimizer,
     "optimizer/adan": AdanOptimizer,
     "optimizer/lbfgs": LBFGSOptimizer,
+    "scheduler/cosine": CosineScheduler,
+    "scheduler/warmup_cosine": WarmupCosineScheduler,
 }
 
 

@@ -1,10 +1,12 @@
-"""Text batching: a tokenizer and the text-classification batcher (over Burn's `generate_padding_mask`,
-which lives in `burnlike.nn.attention`, as in Burn, and is re-exported here).
+"""Text batching: tokenizers, the text-classification batcher (over Burn's `generate_padding_mask`,
+which lives in `burnlike.nn.attention`, as in Burn, and is re-exported here) and the language-model
+batcher over token windows.
 
 Burn's example tokenizes with BERT's; that needs a download, so two small tokenizers are built in
 (bytes of UTF-8, or characters seen in a corpus). Any object with Burn's `Tokenizer` methods, or any
 callable `str -> list[int]`, works instead. Both built-ins put a class token first: the model
-classifies from position 0, as Burn's does with BERT's `[CLS]`.
+classifies from position 0, as Burn's does with BERT's `[CLS]`. A character language model reads
+plain ids instead (`CharVocab`: nanoGPT's shakespeare_char encoding, no special tokens).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -24,11 +27,14 @@ from burnlike.nn.attention import GeneratePaddingMask, SeqLengthOption, generate
 __all__ = [
     "ByteTokenizer",
     "CharTokenizer",
+    "CharVocab",
     "GeneratePaddingMask",
     "SeqLengthOption",
     "TextClassificationBatch",
     "TextClassificationBatcher",
     "TextClassificationInferenceBatch",
+    "TokenWindowBatch",
+    "TokenWindowsBatcher",
     "Tokenizer",
     "generate_padding_mask",
 ]
@@ -92,6 +98,76 @@ class CharTokenizer:
 
     def pad_token(self) -> int:
         return PAD
+
+
+class CharVocab:
+    """Characters as ids `0 .. n-1` in sorted order, no special tokens: nanoGPT's shakespeare_char
+    encoding (`stoi`/`itos`), so a model trained on it reads the same ids. `encode` refuses a
+    character outside the vocabulary (naming it): a prompt must use the corpus's characters."""
+
+    def __init__(self, chars: Iterable[str]) -> None:
+        self.chars = sorted(set(chars))
+        if any(len(c) != 1 for c in self.chars):
+            raise ValueError("CharVocab: the vocabulary must be single characters")
+        self._ids = {c: i for i, c in enumerate(self.chars)}
+        points = np.array([ord(c) for c in self.chars], dtype=np.int64)
+        self._table = np.full(int(points.max(initial=0)) + 1, -1, dtype=np.int64)  # code point -> id
+        self._table[points] = np.arange(len(points))
+
+    @classmethod
+    def from_text(cls, text: str) -> CharVocab:
+        return cls(text)
+
+    def encode(self, value: str) -> list[int]:
+        ids = self._ids
+        try:
+            return [ids[c] for c in value]
+        except KeyError as e:
+            raise ValueError(f"CharVocab: {e.args[0]!r} is not one of the vocabulary's {len(self.chars)} "
+                             "characters") from None
+
+    def encode_tensor(self, text: str) -> Tensor:
+        """`encode(text)` as an int64 tensor, through numpy (a whole corpus at once)."""
+        codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32).astype(np.int64)
+        ids = self._table[np.minimum(codes, self._table.size - 1)]
+        ids[codes >= self._table.size] = -1
+        if (ids < 0).any():
+            self.encode(text[int(np.argmax(ids < 0))])  # raises, naming the character
+        return torch.from_numpy(ids)
+
+    def decode(self, tokens: Sequence[int] | Tensor) -> str:
+        values = tokens.tolist() if isinstance(tokens, Tensor) else tokens
+        return "".join(self.chars[int(t)] for t in values)
+
+    def vocab_size(self) -> int:
+        return len(self.chars)
+
+
+@dataclasses.dataclass
+class TokenWindowBatch(TensorBatch):
+    """A language model's batch: `inputs` `[B, T]` and `targets` `[B, T]` (the inputs shifted by one:
+    `targets[:, t]` is the token after `inputs[:, t]`), both int64."""
+
+    inputs: Tensor
+    targets: Tensor
+
+
+class TokenWindowsBatcher:
+    """Windows of `T + 1` tokens (a `TokenWindowsDataset`'s items, or its batched fetch) -> a
+    `TokenWindowBatch`: each window's first `T` tokens are the inputs, its last `T` the targets."""
+
+    def batch(self, items: Sequence[Tensor], device: Any = None) -> TokenWindowBatch:
+        if not len(items):
+            raise ValueError("cannot batch zero windows")
+        windows = getattr(items, "tensor", None)  # TokenWindows: already one [B, T + 1] tensor
+        if not isinstance(windows, Tensor):
+            windows = torch.stack([torch.as_tensor(item) for item in items])
+        if windows.dim() != 2 or windows.shape[1] < 2:
+            raise ValueError(f"TokenWindowsBatcher: expected windows of at least 2 tokens, got a batch of shape "
+                             f"{tuple(windows.shape)}")
+        windows = windows.to(torch.int64)
+        batch = TokenWindowBatch(windows[:, :-1], windows[:, 1:])
+        return batch.to(device) if device is not None else batch
 
 
 @dataclasses.dataclass

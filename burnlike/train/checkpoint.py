@@ -343,7 +343,8 @@ class FileCheckpointer(Checkpoint):
         if self._skeleton is not None:  # sharded: trainer-N keeps the whole state; model-N is Burn's record
             weights = full_model_state(trainer, pl_module)  # every rank: a gather
             if trainer.is_global_zero:
-                self.recorder.save_module(whole_model(self._skeleton, weights), self.path(self._saving), durable=True)
+                self.recorder.save_module(whole_model(self._skeleton, weights), self.path(self._saving),
+                                          exact_path=True, durable=True)
             return
         save_parts(checkpoint, store_model(pl_module), self.path(self._saving).parent, self._saving,
                    self.recorder, write=trainer.is_global_zero, optimizers=trainer.optimizers)

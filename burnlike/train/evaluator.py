@@ -65,15 +65,12 @@ class _TestModule(L.LightningModule):
         self.metric_list: list[Metric] = [m.clone() for m in metrics]
         self.test_metrics = nn.ModuleList(self.metric_list)
         self._step_name = inference_fn(model).__name__
-        self._checked = False
         self._ctx = MetricContext()
         self.results: dict[str, tuple[float, list[tuple[float, float]]]] = {}
 
     def test_step(self, batch: Any, batch_idx: int) -> None:
         item = getattr(self.model, self._step_name)(batch)
-        if not self._checked:
-            check_metrics(type(item), self.metric_list, "test")
-            self._checked = True
+        check_metrics(type(item), self.metric_list, "test")  # each step's: an untyped step may vary
         for m in self.metric_list:
             m.update(item, self._ctx)
 

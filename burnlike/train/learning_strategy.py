@@ -90,7 +90,7 @@ class LearningCheckpointer:
     def save(self, learner: Learner, epoch: int) -> None:
         log.debug("saving checkpoint %s", self.path("model", epoch))
         model = learner.model()
-        self.recorder.save_module(model, self.path("model", epoch), durable=True)
+        self.recorder.save_module(model, self.path("model", epoch), exact_path=True, durable=True)
         self.recorder.record(self._optim_record(learner, model), self.path("optim", epoch), exact_path=True,
                              durable=True)
         self.recorder.record(learner.scheduler().to_record(), self.path("scheduler", epoch),

@@ -297,7 +297,8 @@ def check_burnlike(args: list[str], monkeypatch) -> None:
     import burnlike.cli_runs as cli_runs
 
     parsed = []
-    for module, name in ((cli, "cmd_inspect"), (cli, "cmd_convert"), (cli_runs, "cmd_summary"), (cli_runs, "cmd_compare")):
+    for module, name in ((cli, "cmd_inspect"), (cli, "cmd_consolidate"), (cli, "cmd_convert"), (cli_runs, "cmd_summary"),
+                         (cli_runs, "cmd_compare")):
         monkeypatch.setattr(module, name, lambda a, name=name: parsed.append((name, a)) or 0)
     try:
         status = cli.main(args)

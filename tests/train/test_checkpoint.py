@@ -59,7 +59,7 @@ from burnlike.train.metric import AccuracyMetric, CudaMetric, LearningRateMetric
 from tests.helpers.fit import checkpointing_builder, cpu_builder, fit, metrics_builder, same_weights
 from tests.helpers.records import dead_pid, temp_of
 from tests.helpers.toy import Batch, Classifier, loader
-from tests.train.helpers import NAN, store_of, train_messages, write_checkpoint
+from tests.train.helpers import NAN, OwnNamesRecorder, store_of, train_messages, write_checkpoint
 
 
 def composed() -> ComposedCheckpointingStrategy:
@@ -348,20 +348,17 @@ def test_scheduler_n_is_burns_lr_scheduler_record_and_a_resume_reads_it(tmp_path
     assert logged == pytest.approx([c * lin for c, lin in zip(cosine, linear)], rel=1e-12)
 
 
-class CkptRecorder(DefaultRecorder):
-    """A user's recorder with its own (dotted) extension: Burn's `FileRecorder::file_extension`."""
-
-    def file_extension(self) -> str:
-        return "ckpt.burn"
-
-
-def test_a_recorder_with_its_own_extension_checkpoints_deletes_and_resumes_by_it(tmp_path):
-    straight = fit(checkpointing_builder(tmp_path / "straight", 3).with_file_checkpointer(CkptRecorder()))
-    cut = checkpointing_builder(tmp_path / "cut", 2, keep=1).with_file_checkpointer(CkptRecorder())
+def test_a_recorder_with_its_own_extension_and_names_checkpoints_deletes_and_resumes_by_the_epoch_names(tmp_path):
+    """Its `path_for` names what it is asked to save (`run-model.ckpt.burn`); the checkpointer's
+    epoch files keep their names (`model-N.<its extension>`), which the trainer file lists, the
+    deletions remove and a resume finds."""
+    assert OwnNamesRecorder().save_module(Classifier(), tmp_path / "model").name == "run-model.ckpt.burn"
+    straight = fit(checkpointing_builder(tmp_path / "straight", 3).with_file_checkpointer(OwnNamesRecorder()))
+    cut = checkpointing_builder(tmp_path / "cut", 2, keep=1).with_file_checkpointer(OwnNamesRecorder())
     fit(cut)
     assert sorted(p.name for p in (tmp_path / "cut" / "checkpoint").iterdir()) == [
         f"{kind}-2.ckpt.burn" for kind in ("model", "optim", "scheduler", "trainer")]
-    resumed = fit(checkpointing_builder(tmp_path / "cut", 3).with_file_checkpointer(CkptRecorder()).checkpoint("last"))
+    resumed = fit(checkpointing_builder(tmp_path / "cut", 3).with_file_checkpointer(OwnNamesRecorder()).checkpoint(2))
     assert same_weights(resumed, straight)
 
 

@@ -3,7 +3,7 @@ evaluator. It writes the test logs under `test/<slugged tag>/epoch-1` (Burn's `S
 returns the count-weighted test values and, when asked, a summary at the test epoch; by default its
 Trainer is a quiet test trainer (no logger, checkpoints or model summary) on the model's device.
 A model's output that cannot feed a test metric is refused at build when the model declares its
-types, else at the first test step."""
+types, and at any test step that returns one."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import math
 import sys
 import warnings
 
+import lightning as L
 import pytest
 import torch
 from lightning.pytorch.callbacks import ModelSummary
@@ -87,6 +88,24 @@ def test_evaluator_defaults_translate_to_a_quiet_test_trainer(tmp_path, capsys):
     assert "Learner Summary" not in capsys.readouterr().out
 
 
+class LogsInTest(L.Callback):
+    """A user's callback that logs a value through the module at each test batch."""
+
+    def on_test_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0):
+        pl_module.log("seen", float(batch_idx))
+
+
+def test_lightnings_results_table_stays_out_of_an_evaluation(tmp_path, capsys):
+    """The evaluation prints Burn's view alone, even when a callback given through `trainer_kwargs`
+    logs during the test (what makes Lightning print its table of the logged values)."""
+    builder = (EvaluatorBuilder(tmp_path).metrics(LossMetric()).progress_bar(False).with_application_logger(False)
+               .trainer_kwargs(callbacks=[LogsInTest()]))
+    result = builder.build(Classifier()).evaluate("a", loader(32, 16))
+    assert "seen" in result.trainer.callback_metrics  # what Lightning's table would have shown
+    out = capsys.readouterr().out
+    assert "Test metric" not in out and "seen" not in out
+
+
 def test_evaluator_takes_burns_application_logger_installer(tmp_path):
     """burn-train/src/evaluator/builder.rs (v0.21.0): `with_application_logger(Option<Box<dyn
     ApplicationLoggerInstaller>>)`: the installer's file gets the evaluation's log, not evaluation.log."""
@@ -154,10 +173,27 @@ def test_evaluator_feeds_context_metrics_and_checks_untyped_outputs_at_the_first
         checked.build(Regressor())  # typed: refused before any data
 
 
-def test_an_untyped_models_output_is_checked_at_the_first_test_step(tmp_path):
-    evaluator = EvaluatorBuilder(tmp_path).metrics(AccuracyMetric()).progress_bar(False).build(Untyped())
+class Switching(nn.Module):
+    """An untyped inference step that classifies the first batch and regresses the others."""
+
+    def __init__(self):
+        super().__init__()
+        self.classifier, self.regressor = Classifier(), Regressor()
+        self.steps = 0
+
+    def inference_step(self, batch):
+        self.steps += 1
+        return (self.classifier if self.steps == 1 else self.regressor).step(batch)
+
+
+def test_an_untyped_models_output_is_checked_at_every_test_step(tmp_path):
+    builder = EvaluatorBuilder(tmp_path).metrics(AccuracyMetric()).progress_bar(False)
     with pytest.raises(MetricInputError, match="test metric 'Accuracy'"):
-        evaluator.evaluate("blobs", loader(32, 16))
+        builder.build(Untyped()).evaluate("blobs", loader(32, 16))
+    switching = Switching()
+    with pytest.raises(MetricInputError, match=r"^test metric 'Accuracy' .* the test step returns RegressionOutput"):
+        builder.build(switching).evaluate("blobs", loader(32, 16))
+    assert switching.steps == 2
 
 
 # --- evaluating ------------------------------------------------------------------------------------

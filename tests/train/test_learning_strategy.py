@@ -37,6 +37,7 @@ from burnlike.train.logger import read_epochs
 from burnlike.train.metric import AccuracyMetric, LossMetric
 from tests.helpers.fit import StackingBatcher
 from tests.helpers.toy import Classifier, blobs
+from tests.train.helpers import OwnNamesRecorder
 
 
 class EpochLoop(SupervisedLearningStrategy):
@@ -148,11 +149,12 @@ def test_the_checkpointer_writes_burns_three_files_and_keeps_the_last_n(tmp_path
     assert scheduler is None  # Burn's record of a constant rate, `()` (burn-optim lr_scheduler/constant.rs)
 
 
-@pytest.mark.parametrize("resume", [2, "last"])
-def test_a_resumed_custom_run_ends_with_the_uninterrupted_weights_and_logs(tmp_path, resume):
+@pytest.mark.parametrize(("resume", "recorder"), [(2, NamedMpkFileRecorder(FullPrecisionSettings())),
+                                                ("last", OwnNamesRecorder())])
+def test_a_resumed_custom_run_ends_with_the_uninterrupted_weights_and_logs(tmp_path, resume, recorder):
     """`checkpoint(N)` (or "last") loads model/optim/scheduler-N, starts at N + 1 and keeps the
-    earlier epochs' values from the logs: the weights and every epoch's value match a run of 4."""
-    recorder = NamedMpkFileRecorder(FullPrecisionSettings())
+    earlier epochs' values from the logs: the weights and every epoch's value match a run of 4. A
+    recorder with its own names (`path_for`) finds its epoch files by the checkpointer's."""
     schedule = StepLrSchedulerConfig(0.05, 2, 0.5)
     burnlike.seed(0)
     whole = (training(tmp_path / "whole", EpochLoop(), epochs=4).with_file_checkpointer(recorder)

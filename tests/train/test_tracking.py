@@ -109,10 +109,12 @@ def test_continue_run_says_why_a_logger_starts_a_new_run(tmp_path, caplog):
 
 
 def test_continue_run_resumes_a_wandb_run_by_id(tmp_path):
+    """Whatever resume mode the logger was made with (`never`: new runs only): what a resume from
+    the checkpoint asks for is the checkpoint's run."""
     pytest.importorskip("wandb")
     from lightning.pytorch.loggers import WandbLogger
 
-    logger = WandbLogger(save_dir=str(tmp_path), offline=True, project="p")
+    logger = WandbLogger(save_dir=str(tmp_path), offline=True, project="p", resume="never")
     continue_run(logger, {"kind": "WandbLogger", "version": "run42"})
     assert logger.version == "run42" and logger._id == "run42"
     assert logger._wandb_init["id"] == "run42" and logger._wandb_init["resume"] == "allow"  # what wandb.init gets
@@ -281,7 +283,7 @@ def test_a_logger_that_cannot_end_its_run_leaves_the_fits_own_exception_and_the_
 @pytest.mark.parametrize(("exception", "code"), [(SystemExit(143), 143), (RuntimeError("boom"), 1)])
 def test_a_stopped_fit_ends_its_wandb_run_with_the_jobs_exit_status(tmp_path, monkeypatch, exception, code):
     """W&B shows a preempted run (128 + signal) or a failed one (1) as such, not as finished."""
-    pytest.importorskip("wandb")
+    wandb = pytest.importorskip("wandb")
     from lightning.pytorch.loggers import WandbLogger
 
     monkeypatch.setenv("WANDB_SILENT", "true")
@@ -289,6 +291,9 @@ def test_a_stopped_fit_ends_its_wandb_run_with_the_jobs_exit_status(tmp_path, mo
     trainer = bare_trainer(tmp_path, logger)
     logger.experiment.log({"a": 1})  # the run starts
     tracking.MetricLoggerBridge().on_exception(trainer, None, exception)  # type: ignore[arg-type]
+    # W&B's service writes the run's file out when it closes the run, after `finish` has returned:
+    # its teardown waits until the service has closed every run and exited
+    wandb.teardown()
     (path,) = (tmp_path / "wandb").glob("offline-run-*/*.wandb")
     exits = [r.exit.exit_code for r in wandb_records(path) if r.WhichOneof("record_type") == "exit"]
     assert exits == [code]

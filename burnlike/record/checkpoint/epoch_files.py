@@ -68,7 +68,6 @@ def save_parts(checkpoint: dict[str, Any], model: nn.Module, folder: AnyPath, ep
     whose states `checkpoint` holds (`optim-N` is Burn's optimizer record when it can be,
     `scheduler-N` Burn's LR scheduler record)."""
     ext = recorder.file_extension()
-    checkpoint.pop("state_dict", None)
     parts = {kind: checkpoint.pop(key, []) for kind, key in PARTS.items()}
     burn = burn_optimizer_record(parts["optim"], optimizers or (), model, recorder.burn_version)
     if burn is not None:
@@ -80,7 +79,7 @@ def save_parts(checkpoint: dict[str, Any], model: nn.Module, folder: AnyPath, ep
     checkpoint[FILES_KEY] = {kind: epoch_file(folder, kind, epoch, ext).name for kind in ("model", *PARTS)}
     if not write:
         return
-    recorder.save_module(model, epoch_file(folder, "model", epoch, ext), durable=True)
+    recorder.save_module(model, epoch_file(folder, "model", epoch, ext), exact_path=True, durable=True)
     for kind, value in parts.items():
         if kind == "optim" and burn is not None:
             item = burn[0]

@@ -95,7 +95,8 @@ class Recorder:
     def path_for(self, path: str | os.PathLike[str] | RemotePath) -> AnyPath:
         """Replace any extension with this recorder's `file_extension()` (`model.mpk.gz` → `model.bin`,
         `model` → `model.mpk`); a subclass that overrides it, as Burn's `FileRecorder` allows, names
-        every file it writes with its own.
+        every file it is given a path for with its own. Training checkpoints keep the checkpointer's
+        names (`checkpoint/model-N.<file_extension()>`, ...), which a resume finds them by.
 
         Args:
             path: A path or an fsspec URL, with or without an extension.
@@ -223,16 +224,18 @@ class Recorder:
 
     # Modules -------------------------------------------------------------------------------------
     def save_module(self, module: nn.Module, path: str | os.PathLike[str] | RemotePath, *,
-                    durable: bool = False) -> AnyPath:
-        """Save `module`'s record; returns the path written (extension replaced, like Burn).
+                    exact_path: bool = False, durable: bool = False) -> AnyPath:
+        """Save `module`'s record; returns the path written (extension replaced, like Burn, unless
+        `exact_path`).
 
         Args:
             module: The module to record.
-            path: Where to write, a local path or an fsspec URL; its extension is replaced.
+            path: Where to write, a local path or an fsspec URL.
+            exact_path: Write `path` as given, its extension kept.
             durable: fsync the file before the rename and its folder after.
         """
         item = module_to_record(module, self.settings, self.burn_version, lazy=True)
-        return self.record(item, path, module=module, durable=durable)
+        return self.record(item, path, exact_path=exact_path, module=module, durable=durable)
 
     def load_module(self, module: nn.Module, path: str | os.PathLike[str] | RemotePath,
                     device: torch.device | str | None = None) -> None:

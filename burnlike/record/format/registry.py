@@ -11,11 +11,18 @@ here stands for them.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import zlib
+from collections.abc import Iterable, Iterator
+from functools import partial
+from itertools import chain
+from typing import IO
 
+from burnlike.record.error import RecordError
 from burnlike.record.format.bincode import BinFileRecorder, BinGzFileRecorder
-from burnlike.record.format.files import read_head
+from burnlike.record.format.files import open_record
 from burnlike.record.format.location import RemotePath, as_path
 from burnlike.record.format.named_mpk import NamedMpkFileRecorder, NamedMpkGzFileRecorder
 from burnlike.record.format.pretty_json import JsonGzFileRecorder, PrettyJsonFileRecorder
@@ -80,34 +87,60 @@ def by_extension(path: str | os.PathLike[str] | RemotePath, precision: str | Non
 
 def sniff(path: str | os.PathLike[str] | RemotePath) -> Recorder:
     """The recorder that reads `path`: by extension, else by its first bytes (Lightning names every
-    checkpoint `.ckpt`, whatever recorder wrote it)."""
+    checkpoint `.ckpt`, whatever recorder wrote it): only the bytes up to its first one that isn't
+    whitespace are read (inflated, for gzip)."""
     found = by_extension(path)
     if found is not None:
         return found
-    head = _head(path, 4096)
-    if head is None:
+    try:
+        with _opened(path) as f:
+            first = f.read(io.DEFAULT_BUFFER_SIZE)
+            if not first:
+                return NamedMpkFileRecorder()
+            gz = first[:2] == b"\x1f\x8b"
+            stream = chain([first], iter(partial(f.read, io.DEFAULT_BUFFER_SIZE), b""))
+            try:
+                plain = _plain_kind(_inflated(stream) if gz else stream)
+            except zlib.error:
+                return NamedMpkGzFileRecorder()
+    except (OSError, RecordError):
         return NamedMpkFileRecorder()
-    gz = head[:2] == b"\x1f\x8b"
-    if gz:
-        try:
-            head = zlib.decompressobj(wbits=31).decompress(head, 64)
-        except zlib.error:
-            return NamedMpkGzFileRecorder()
-    plain = PrettyJsonFileRecorder if head.lstrip()[:1] == b"{" else \
-        NamedMpkFileRecorder if head[:1] == b"\x83" else BinFileRecorder  # a BurnRecord map has 3 entries
     return next(cls for cls in FILE_RECORDERS if issubclass(cls, plain) and cls.gzip == gz)()
 
 
-def _head(path: str | os.PathLike[str] | RemotePath, n: int) -> bytes | None:
-    """The first `n` bytes of a local or fsspec file, None when it can't be read."""
+def _plain_kind(chunks: Iterable[bytes]) -> type[Recorder]:
+    """Burn's plain recorder whose records start as `chunks` do, by their first byte after any
+    whitespace: `{` for JSON, a 3-entry map for MessagePack (a BurnRecord), else bincode (whose
+    first byte is its float name's length)."""
+    for chunk in chunks:
+        first = chunk.lstrip()[:1]
+        if first:
+            return PrettyJsonFileRecorder if first == b"{" else \
+                NamedMpkFileRecorder if first == b"\x83" else BinFileRecorder
+    return BinFileRecorder
+
+
+def _inflated(chunks: Iterable[bytes]) -> Iterator[bytes]:
+    """A gzip stream's bytes, inflated a buffer at a time as they are asked for (a few KiB of gzip
+    may inflate to gigabytes)."""
+    inflate = zlib.decompressobj(wbits=31)
+    for chunk in chunks:
+        while chunk:
+            yield inflate.decompress(chunk, io.DEFAULT_BUFFER_SIZE)
+            chunk = inflate.unconsumed_tail
+
+
+@contextlib.contextmanager
+def _opened(path: str | os.PathLike[str] | RemotePath) -> Iterator[IO[bytes]]:
+    """`path` open for reading as it goes: a local regular file (never a device or FIFO: RecordError)
+    or an fsspec file."""
     target = as_path(path)
-    try:
-        if isinstance(target, RemotePath):
-            with target.open_read() as f:
-                return f.read(n)
-        return read_head(target, n) or None  # regular files only: never a device or FIFO
-    except OSError:
-        return None
+    if isinstance(target, RemotePath):
+        with target.open_read() as f:
+            yield f
+    else:
+        with open_record(target) as (f, _):
+            yield f
 
 
 # torch.save's two containers: a zip archive (torch >= 1.6), or the legacy pickle stream
@@ -119,7 +152,11 @@ PICKLE_PROTO = tuple(bytes([0x80, n]) for n in range(2, 6))
 def torch_format(path: str | os.PathLike[str] | RemotePath) -> str | None:
     """`"zip"` or `"pickle"` when `path` is a torch.save (or pickle) file, by its first bytes; else
     None. Such files are read only with torch's `weights_only` loader, never unpickled."""
-    head = _head(path, 4) or b""
+    try:
+        with _opened(path) as f:
+            head = f.read(4)
+    except (OSError, RecordError):
+        return None
     if head.startswith(TORCH_ZIP):
         return "zip"
     if head[:2] in PICKLE_PROTO:

@@ -181,7 +181,8 @@ class FBetaScoreMetric(_ConfusionMetric):
 
 
 class AurocMetric(Metric):
-    """`AUROC` (binary), in %: scores are the output's last column (or the output itself if 1-D)."""
+    """`AUROC` (binary), in %: scores are the output's last column (or the output itself if 1-D),
+    targets the targets' last column (or the targets themselves if 1-D), one per score."""
 
     name = "AUROC"
     input = CONFUSION
@@ -190,7 +191,10 @@ class AurocMetric(Metric):
 
     def batch_value(self, item: Any, ctx: MetricContext) -> tuple[Number, Number]:
         scores = item.output[..., -1] if item.output.dim() > 1 else item.output
-        target = item.targets.reshape(scores.shape[0], -1)[:, -1] if item.targets.dim() > 1 else item.targets
+        target = item.targets[..., -1] if item.targets.dim() > 1 else item.targets
+        if target.shape != scores.shape:
+            raise ValueError(f"{self.name}: expected a target per score {list(scores.shape)}, got targets of shape "
+                             f"{list(item.targets.shape)} for outputs of shape {list(item.output.shape)}")
         return tmf.binary_auroc(scores, target.long(), validate_args=False) * 100.0, scores.shape[0]
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+import torch.distributed as dist
 import torch.multiprocessing as mp
 from torch.distributed.checkpoint import load, save
 
@@ -22,7 +23,6 @@ from burnlike.record.checkpoint.dcp import (
 from burnlike.record.checkpoint.shard_folder import is_sharded_checkpoint
 from burnlike.record.format import registry
 from tests.helpers import dcp_ranks
-from tests.helpers.net import free_port
 
 pytestmark = pytest.mark.filterwarnings("ignore:torch.distributed is disabled")
 
@@ -174,23 +174,22 @@ def test_describe_lists_the_shards_each_tensors_stored_dtype_shape_and_bytes_and
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(300)
-@pytest.mark.parametrize("recorder", ["default", "compact"])
-def test_saved_by_two_fsdp_processes_loads_into_one_two_or_four(tmp_path, recorder):
-    """FSDP2 (`fully_shard`) on a CPU mesh over gloo: each rank writes its own shard; 1, 2 and 4
-    processes load it, and the gathered weights are the saved ones (exactly at full precision,
-    as f16 rounds them at half)."""
-    folder = str(tmp_path / "ckpt")
-    mp.start_processes(dcp_ranks.rank, args=(2, folder, "save", free_port(), recorder, ""), nprocs=2,
+def test_saved_by_two_fsdp_processes_loads_into_one_two_or_four(tmp_path):
+    """FSDP2 (`fully_shard`) on a CPU mesh over gloo, for the full- and the half-precision recorder:
+    each of 2 processes writes its own shard; 1, 2 and 4 processes load it, and the gathered
+    weights are the saved ones (exactly at full precision, as f16 rounds them at half)."""
+    recorders = ["default", "compact"]
+    # the job's store listens here before any rank starts: no port to pick and hope is still free
+    store = dist.TCPStore("127.0.0.1", 0, dcp_ranks.WORLD, is_master=True, wait_for_workers=False)
+    mp.start_processes(dcp_ranks.rank, args=(store.port, str(tmp_path), recorders), nprocs=dcp_ranks.WORLD,
                        start_method="spawn")
-    assert sorted(p.name for p in (tmp_path / "ckpt").iterdir()) == [".metadata.mpk", "shard-0.mpk", "shard-1.mpk"]
     expected = dcp_ranks.trained().state_dict()
-    for world in (1, 2, 4):
-        out = str(tmp_path / f"loaded-{world}.pt")
-        mp.start_processes(dcp_ranks.rank, args=(world, folder, "load", free_port(), recorder, out), nprocs=world,
-                           start_method="spawn")
-        loaded = torch.load(out, weights_only=True)
-        assert loaded["step"] == 7 and loaded["lr"] == [0.5]
-        for key, value in expected.items():
-            want = value if recorder == "default" else value.half().float()
-            assert torch.equal(loaded["weights"][key], want), (world, key)
+    for recorder in recorders:
+        assert sorted(p.name for p in (tmp_path / recorder).iterdir()) == [".metadata.mpk", "shard-0.mpk",
+                                                                          "shard-1.mpk"]
+        for processes in dcp_ranks.LOADERS:
+            loaded = torch.load(dcp_ranks.loaded_path(str(tmp_path), recorder, processes), weights_only=True)
+            assert loaded["step"] == 7 and loaded["lr"] == [0.5]
+            for key, value in expected.items():
+                want = value if recorder == "default" else value.half().float()
+                assert torch.equal(loaded["weights"][key], want), (recorder, processes, key)

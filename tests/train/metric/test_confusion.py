@@ -4,6 +4,8 @@ threshold (a score equal to it is a negative) or top-k, the class reduction, the
 (Burn's spelling), which column holds the positive class's score, and the weight of a batch (its
 predictions in binary mode)."""
 
+import re
+
 import pytest
 import torch
 import torchmetrics.functional.classification as tmc
@@ -191,6 +193,15 @@ def test_auroc_reads_the_last_column_and_one_dimensional_scores():
     # the first column would give the reversed order: 25 %
     assert feed_epoch(AurocMetric(), ClassificationOutput(LOSS, two_columns.flip(1), targets))[0] == pytest.approx(25.0)
     assert AurocMetric().name == "AUROC" and AurocMetric().unit == "%"
+
+
+@pytest.mark.parametrize(("output", "targets"), [((4, 2), (8,)), ((4,), (8,)), ((4, 2), (8, 2)), ((4, 2), (4, 2, 2))])
+def test_auroc_refuses_targets_that_are_not_one_per_score_naming_both_shapes(output, targets):
+    """Not a guess at which targets were meant (every other one of twice as many, say)."""
+    item = ClassificationOutput(LOSS, torch.rand(output), torch.randint(0, 2, targets))
+    message = f"AUROC: expected a target per score [4], got targets of shape {list(targets)} for outputs of shape {list(output)}"
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        feed_epoch(AurocMetric(), item)
 
 
 def test_auroc_scores_are_the_last_of_several_columns():

@@ -25,6 +25,7 @@ from burnlike.train.metric import (
 from burnlike.train.metric.vision import gaussian_kernel
 from burnlike.train.output import DICE, IMAGE, Adaptor
 from tests.train.helpers import feed_epoch
+from tests.train.metric.helpers import CTX
 
 
 @dataclass
@@ -310,6 +311,21 @@ def test_ms_ssim_matches_a_hand_computation_and_checks_channels_and_size():
     # 4 scales: 3·2³ = 24 pixels
     with pytest.raises(ValueError, match="must be at least 24 pixels for 4 scales"):
         feed_epoch(MsSsimMetric(cfg.with_betas([0.25] * 4)), Images(x, y))
+
+
+def test_ms_ssim_is_computed_in_float32_whatever_torchs_default_dtype():
+    """Burn computes in its backend's float (f32): the images are cast to it, and every scale's
+    product stays in it in a run that made float64 torch's default (double-precision training)."""
+    cfg = MsSsimMetricConfig(1.0).with_kernel_size(3).with_channels(2).with_betas([0.3, 0.3, 0.4])
+    x, y = images(4, (2, 2, 16, 16))
+    value, _ = MsSsimMetric(cfg).batch_value(Images(x, y), CTX)
+    default = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        wide, _ = MsSsimMetric(cfg).batch_value(Images(x.double(), y.double()), CTX)
+    finally:
+        torch.set_default_dtype(default)
+    assert wide.dtype == value.dtype == torch.float32 and torch.equal(wide, value)
 
 
 def test_ms_ssim_constants_scale_with_the_pixel_range():
