@@ -3,6 +3,9 @@ VENV  ?= .venv
 PY    := $(VENV)/bin/python
 # Torch comes first so a machine's local wheel (or a CUDA/CPU index of your choice) is used.
 TORCH ?= torch torchvision
+# The extras a development checkout installs. docs/installation.md says what each brings; README.md and
+# docs/getting-started.md quote this list (tests/journeys/test_docs_commands.py checks all against pyproject.toml).
+EXTRAS := test,plot,optuna,examples,loggers,system,s3-test,docs,huggingface,dataframe
 DATA  ?= $(if $(wildcard ../shared/data/MNIST),$(abspath ../shared/data),$(abspath data))
 
 .PHONY: install train test lint docs wheel bench mutation mutation-full
@@ -11,7 +14,7 @@ $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet $(TORCH)
-	$(PY) -m pip install --quiet -e ".[test,plot,optuna,examples,loggers,system,s3-test,docs,huggingface,dataframe]"
+	$(PY) -m pip install --quiet -e ".[$(EXTRAS)]"
 	touch $@
 
 install: $(VENV)/.installed

@@ -28,16 +28,22 @@ register_configs()
 def main(cfg: DictConfig) -> float:
     # heavy imports (torch, lightning) happen here, so --help and --cfg job stay fast
     from burnlike.app.console import discard_run_dir, fail
-    from burnlike.app.run import AppConfigError, is_rank_zero, output_dir, run
+    from burnlike.app.lock import RunDirBusy
+    from burnlike.app.run import AppConfigError, check_devices, is_rank_zero, output_dir, run, validate
     from burnlike.app.tree import print_config
     from burnlike.data import MnistFormatError, MnistNotFoundError
     from burnlike.data.dataset import DatasetError
     from burnlike.record import RecordError, SaveError
 
-    if is_rank_zero():  # DDP children compose the same config: print it once
-        print_config(cfg)
     try:
+        validate(cfg)  # a value training can't use: its one line comes before the config's
+        check_devices(cfg)
+        if is_rank_zero():  # DDP children compose the same config: print it once
+            print_config(cfg)
         return run(cfg)
+    except RunDirBusy as e:  # another job's run dir: left as it is
+        fail(str(e))
+        raise  # unreachable: fail() exits
     except (AppConfigError, MnistNotFoundError, MnistFormatError, DatasetError, RecordError, SaveError) as e:
         if os.environ.get("HYDRA_FULL_ERROR") == "1":
             raise

@@ -1,7 +1,8 @@
 """burnlike: look into and convert Burn record files.
 
   burnlike inspect FILE                 metadata + tensor tree (path, dtype, shape, bytes)
-  burnlike consolidate TRAINER_DIR      a sharded checkpoint's weights as one model record
+  burnlike consolidate TRAINER_DIR      a sharded checkpoint's weights as one model record (and
+                                        with --checkpoint, the training checkpoint as one file)
   burnlike convert IN OUT [options]     between recorders/precisions, safetensors and .ckpt
   burnlike summary RUN_DIR              a run's Learner summary table and metrics.png
   burnlike compare DIR...               runs (or a multirun dir) ranked by their optimized metric
@@ -23,6 +24,7 @@ Examples:
   burnlike convert model.mpk model.safetensors --model mypkg.net:Net
   burnlike convert model.json compact --recorder CompactRecorder      # -> compact.mpk
   burnlike consolidate outputs/run/artifacts/checkpoint/trainer-3.mpk   # -> model-3.mpk beside it
+  burnlike consolidate outputs/run/checkpoint/trainer-3.mpk --checkpoint  # and trainer-3.mpk one file
 
 Files may be local paths or fsspec URLs (s3://, gs://, memory://…: any filesystem fsspec has
 installed), as for the training app's artifact dir.
@@ -209,7 +211,36 @@ def cmd_consolidate(args: argparse.Namespace) -> int:
     out = as_path(args.out) if args.out else folder.parent / f"{stem}.{recorder.file_extension()}"
     written = recorder.save_module(model, out, durable=True)
     print(f"{folder} -> {written} ({len(weights)} tensors)")
+    if args.checkpoint:
+        _one_file_checkpoint(folder, recorder)
     return 0
+
+
+def _one_file_checkpoint(folder: AnyPath, recorder: Recorder) -> None:
+    """Replace the sharded training checkpoint `folder` by the one file a single process would have
+    saved (the whole weights and optimizer states, the training state): what any strategy resumes
+    from. The shards stay beside it, in `<folder>.shards`; the file is complete before the folder
+    moves, so a cut-short run leaves the shards or the file."""
+    from burnlike.record.checkpoint.dcp import gathered_checkpoint
+    from burnlike.record.checkpoint.plugin import RecorderCheckpointIO
+
+    checkpoint = gathered_checkpoint(folder)
+    whole = folder.with_name(folder.name + ".whole")
+    kept = folder.with_name(folder.name + ".shards")
+    if kept.exists():
+        raise CliError(f"{kept} exists: move it away first (it would receive {folder}'s shards)")
+    RecorderCheckpointIO(recorder).save_checkpoint(checkpoint, str(whole))
+    _move(folder, kept)
+    _move(whole, folder)
+    print(f"{folder}: one file now (step {checkpoint.get('global_step')}, {len(checkpoint['optimizer_states'])} "
+          f"optimizer states); the shards are in {kept}")
+
+
+def _move(source: AnyPath, target: AnyPath) -> None:
+    if isinstance(source, Path) and isinstance(target, Path):
+        os.replace(source, target)
+    else:
+        source.fs.mv(source.fs_path, target.fs_path, recursive=True)  # type: ignore[union-attr]
 
 
 def _run_model(folder: AnyPath) -> nn.Module:
@@ -220,8 +251,14 @@ def _run_model(folder: AnyPath) -> nn.Module:
             from omegaconf import OmegaConf
 
             from burnlike.app.run import build_model
+            from burnlike.app.schema import SCHEMAS
 
             cfg = OmegaConf.load(config)
+            hydra = config.parent / "hydra.yaml"  # the run's model= choice: its schema types the saved values
+            choice = OmegaConf.select(OmegaConf.load(hydra), "hydra.runtime.choices.model") if hydra.exists() else None
+            schema = SCHEMAS.get(f"model/{choice}")
+            if schema is not None and "_target_" not in cfg.model:
+                cfg.model = OmegaConf.merge(OmegaConf.structured(schema), cfg.model)
             return build_model(cfg)  # type: ignore[arg-type]
     raise CliError(f"{folder}: no app run around it (RUN/.hydra/config.yaml) to build the model from: pass "
                    "--model package.module:ClassOrFactory")
@@ -381,6 +418,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--recorder", choices=[*registry.SHORT_NAMES, *registry.ALIASES], default=None,
                    help="format to write (default: the shards' own)")
     p.add_argument("--extension", default="mpk", help=argparse.SUPPRESS)
+    p.add_argument("--checkpoint", action="store_true",
+                   help="also turn the training checkpoint into one file (whole weights and optimizer states) "
+                        "that any strategy resumes from; the shards move to TRAINER_DIR.shards")
     p.set_defaults(func=cmd_consolidate)
     p = sub.add_parser("convert", help="convert between recorders/precisions, safetensors and Lightning .ckpt",
                        description="Convert IN to OUT; formats come from the extensions. Records convert to "

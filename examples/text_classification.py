@@ -2,13 +2,14 @@
 
 Burn's example trains on AG News (or DBpedia) from the Hugging Face hub with BERT's tokenizer:
 token and position embeddings averaged, a `TransformerEncoder` (d_model 256, d_ff 1024, 8 heads,
-4 layers, pre-norm) with a padding mask, the class read from the first position; `SamplerDataset`s
+4 layers, pre-norm, quiet softmax) with a padding mask, the class read from the first position; `SamplerDataset`s
 of 50,000 train and 5,000 test samples per epoch, batch 8, Adam (weight decay 5e-5) under a Noam
 schedule (1e-2, 1,000 warmup steps). Here the texts come from a folder per class
 (`--data DIR` with `train/<class>/*.txt` and `test/<class>/*.txt`, Burn's `TextFolderDataset`) or
 from CSVs (`--train-csv`, `--test-csv`, AG News's own format works with `--text-column
 description --label-column class`), and the tokenizer is built in (UTF-8 bytes, or `--tokenizer
-char`): nothing is downloaded. PyTorch's encoder has no `quiet_softmax` option; the rest is Burn's.
+char`): nothing is downloaded. The model is Burn's `model.rs` field for field, built with
+`burnlike.nn` (Burn's encoder: GELU, Burn's attention and its quiet softmax), so its record is Burn's.
 
     python examples/text_classification.py --data /data/news [--epochs 5] [--artifact-dir DIR]
 """
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 import burnlike
 from burnlike.config import config
@@ -37,7 +38,8 @@ from burnlike.data import (
 )
 from burnlike.data.dataset import SamplerDataset, TextCsvDataset
 from burnlike.module import Module
-from burnlike.nn import CrossEntropyLossConfig
+from burnlike.nn import CrossEntropyLossConfig, EmbeddingConfig, LinearConfig
+from burnlike.nn.transformer import TransformerEncoderConfig, TransformerEncoderInput
 from burnlike.optim import AdamConfig, NoamLrSchedulerConfig, WeightDecayConfig
 from burnlike.record import CompactRecorder
 from burnlike.train import ClassificationOutput, LearnerBuilder, TrainOutput, TrainStep, ValidStep, backward
@@ -45,43 +47,46 @@ from burnlike.train.metric import AccuracyMetric, IterationSpeedMetric, Learning
 
 
 @config
-class TransformerEncoderConfig:
-    d_model: int
-    d_ff: int
-    n_heads: int
-    n_layers: int
-    dropout: float = 0.1
-    norm_first: bool = False
+class TextClassificationModelConfig:
+    transformer: TransformerEncoderConfig
+    n_classes: int
+    vocab_size: int
+    seq_length: SeqLengthOption
 
-    def init(self) -> nn.TransformerEncoder:
-        layer = nn.TransformerEncoderLayer(self.d_model, self.n_heads, self.d_ff, self.dropout, batch_first=True,
-                                           norm_first=self.norm_first)
-        return nn.TransformerEncoder(layer, self.n_layers, enable_nested_tensor=False)
+    def init(self, device: Any = None) -> TextClassificationModel:
+        return TextClassificationModel(self, device)
 
 
 class TextClassificationModel(Module, TrainStep[TextClassificationBatch, ClassificationOutput],
                               ValidStep[TextClassificationBatch, ClassificationOutput]):
-    def __init__(self, transformer: TransformerEncoderConfig, n_classes: int, vocab_size: int,
-                 max_seq_length: int) -> None:
+    __burn_fields__ = ("transformer", "embedding_token", "embedding_pos", "output", "n_classes")
+
+    def __init__(self, config: TextClassificationModelConfig, device: Any = None) -> None:
         super().__init__()
-        self.transformer = transformer.init()
-        self.embedding_token = nn.Embedding(vocab_size, transformer.d_model)
-        self.embedding_pos = nn.Embedding(max_seq_length, transformer.d_model)
-        self.output = nn.Linear(transformer.d_model, n_classes)
-        self.n_classes = n_classes
+        d_model = config.transformer.d_model
+        self.output = LinearConfig(d_model, config.n_classes).init(device)
+        self.transformer = config.transformer.init(device)
+        self.embedding_token = EmbeddingConfig(config.vocab_size, d_model).init(device)
+        if config.seq_length.length is None:
+            raise ValueError("Text classification requires a max sequence length because of the embedding strategy.")
+        self.embedding_pos = EmbeddingConfig(config.seq_length.length, d_model).init(device)
+        self.n_classes = config.n_classes
 
     def encode(self, tokens: Tensor, mask_pad: Tensor) -> Tensor:
         """Class logits from the encoder's output at the first position."""
         batch_size, seq_length = tokens.shape
-        positions = torch.arange(seq_length, device=tokens.device).reshape(1, seq_length).repeat(batch_size, 1)
-        embedding = (self.embedding_pos(positions) + self.embedding_token(tokens)) / 2
-        encoded = self.transformer(embedding, src_key_padding_mask=mask_pad)
-        return self.output(encoded)[:, 0, :]
+        index_positions = torch.arange(seq_length, device=tokens.device).reshape(1, seq_length).repeat(batch_size, 1)
+        embedding_positions = self.embedding_pos(index_positions)
+        embedding_tokens = self.embedding_token(tokens)
+        embedding = (embedding_positions + embedding_tokens) / 2
+        encoded = self.transformer(TransformerEncoderInput(embedding).mask_pad(mask_pad))
+        output = self.output(encoded)
+        return output[:, 0:1].reshape(batch_size, self.n_classes)
 
     def forward(self, item: TextClassificationBatch) -> ClassificationOutput:
-        output = self.encode(item.tokens, item.mask_pad)
-        loss = CrossEntropyLossConfig().init().forward(output, item.labels)
-        return ClassificationOutput(loss, output, item.labels)
+        output_classification = self.encode(item.tokens, item.mask_pad)
+        loss = CrossEntropyLossConfig().init(output_classification.device).forward(output_classification, item.labels)
+        return ClassificationOutput(loss, output_classification, item.labels)
 
     def infer(self, item: TextClassificationInferenceBatch) -> Tensor:
         return torch.softmax(self.encode(item.tokens, item.mask_pad), dim=1)
@@ -98,7 +103,7 @@ class TextClassificationModel(Module, TrainStep[TextClassificationBatch, Classif
 class ExperimentConfig:
     transformer: TransformerEncoderConfig
     optimizer: AdamConfig
-    seq_length: int = 256  # SeqLengthOption.Fixed(256)
+    seq_length: SeqLengthOption = SeqLengthOption.Fixed(256)
     batch_size: int = 8
     num_epochs: int = 5
 
@@ -126,9 +131,9 @@ def load(args: argparse.Namespace) -> tuple[TextCsvDataset, TextCsvDataset]:
 def train(artifact_dir: str, train_set: TextCsvDataset, test_set: TextCsvDataset, config: ExperimentConfig,
           tokenizer: Any, samples: tuple[int, int], device: str) -> TextClassificationModel:
     create_artifact_dir(artifact_dir)
-    batcher = TextClassificationBatcher(tokenizer, SeqLengthOption.Fixed(config.seq_length))
-    model = TextClassificationModel(config.transformer, train_set.num_classes(), tokenizer.vocab_size(),
-                                    config.seq_length).to(device)
+    batcher = TextClassificationBatcher(tokenizer, config.seq_length)
+    model = TextClassificationModelConfig(config.transformer, train_set.num_classes(), tokenizer.vocab_size(),
+                                          config.seq_length).init(device)
     dataloader_train = DataLoaderBuilder(batcher).batch_size(config.batch_size).num_workers(1) \
         .build(SamplerDataset(train_set, samples[0]))
     dataloader_test = DataLoaderBuilder(batcher).batch_size(config.batch_size).num_workers(1) \
@@ -148,9 +153,9 @@ def train(artifact_dir: str, train_set: TextCsvDataset, test_set: TextCsvDataset
     return result.model
 
 
-def infer(model: TextClassificationModel, tokenizer: Any, seq_length: int, classes: Sequence[str],
+def infer(model: TextClassificationModel, tokenizer: Any, seq_length: SeqLengthOption, classes: Sequence[str],
           samples: Sequence[str]) -> list[str]:
-    batcher = TextClassificationBatcher(tokenizer, SeqLengthOption.Fixed(seq_length))
+    batcher = TextClassificationBatcher(tokenizer, seq_length)
     device = next(model.parameters()).device
     with torch.no_grad():
         predictions = model.valid().infer(batcher.batch(list(samples), device))
@@ -187,8 +192,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     train_set, test_set = load(args)
     tokenizer = ByteTokenizer() if args.tokenizer == "byte" else CharTokenizer.from_texts(i.text for i in train_set.items)
     config = ExperimentConfig(
-        TransformerEncoderConfig(args.d_model, args.d_ff, args.heads, args.layers, norm_first=True),
-        AdamConfig(weight_decay=WeightDecayConfig(5e-5)), seq_length=args.seq_length, batch_size=args.batch_size,
+        TransformerEncoderConfig(args.d_model, args.d_ff, args.heads, args.layers, norm_first=True, quiet_softmax=True),
+        AdamConfig(weight_decay=WeightDecayConfig(5e-5)), seq_length=SeqLengthOption.Fixed(args.seq_length),
+        batch_size=args.batch_size,
         num_epochs=args.epochs)
     model = train(args.artifact_dir, train_set, test_set, config, tokenizer,
                   (args.train_samples, args.test_samples), args.device)

@@ -200,9 +200,9 @@ def test_burnlike_saves_burns_json_shape_and_reads_it_back(tmp_path):
 
 
 @pytest.mark.parametrize(("clipping", "needle"), [
-    ({"Clip": 1.0}, "unknown variant 'Clip' (Burn's are Value and Norm)"),
+    ({"Clip": 1.0}, "unknown variant 'Clip' (Burn's are Value and Norm; burnlike adds GlobalNorm)"),
     ({"Norm": "high"}, "the threshold must be a number, got 'high'"),
-    ([1.0], 'expected {"Norm": <threshold>} or {"Value": <threshold>}'),
+    ([1.0], 'expected {"Norm": <threshold>}, {"Value": <threshold>} or {"GlobalNorm": <threshold>}'),
 ])
 def test_a_bad_enum_value_names_its_key(tmp_path, clipping, needle):
     data = json.loads(BURN_WRITTEN)

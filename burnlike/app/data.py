@@ -2,7 +2,8 @@
 
 `data=mnist` (the default) is Burn's guide: MNIST's train split to train on, its test split to
 validate on. `data=image_folder` is a folder per class (Burn's `ImageFolderDataset`), `data=csv` a
-table with a target column. Each option reads its data, checks that the chosen model fits it (class
+table with a target column, `data=shakespeare_char` Tiny Shakespeare as windows of characters for a
+language model (nanoGPT's shakespeare_char). Each option reads its data, checks that the chosen model fits it (class
 count, channels, features) and returns two loaders. The datasets are imported only when loaders are
 built: the configs themselves are plain `@config` classes.
 """
@@ -19,7 +20,8 @@ from burnlike.config import config
 
 T = TypeVar("T")
 
-__all__ = ["CsvDataConfig", "DataConfig", "DataConfigError", "ImageFolderDataConfig", "build_loaders"]
+__all__ = ["CsvDataConfig", "DataConfig", "DataConfigError", "ImageFolderDataConfig", "ShakespeareCharDataConfig",
+           "build_loaders", "generated_sample"]
 
 
 class DataConfigError(ValueError):
@@ -31,9 +33,9 @@ class DataConfig:
     """`data=mnist`: `root` holds `MNIST/raw/`."""
 
     root: str | None = None  # null: $BURNLIKE_DATA, else ./data (MnistDataset's rule); image_folder/csv set it
-    batch_size: int = 64
+    batch_size: int = 64  # items per batch (Burn's DataLoaderBuilder.batch_size)
     num_workers: int = 0  # the MNIST pipeline is ~100x faster than torchvision's; workers only add IPC here
-    shuffle_seed: int = 42
+    shuffle_seed: int = 42  # the train order's seed (Burn's .shuffle(seed)): epoch e shuffles with it and e
 
 
 @config
@@ -41,12 +43,14 @@ class ImageFolderDataConfig(DataConfig):
     """`data=image_folder`: `<root>/<train>/<class>/*.png|jpg|jpeg|bmp`, likewise `<root>/<valid>`;
     with `valid: null`, a seeded `valid_fraction` of the train images validates instead."""
 
-    train: str = "train"
-    valid: str | None = "valid"
-    valid_fraction: float = 0.2
+    train: str = "train"  # the train folder under data.root, one subfolder per class
+    valid: str | None = "valid"  # the valid folder under data.root; null: valid_fraction of train
+    valid_fraction: float = 0.2  # with valid=null: the seeded share of the train images that validates
     mode: str | None = "RGB"  # Pillow mode to convert to ("L", "RGB", "RGBA"); null keeps each file's
     size: list[int] | None = None  # [height, width] to resize to; null: the files' own (all equal)
+    # per-channel mean subtracted after scaling to [0, 1] (ImageNet's by default)
     mean: list[float] = [0.485, 0.456, 0.406]
+    # per-channel standard deviation divided by (ImageNet's by default)
     std: list[float] = [0.229, 0.224, 0.225]
     decoder: str = "auto"  # auto | pil | torchvision
     skip_corrupt: bool = False  # true: leave out images that don't decode, with a warning
@@ -57,14 +61,30 @@ class CsvDataConfig(DataConfig):
     """`data=csv`: `<root>/<train>` (and `<root>/<valid>`, or a seeded `valid_fraction` of train),
     feature columns (default: all but the target) and a `target` column."""
 
-    train: str = "train.csv"
-    valid: str | None = None
-    valid_fraction: float = 0.2
-    target: str = "label"
-    features: list[str] | None = None
+    train: str = "train.csv"  # the train table under data.root
+    valid: str | None = None  # the valid table under data.root; null: valid_fraction of train
+    valid_fraction: float = 0.2  # with valid=null: the seeded share of the train rows that validates
+    target: str = "label"  # the column to predict
+    features: list[str] | None = None  # the input columns; null: every column but the target
     task: str = "classification"  # classification (integer ids or class names) | regression
     normalize: str | None = "standard"  # standard | min_max (fitted on the train split) | null
-    delimiter: str = ","
+    delimiter: str = ","  # the field separator of the CSV files
+
+
+@config
+class ShakespeareCharDataConfig(DataConfig):
+    """`data=shakespeare_char`: `<root>/shakespeare_char/input.txt`, its first `train_fraction` of
+    characters to train on and the rest to validate on, as windows of `block_size + 1` characters in
+    a seeded random order (validation too: each evaluation draws its own windows, as nanoGPT's do;
+    `trainer.limit_val_batches` says how many batches). At the end, the trained model writes
+    `sample_length` characters after `sample_prompt`."""
+
+    block_size: int | None = None  # null: the model's block_size
+    train_fraction: float = 0.9
+    sample_length: int = 500  # characters generated at the end of the run (0: none)
+    sample_prompt: str = "\n"
+    temperature: float = 0.8
+    top_k: int | None = 200
 
 
 def _error(cfg: DictConfig, keys: str, problem: str) -> DataConfigError:
@@ -87,10 +107,10 @@ def fast_path_data_device(cfg: DictConfig, cuda: bool | None = None) -> str | No
     return "cuda:0" if cuda else None
 
 
-def _loader(cfg: DictConfig, batcher: Any, dataset: Any, shuffle: bool) -> Any:
+def _loader(cfg: DictConfig, batcher: Any, dataset: Any, shuffle: bool, drop_last: bool = False) -> Any:
     from burnlike.data import DataLoaderBuilder
 
-    builder = DataLoaderBuilder(batcher).batch_size(cfg.data.batch_size)
+    builder = DataLoaderBuilder(batcher).batch_size(cfg.data.batch_size).drop_last(drop_last)
     if shuffle:
         builder = builder.shuffle(cfg.data.shuffle_seed)
     device = fast_path_data_device(cfg)
@@ -192,23 +212,82 @@ def _csv(cfg: DictConfig) -> tuple[Any, Any]:
     return _loader(cfg, batcher, train_part, True), _loader(cfg, batcher, valid, False)
 
 
+def _shakespeare_corpus(cfg: DictConfig) -> Any:
+    from burnlike.data.dataset import DatasetError
+    from burnlike.data.shakespeare import ShakespeareChar
+
+    try:
+        return ShakespeareChar.load(cfg.data.root, cfg.data.train_fraction)
+    except DatasetError as e:
+        raise _error(cfg, "data.root", str(e)) from e
+
+
+def _shakespeare_char(cfg: DictConfig) -> tuple[Any, Any]:
+    from burnlike.data import TokenWindowsBatcher
+
+    d = cfg.data
+    _check_model(cfg, {})  # a model that reads these batches, before its sizes
+    if not 0.0 < d.train_fraction < 1.0:
+        raise _error(cfg, "data.train_fraction", "expected a fraction in (0, 1)")
+    model_block = cfg.model.get("block_size") if "block_size" in cfg.model else None
+    block = d.block_size if d.block_size is not None else model_block
+    if block is None or block < 1:
+        raise _error(cfg, "data.block_size", "expected the characters a model reads at once (>= 1), or null with "
+                     "a model that has a block_size")
+    if model_block is not None and block > model_block:
+        raise _error(cfg, "data.block_size model.block_size", "the windows are longer than the model's context: "
+                     "set data.block_size=null (the model's)")
+    corpus = _shakespeare_corpus(cfg)
+    _check_model(cfg, {"vocab_size": (corpus.vocab.vocab_size(), f"{corpus.vocab.vocab_size()} characters in "
+                                                                 f"{corpus.path}")})
+    train = _guarded(cfg, "data.root data.block_size", lambda: corpus.train(block + 1))
+    valid = _guarded(cfg, "data.root data.block_size", lambda: corpus.valid(block + 1))
+    batcher = TokenWindowsBatcher()  # a pass is ~80k batches: drop its short last one, nanoGPT has none
+    return _loader(cfg, batcher, train, True, drop_last=True), _loader(cfg, batcher, valid, True)
+
+
+def generated_sample(cfg: DictConfig, model: Any) -> str | None:
+    """The text the trained `model` writes after `data.sample_prompt` (a `data=shakespeare_char` run
+    whose model has `generate`), seeded by `seed`; None for other runs."""
+    if OmegaConf.get_type(cfg.data) is not ShakespeareCharDataConfig or cfg.data.sample_length <= 0:
+        return None
+    generate = getattr(model, "generate", None)
+    if not callable(generate):
+        return None
+    import torch
+
+    vocab = _shakespeare_corpus(cfg).vocab
+    try:
+        prompt = vocab.encode(cfg.data.sample_prompt)
+    except ValueError as e:
+        raise _error(cfg, "data.sample_prompt", str(e)) from e
+    device = next(model.parameters()).device
+    generator = torch.Generator(device=device).manual_seed(int(cfg.seed))
+    tokens = generate(prompt, int(cfg.data.sample_length), temperature=float(cfg.data.temperature),
+                      top_k=cfg.data.top_k, generator=generator)
+    text: str = vocab.decode(tokens)
+    return text
+
+
 # data config class -> (builder, option name, the shipped models that read its batches)
 _OPTIONS: dict[type, tuple[Any, str, tuple[str, ...]]] = {
     DataConfig: (_mnist, "mnist", ("mnist", "mlp")),
     ImageFolderDataConfig: (_image_folder, "image_folder", ("cnn",)),
     CsvDataConfig: (_csv, "csv", ("tabular",)),
+    ShakespeareCharDataConfig: (_shakespeare_char, "shakespeare_char", ("gpt",)),
 }
 
 
 def _shipped_models() -> dict[type, type]:
     """burnlike's own model configs -> the data config whose batches they read."""
     from burnlike.models.cnn import CnnConfig
+    from burnlike.models.gpt import GptConfig
     from burnlike.models.mlp import MlpConfig
     from burnlike.models.mnist import ModelConfig
     from burnlike.models.tabular import TabularMlpConfig
 
     return {ModelConfig: DataConfig, MlpConfig: DataConfig, CnnConfig: ImageFolderDataConfig,
-            TabularMlpConfig: CsvDataConfig}
+            TabularMlpConfig: CsvDataConfig, GptConfig: ShakespeareCharDataConfig}
 
 
 def _check_model(cfg: DictConfig, wanted: dict[str, tuple[int, str]]) -> None:

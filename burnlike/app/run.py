@@ -49,6 +49,9 @@ def validate(cfg: DictConfig) -> None:
         ("trainer.num_nodes", cfg.trainer.num_nodes, lambda v: v >= 1, "an integer >= 1"),
         ("learner.num_epochs", cfg.learner.num_epochs, lambda v: v >= 1, "an integer >= 1"),
         ("learner.grads_accumulation", cfg.learner.grads_accumulation, lambda v: v >= 1, "an integer >= 1"),
+        ("learner.num_iterations", cfg.learner.get("num_iterations"), lambda v: v is None or v >= 1,
+         "null or an integer >= 1"),
+        ("learner.valid_every", cfg.learner.get("valid_every"), lambda v: v is None or v >= 1, "null or an integer >= 1"),
         ("data.batch_size", cfg.data.batch_size, lambda v: v >= 1, "an integer >= 1"),
         ("data.num_workers", cfg.data.num_workers, lambda v: v >= 0, "an integer >= 0"),
         ("optimizer.lr", cfg.optimizer.get("lr", 1.0), lambda v: v > 0, "a number > 0"),
@@ -57,6 +60,8 @@ def validate(cfg: DictConfig) -> None:
          f"null or one of {list(STRATEGIES)}"),
         ("trainer.matmul_precision", cfg.trainer.matmul_precision, lambda v: v is None or v in MATMUL_PRECISIONS,
          f"null or one of {list(MATMUL_PRECISIONS)}"),
+        ("learner.dist_timeout", cfg.learner.dist_timeout, lambda v: v is None or v > 0, "null or seconds > 0"),
+        ("learner.lock_timeout", cfg.learner.lock_timeout, lambda v: v >= 0, "seconds >= 0 (0: no lock)"),
     ]
     for key, value, ok, expected in checks:
         if not ok(value):  # type: ignore[no-untyped-call]
@@ -73,6 +78,13 @@ def validate(cfg: DictConfig) -> None:
     if cfg.learner.get("strategy") is not None and str(cfg.trainer.strategy) != "auto":
         raise AppConfigError(f"learner.strategy={cfg.learner.strategy} and trainer.strategy={cfg.trainer.strategy} "
                              "both choose the Lightning strategy: set one (trainer.strategy=auto with learner.strategy)")
+    every, total = cfg.learner.get("valid_every"), cfg.learner.get("num_iterations")
+    if every is not None and total is not None and total % every:
+        raise AppConfigError(f"learner.num_iterations={total} is not a multiple of learner.valid_every={every}: "
+                             f"an epoch is valid_every iterations (e.g. learner.num_iterations={total // every * every or every})")
+    if (every is not None or total is not None) and cfg.trainer.limit_train_batches is not None:
+        raise AppConfigError("learner.num_iterations/learner.valid_every and trainer.limit_train_batches="
+                             f"{cfg.trainer.limit_train_batches} both set an epoch's batches: set one")
     if cfg.learner.get("async_save") and not cfg.learner.checkpointing:
         raise AppConfigError("learner.async_save=true needs learner.checkpointing=true (nothing else is saved)")
     if cfg.learner.checkpoint is not None and not _resume_point(cfg.learner.checkpoint):
@@ -207,12 +219,26 @@ def run(cfg: DictConfig, artifact_dir: str | Path | None = None) -> float:
     """Train as configured; return `cfg.optimized_metric`'s best epoch value (for sweepers)."""
     validate(cfg)
     check_devices(cfg)
-    import burnlike
-    from burnlike.app.data import DataConfigError, build_loaders
-
     local = Path(artifact_dir) if artifact_dir is not None else output_dir()  # Hydra's run dir (or the caller's)
     artifact = as_path(cfg.artifacts) if cfg.get("artifacts") else local
     artifact.mkdir(parents=True, exist_ok=True)
+    with run_dir_lock(artifact, cfg.learner.lock_timeout):
+        return train(cfg, local, artifact)
+
+
+def run_dir_lock(artifact: AnyPath, timeout: float) -> contextlib.AbstractContextManager[object]:
+    """The job's hold on its artifact dir (`burnlike.app.lock`): taken by the job's rank zero, the
+    other ranks of the job share the dir; none when `learner.lock_timeout` is 0."""
+    from burnlike.app.lock import RunDirLock
+
+    return RunDirLock(artifact, timeout) if timeout > 0 and is_rank_zero() else contextlib.nullcontext()
+
+
+def train(cfg: DictConfig, local: Path, artifact: AnyPath) -> float:
+    """`run` once the config is checked and the artifact dir is this job's."""
+    import burnlike
+    from burnlike.app.data import DataConfigError, build_loaders
+
     if is_rank_zero():  # Burn's `config.save(...)` on the composed AppConfig (a burnlike @config)
         getattr(OmegaConf.to_object(cfg), "save")(artifact / "config.json")  # noqa: B009 - an @config method
     burnlike.seed(cfg.seed)
@@ -252,6 +278,10 @@ def run(cfg: DictConfig, artifact_dir: str | Path | None = None) -> float:
         builder.summary()
     if cfg.learner.cuda_graph:
         builder.cuda_graph()
+    if cfg.learner.get("num_iterations") is not None:
+        builder.num_iterations(cfg.learner.num_iterations)
+    if cfg.learner.get("valid_every") is not None:
+        builder.valid_every(cfg.learner.valid_every)
     extra = {k: v for k, v in (("limit_train_batches", t.limit_train_batches),
                                ("limit_val_batches", t.limit_val_batches)) if v is not None}
     placement = {"accelerator": t.accelerator, "devices": _devices(t.devices), "num_nodes": t.num_nodes,
@@ -269,12 +299,21 @@ def run(cfg: DictConfig, artifact_dir: str | Path | None = None) -> float:
                         hyperparams=hyperparams(artifact))
     optimizer = OmegaConf.to_object(cfg.optimizer)
     model = build_model(cfg)
+    lr = scheduled_lr(cfg, train_loader)
     try:
-        learner = builder.build(model, getattr(optimizer, "init")(), float(cfg.optimizer.lr))  # noqa: B009
+        learner = builder.build(model, getattr(optimizer, "init")(), lr)  # noqa: B009
     except (ValueError, TypeError) as e:  # Lightning's Trainer rejects an argument (MisconfigurationException too)
         raise AppConfigError(trainer_error(cfg, e)) from e
+    if cfg.learner.dist_timeout is not None:
+        from burnlike.train.strategy import set_process_group_timeout
+
+        set_process_group_timeout(learner.trainer.strategy, float(cfg.learner.dist_timeout))
+    from burnlike.train.learner import CheckpointMoveError
+
     try:
         learner.resume_path(warn=False)  # fit warns (once) about what it skips
+    except CheckpointMoveError as e:
+        raise AppConfigError(f"learner.checkpoint={cfg.learner.checkpoint}: {e}") from e
     except (FileNotFoundError, ValueError) as e:
         raise AppConfigError(resume_error(cfg, artifact, e)) from e
     tracker = MetricTracker(str(cfg.optimized_metric), artifact / "result.json", learner.module.store, learner.trainer)
@@ -290,7 +329,36 @@ def run(cfg: DictConfig, artifact_dir: str | Path | None = None) -> float:
     path = result.model.save_file(artifact / "model", recorder, durable=True)  # type: ignore[operator]  # a burnlike Module
     log.info("saved the trained model to %s", path, extra=CONSOLE)
     tracker.write()
+    from burnlike.app.data import generated_sample
+
+    sample = generated_sample(cfg, result.model)
+    if sample is not None:
+        log.info("a sample from the trained model (data.sample_length=%d):\n%s", cfg.data.sample_length, sample,
+                 extra=CONSOLE)
     return tracker.best()
+
+
+def run_iterations(cfg: DictConfig, train_loader: Any) -> int:
+    """The run's training iterations (batches), what a scheduler without its own length spans."""
+    learner, limit = cfg.learner, cfg.trainer.limit_train_batches
+    if learner.get("num_iterations") is not None:
+        return int(learner.num_iterations)
+    per_epoch = learner.get("valid_every") or len(train_loader)
+    if limit is not None and not learner.get("valid_every"):  # Lightning's rule: a count, or a fraction
+        per_epoch = min(per_epoch, int(limit)) if limit > 1 else int(per_epoch * limit)
+    return int(learner.num_epochs) * max(int(per_epoch), 1)
+
+
+def scheduled_lr(cfg: DictConfig, train_loader: Any) -> Any:
+    """`optimizer.lr`, or the `scheduler=` option's LR scheduler over the run's iterations."""
+    from burnlike.app.scheduler import learning_rate
+
+    scheduler = OmegaConf.to_object(cfg.scheduler) if cfg.get("scheduler") is not None else None
+    try:
+        return learning_rate(scheduler, float(cfg.optimizer.lr), run_iterations(cfg, train_loader))
+    except (ValueError, TypeError) as e:
+        raise AppConfigError(f"scheduler: {e} (optimizer.lr={cfg.optimizer.lr}, "
+                             f"scheduler={OmegaConf.to_container(cfg.scheduler)})") from e
 
 
 def trainer_error(cfg: DictConfig, error: Exception) -> str:

@@ -48,7 +48,9 @@ def _flat(value: Any) -> str:
     data = OmegaConf.to_container(value, resolve=True)
     if not isinstance(data, dict):
         return str(data)
-    return " ".join(f"{k}={v}" for k, v in _items(data, ""))
+    # a string with a newline or tab (data.sample_prompt) as its repr: one line per group
+    return " ".join(f"{k}={v!r}" if isinstance(v, str) and not v.isprintable() else f"{k}={v}"
+                    for k, v in _items(data, ""))
 
 
 def _items(data: dict[Any, Any], prefix: str) -> list[tuple[str, Any]]:

@@ -1,5 +1,6 @@
 """Burn's `burn::data`: `Batcher`, `DataLoaderBuilder`, datasets (`burnlike.data.dataset`), the MNIST
-dataset and batcher, and batchers for images, text and tables."""
+dataset and batcher, batchers for images, text and tables, and Tiny Shakespeare for a character
+language model."""
 
 from burnlike.data.dataloader import Batcher, DataLoaderBuilder, DeviceDataLoader
 from burnlike.data.dataset import Dataset, InMemDataset
@@ -13,15 +14,21 @@ from burnlike.data.mnist import (
     MnistItems,
     MnistNotFoundError,
 )
+from burnlike.data.shakespeare import ShakespeareChar
 from burnlike.data.tabular import TabularBatch, TabularBatcher
 from burnlike.data.text import (
     ByteTokenizer,
     CharTokenizer,
+    CharVocab,
+    GeneratePaddingMask,
     SeqLengthOption,
     TextClassificationBatch,
     TextClassificationBatcher,
     TextClassificationInferenceBatch,
     Tokenizer,
+    TokenWindowBatch,
+    TokenWindowsBatcher,
+    generate_padding_mask,
 )
 from burnlike.data.vision import ImageBatch, ImageBatcher
 
@@ -29,9 +36,11 @@ __all__ = [
     "Batcher",
     "ByteTokenizer",
     "CharTokenizer",
+    "CharVocab",
     "DataLoaderBuilder",
     "DeviceDataLoader",
     "Dataset",
+    "GeneratePaddingMask",
     "ImageBatch",
     "ImageBatcher",
     "InMemDataset",
@@ -43,11 +52,15 @@ __all__ = [
     "MnistItems",
     "MnistNotFoundError",
     "SeqLengthOption",
+    "ShakespeareChar",
     "TabularBatch",
     "TabularBatcher",
     "TextClassificationBatch",
     "TextClassificationBatcher",
     "TextClassificationInferenceBatch",
+    "TokenWindowBatch",
+    "TokenWindowsBatcher",
     "Tokenizer",
     "data_root",
+    "generate_padding_mask",
 ]

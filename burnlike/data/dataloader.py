@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import inspect
 import itertools
-from collections.abc import Iterator, Sized
+from collections.abc import Callable, Iterator, Sized
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 import torch
 from torch.utils.data import DataLoader, Dataset, RandomSampler, Sampler
 
+from burnlike.data.dataset.base import loader_dataset
 from burnlike.data.tensor_tree import map_tensors, tensors
 
 I = TypeVar("I")  # noqa: E741  (invariant: list[I] is invariant in I)
@@ -191,17 +192,25 @@ class DataLoaderBuilder(Generic[T]):
         Workers, pinning and `dataloader_kwargs` don't apply, and as the result is not a
         `DataLoader`, Lightning can't shard it for DDP: a single-device option.
         """
-        self._device = torch.device(device)
+        target = torch.device(device)
+        if target.type == "cuda" and not torch.cuda.is_available():
+            raise ValueError(f"on_device({str(device)!r}): torch sees no CUDA device here; keep the data on the "
+                             "host (leave on_device out) or use on_device('cpu')")
+        self._device = target
         return self
 
-    def build(self, dataset: Dataset[Any]) -> ResumableDataLoader[T] | DeviceDataLoader[T]:
+    def build(self, dataset: Dataset[Any] | Any) -> ResumableDataLoader[T] | DeviceDataLoader[T]:
+        """The loader over `dataset`: a torch dataset, a burnlike `Dataset`, or any object with Burn's
+        `get(index)` and `len()` (or `__len__`), read through `get`; anything else is refused here,
+        naming what it lacks."""
+        dataset = loader_dataset(dataset)
         sampler = None
         worker_seeds = None
         if self._seed is not None:
             # The shuffle has its own generator: the DataLoader also draws worker seeds from its
             # generator, at times that depend on num_workers/persistent_workers, which would make
             # the order of later epochs depend on them.
-            sampler = SeededShuffle(dataset, self._seed)  # type: ignore[arg-type]  # map-style: has __len__
+            sampler = SeededShuffle(dataset, self._seed)
             worker_seeds = torch.Generator().manual_seed(self._seed + _WORKER_SEED_OFFSET)
         if self._device is not None:
             return DeviceDataLoader(self._batcher, dataset, self._batch_size, sampler, self._drop_last, self._device,
@@ -220,7 +229,85 @@ class DataLoaderBuilder(Generic[T]):
         return ResumableDataLoader(dataset, shuffle_seed=self._seed, device=self._batch_device, **kwargs)
 
 
-class ResumableDataLoader(DataLoader[T]):
+class EpochStream(Generic[T]):
+    """Epochs of `size` batches cut from one stream of passes (`epoch_batches`): epoch e is batches
+    `e * size .. (e + 1) * size` of the passes one after another. The stream is kept between epochs,
+    so an epoch that follows the last one continues it; any other start (a resume, an epoch cut
+    short) starts the pass holding that batch, past the batches before it."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._batches: Iterator[T] | None = None
+        self._pass = 0
+        self._position = -1  # the stream's next batch; -1: no stream yet
+
+    def epoch(self, epoch: int, skip: int, pass_length: int,
+              start_pass: Callable[[int, int], Iterator[T]]) -> Iterator[T]:
+        """Epoch `epoch`'s batches past its first `skip`; `start_pass(n, k)` starts pass n past k
+        batches. Lazy: nothing is drawn before the first batch is asked for (Lightning tells the
+        sampler its epoch after `iter()`; the pass's own number must be the last word)."""
+        if pass_length < 1:
+            raise ValueError("epoch_batches: the data loader has no batches to make epochs of")
+        target = epoch * self.size + skip
+        for _ in range(self.size - skip):
+            if self._batches is None or self._position != target:  # not where the stream is: start there
+                self._pass, offset = divmod(target, pass_length)
+                self._batches, self._position = start_pass(self._pass, offset), target
+            batch = next(self._batches, _END)
+            if batch is _END:  # the pass is over: the next one, in its own order
+                self._pass += 1
+                self._batches = start_pass(self._pass, 0)
+                batch = next(self._batches)
+            self._position = target = target + 1
+            yield batch
+
+
+_END: Any = object()
+
+
+class StreamEpochs(Generic[T]):
+    """What `set_epoch_batches` gives a loader: epochs of n batches of an `EpochStream` of its passes.
+    The loader provides `_pass_length()` (the batches of a whole pass) and `_pass_at(number, skip)`
+    (pass `number` past its first `skip` batches); `start_epoch`/`skip`/`_passes` are its resume state."""
+
+    start_epoch: int
+    skip: int
+    _passes: int
+    epoch_batches: int | None = None
+    _stream: EpochStream[T] | None = None
+
+    def set_epoch_batches(self, batches: int | None) -> None:
+        """Epochs of `batches` batches each, cut from one stream of passes over the data: an epoch
+        continues where the last one stopped (a pass that ends mid-epoch is followed by the next
+        pass, in its own order), so no batch is seen twice before a whole pass is done. None: an
+        epoch is a pass (the default). `resume_at(epoch, skip)` then starts at batch
+        `epoch * batches + skip` of the stream."""
+        self.epoch_batches = _epoch_batches(batches)
+        self._stream = EpochStream(self.epoch_batches) if self.epoch_batches is not None else None
+
+    def _stream_epoch(self) -> Iterator[T]:
+        """The next epoch of the stream; counted when its first batch is asked for, not at `iter()`
+        (Lightning calls `iter()` once to check a loader that is not a DataLoader)."""
+        assert self._stream is not None
+        first = self._passes == 0
+        self._passes += 1
+        yield from self._stream.epoch(self.start_epoch + self._passes - 1, self.skip if first else 0,
+                                      self._pass_length(), self._pass_at)
+
+    def _pass_length(self) -> int:
+        raise NotImplementedError
+
+    def _pass_at(self, number: int, skip: int) -> Iterator[T]:
+        raise NotImplementedError
+
+
+def _epoch_batches(batches: int | None) -> int | None:
+    if batches is not None and (isinstance(batches, bool) or not isinstance(batches, int) or batches < 1):
+        raise ValueError(f"epoch_batches must be None or an integer >= 1, got {batches!r}")
+    return batches
+
+
+class ResumableDataLoader(DataLoader[T], StreamEpochs[T]):
     """The DataLoader `DataLoaderBuilder.build` returns: a plain DataLoader that can also start at
     any epoch and batch (`resume_at`), so a run resumed from a checkpoint sees the orders and the
     batches the uninterrupted run saw, in one process or several.
@@ -233,7 +320,7 @@ class ResumableDataLoader(DataLoader[T]):
     the loader with a DistributedSampler."""
 
     def __init__(self, *args: Any, start_epoch: int = 0, skip: int = 0, shuffle_seed: int | None = None,
-                 device: str | torch.device | None = None, **kwargs: Any) -> None:
+                 device: str | torch.device | None = None, epoch_batches: int | None = None, **kwargs: Any) -> None:
         self.device = torch.device(device) if device is not None else None
         self._move_to: torch.device | None = None
         collate = kwargs.get("collate_fn")
@@ -246,20 +333,39 @@ class ResumableDataLoader(DataLoader[T]):
         self.start_epoch, self.skip, self.shuffle_seed = start_epoch, skip, shuffle_seed
         self._passes = 0
         self._skip_now = 0
+        self.set_epoch_batches(epoch_batches)
 
     def resume_at(self, epoch: int, skip: int = 0) -> None:
         """Start the next pass at epoch `epoch` (0-based), past its first `skip` batches."""
         self.start_epoch, self.skip, self._passes = epoch, skip, 0
 
+    def __len__(self) -> int:
+        return self.epoch_batches if self.epoch_batches is not None else self._pass_length()
+
     def __iter__(self) -> Iterator[T]:  # type: ignore[override]
+        if self._stream is not None:
+            return self._stream_epoch()
         first = self._passes == 0
         self._passes += 1
         if first and (self.start_epoch or self.skip):
             position_sampler(self.sampler, self.start_epoch)
-        self._skip_now = self.skip if first else 0
+        return self._pass(self.skip if first else 0)
+
+    def _pass_length(self) -> int:
+        return DataLoader.__len__(self)
+
+    def _pass_at(self, number: int, skip: int) -> Iterator[T]:
+        position_sampler(self.sampler, number)
+        return self._pass(skip)
+
+    def _pass(self, skip: int) -> Iterator[T]:
+        """One pass in the sampler's order (its epoch as set), past its first `skip` batches."""
+        self._skip_now = skip
         if self.generator is not None and self.shuffle_seed is not None:  # workers' seeds: the epoch's too
             epoch = getattr(self.sampler, "epoch", self.start_epoch + self._passes - 1)
             self.generator.manual_seed(epoch_seed(self.shuffle_seed + _WORKER_SEED_OFFSET, int(epoch)))
+        if self._iterator is not None:  # persistent workers: their iterator re-reads what it kept at its start
+            self._iterator._index_sampler = self._index_sampler
         batches = super().__iter__()
         if self._move_to is not None:
             return _moved(batches, self._move_to, bool(self.pin_memory))
@@ -294,7 +400,8 @@ class ResumableDataLoader(DataLoader[T]):
             kwargs["collate_fn"] = collate.with_device(None)
         if isinstance(kwargs.get("sampler"), SeededShuffle) and self.shuffle_seed is not None:
             kwargs["sampler"] = SeededShuffle(dataset, self.shuffle_seed)
-        return type(self)(dataset, *args[1:], shuffle_seed=self.shuffle_seed, device=device, **kwargs)
+        return type(self)(dataset, *args[1:], shuffle_seed=self.shuffle_seed, device=device,
+                          epoch_batches=self.epoch_batches, **kwargs)
 
     @property
     def _index_sampler(self) -> Any:  # what DataLoader's iterators draw batch indices from
@@ -320,6 +427,49 @@ class _Skipping:
 
     def __len__(self) -> int:
         return len(self.batches)  # Lightning counts an epoch's batches from the loader, skipped ones too
+
+
+class EpochsOf(StreamEpochs[T]):
+    """Any sized iterable of batches (a plain `DataLoader`) in epochs of `batches` batches of one
+    stream of its passes, as `set_epoch_batches` makes them for `DataLoaderBuilder`'s loaders. Each
+    pass is the loader's own (its order is its own); a start mid-pass skips by loading. One process
+    only: Lightning can't shard what isn't a `DataLoader` for DDP."""
+
+    def __init__(self, loader: Any, batches: int) -> None:
+        if not hasattr(loader, "__len__"):
+            raise TypeError(f"epochs of {batches} batches need a loader with a length (len(loader)); "
+                            f"{type(loader).__name__} has none")
+        self.loader = loader
+        self.start_epoch = self.skip = self._passes = 0
+        self.set_epoch_batches(batches)
+
+    def resume_at(self, epoch: int, skip: int = 0) -> None:
+        self.start_epoch, self.skip, self._passes = epoch, skip, 0
+
+    def __len__(self) -> int:
+        return self.epoch_batches if self.epoch_batches is not None else len(self.loader)
+
+    def __iter__(self) -> Iterator[T]:
+        if self._stream is not None:
+            return self._stream_epoch()
+        first = self._passes == 0
+        self._passes += 1
+        return itertools.islice(iter(self.loader), self.skip if first else 0, None)
+
+    def _pass_length(self) -> int:
+        return len(self.loader)
+
+    def _pass_at(self, number: int, skip: int) -> Iterator[T]:
+        return itertools.islice(iter(self.loader), skip, None)
+
+
+def epochs_of(loader: Any, batches: int) -> Any:
+    """`loader` with epochs of `batches` batches of one stream of its passes: a `DataLoaderBuilder`
+    loader set so (`set_epoch_batches`), any other sized loader wrapped (`EpochsOf`)."""
+    if callable(getattr(loader, "set_epoch_batches", None)):
+        loader.set_epoch_batches(batches)
+        return loader
+    return EpochsOf(loader, batches)
 
 
 def position_sampler(sampler: Any, epoch: int, seed: int | None = None) -> None:
@@ -362,7 +512,7 @@ def epoch_seed(seed: int, epoch: int) -> int:
     return seed if epoch == 0 else (seed * 0x9E3779B97F4A7C15 + epoch * 0xBF58476D1CE4E5B9) % (1 << 63)
 
 
-class DeviceDataLoader(Generic[T]):
+class DeviceDataLoader(StreamEpochs[T]):
     """The whole dataset as one batch on a device, served in batches by indexing there.
 
     The order comes from the same `RandomSampler` (same generator, same draws each epoch) the host
@@ -431,28 +581,41 @@ class DeviceDataLoader(Generic[T]):
         if self.shuffle_seed is not None and isinstance(self.sampler, SeededShuffle):
             new.sampler = SeededShuffle(range(items), self.shuffle_seed)
         new.start_epoch = new.skip = new._passes = 0
+        new.set_epoch_batches(self.epoch_batches)
         return new
 
     def __len__(self) -> int:
+        return self.epoch_batches if self.epoch_batches is not None else self._pass_length()
+
+    def _pass_length(self) -> int:
         full, rest = divmod(self.items, self.batch_size)
         return full if self.drop_last or not rest else full + 1
 
     def __iter__(self) -> Iterator[T]:
-        # The host loader's BatchSampler takes the sampler's indices as its batches need them, and
-        # a sampler may draw again when asked past its last index (RandomSampler does). The host asks
-        # there when it builds a short last batch (so does `islice` here), or when its consumer asks
-        # past the last batch, which Lightning's fetcher never does: the next epoch draws the same.
+        if self._stream is not None:
+            return self._stream_epoch()
         first = self._passes == 0
         self._passes += 1
         if first and (self.start_epoch or self.skip):
             position_sampler(self.sampler, self.start_epoch)
-        skip = self.skip if first else 0
+        return self._pass(self.skip if first else 0)
+
+    def _pass_at(self, number: int, skip: int) -> Iterator[T]:
+        position_sampler(self.sampler, number)
+        return self._pass(skip)
+
+    def _pass(self, skip: int) -> Iterator[T]:
+        # The host loader's BatchSampler takes the sampler's indices as its batches need them, and
+        # a sampler may draw again when asked past its last index (RandomSampler does). The host asks
+        # there when it builds a short last batch (so does `islice` here), or when its consumer asks
+        # past the last batch, which Lightning's fetcher never does: the next epoch draws the same.
         indices = iter(self.sampler if self.sampler is not None else ())
         order: torch.Tensor | None = None
+        length = self._pass_length()
         if self.sampler is not None:
-            order = torch.tensor(list(itertools.islice(indices, len(self) * self.batch_size)), dtype=torch.long)
+            order = torch.tensor(list(itertools.islice(indices, length * self.batch_size)), dtype=torch.long)
             order = order.to(self.device, non_blocking=True)
-        for b in range(skip, len(self)):
+        for b in range(skip, length):
             rows = slice(b * self.batch_size, (b + 1) * self.batch_size)
             yield _rows(self.data, rows if order is None else order[rows])
         for _ in indices:  # asked past the last batch

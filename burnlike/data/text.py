@@ -1,9 +1,12 @@
-"""Text batching: a tokenizer, Burn's `generate_padding_mask`, and the text-classification batcher.
+"""Text batching: tokenizers, the text-classification batcher (over Burn's `generate_padding_mask`,
+which lives in `burnlike.nn.attention`, as in Burn, and is re-exported here) and the language-model
+batcher over token windows.
 
 Burn's example tokenizes with BERT's; that needs a download, so two small tokenizers are built in
 (bytes of UTF-8, or characters seen in a corpus). Any object with Burn's `Tokenizer` methods, or any
 callable `str -> list[int]`, works instead. Both built-ins put a class token first: the model
-classifies from position 0, as Burn's does with BERT's `[CLS]`.
+classifies from position 0, as Burn's does with BERT's `[CLS]`. A character language model reads
+plain ids instead (`CharVocab`: nanoGPT's shakespeare_char encoding, no special tokens).
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, ClassVar, NamedTuple, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import torch
@@ -19,15 +22,19 @@ from torch import Tensor
 
 from burnlike.data.batch import TensorBatch
 from burnlike.data.dataset.nlp import TextClassificationItem, TextDatasetItem
+from burnlike.nn.attention import GeneratePaddingMask, SeqLengthOption, generate_padding_mask
 
 __all__ = [
     "ByteTokenizer",
     "CharTokenizer",
+    "CharVocab",
     "GeneratePaddingMask",
     "SeqLengthOption",
     "TextClassificationBatch",
     "TextClassificationBatcher",
     "TextClassificationInferenceBatch",
+    "TokenWindowBatch",
+    "TokenWindowsBatcher",
     "Tokenizer",
     "generate_padding_mask",
 ]
@@ -93,92 +100,74 @@ class CharTokenizer:
         return PAD
 
 
-@dataclasses.dataclass(frozen=True)
-class SeqLengthOption:
-    """Burn's `SeqLengthOption` (burn-nn `modules/attention/mask.rs`): `SeqLengthOption.NoMax` (the
-    longest sequence), `SeqLengthOption.Max(n)` (that, at most `n`), `SeqLengthOption.Fixed(n)`
-    (exactly `n`: pad or truncate). `NoMax` is a value, as Burn's unit variant; `NoMax()` returns it
-    too. Its JSON is Burn's (serde's enum shape): `"NoMax"`, `{"Max": 256}`, `{"Fixed": 256}`."""
+class CharVocab:
+    """Characters as ids `0 .. n-1` in sorted order, no special tokens: nanoGPT's shakespeare_char
+    encoding (`stoi`/`itos`), so a model trained on it reads the same ids. `encode` refuses a
+    character outside the vocabulary (naming it): a prompt must use the corpus's characters."""
 
-    kind: str
-    length: int | None = None
-    NoMax: ClassVar[SeqLengthOption]
-
-    def __call__(self) -> SeqLengthOption:
-        """`SeqLengthOption.NoMax()`, burnlike's earlier spelling of the unit variant: itself."""
-        return self
-
-    @classmethod
-    def Max(cls, length: int) -> SeqLengthOption:  # noqa: N802 (Burn's variant names)
-        return cls("max", _positive(length))
+    def __init__(self, chars: Iterable[str]) -> None:
+        self.chars = sorted(set(chars))
+        if any(len(c) != 1 for c in self.chars):
+            raise ValueError("CharVocab: the vocabulary must be single characters")
+        self._ids = {c: i for i, c in enumerate(self.chars)}
+        points = np.array([ord(c) for c in self.chars], dtype=np.int64)
+        self._table = np.full(int(points.max(initial=0)) + 1, -1, dtype=np.int64)  # code point -> id
+        self._table[points] = np.arange(len(points))
 
     @classmethod
-    def Fixed(cls, length: int) -> SeqLengthOption:  # noqa: N802
-        return cls("fixed", _positive(length))
+    def from_text(cls, text: str) -> CharVocab:
+        return cls(text)
 
-    @classmethod
-    def of(cls, value: SeqLengthOption | int | None) -> SeqLengthOption:
-        """Burn's `From<Option<usize>>`: `None` is `NoMax`, `n` is `Max(n)`."""
-        if isinstance(value, SeqLengthOption):
-            return value
-        return cls.NoMax if value is None else cls.Max(value)
+    def encode(self, value: str) -> list[int]:
+        ids = self._ids
+        try:
+            return [ids[c] for c in value]
+        except KeyError as e:
+            raise ValueError(f"CharVocab: {e.args[0]!r} is not one of the vocabulary's {len(self.chars)} "
+                             "characters") from None
 
-    def resolve(self, longest: int) -> int:
-        if self.kind == "fixed":
-            return int(self.length)  # type: ignore[arg-type]
-        if self.kind == "max":
-            return min(longest, int(self.length))  # type: ignore[arg-type]
-        return longest
+    def encode_tensor(self, text: str) -> Tensor:
+        """`encode(text)` as an int64 tensor, through numpy (a whole corpus at once)."""
+        codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32).astype(np.int64)
+        ids = self._table[np.minimum(codes, self._table.size - 1)]
+        ids[codes >= self._table.size] = -1
+        if (ids < 0).any():
+            self.encode(text[int(np.argmax(ids < 0))])  # raises, naming the character
+        return torch.from_numpy(ids)
 
-    def serde_value(self) -> str | dict[str, int]:
-        """Burn's JSON: `"NoMax"`, `{"Max": n}` or `{"Fixed": n}`."""
-        if self.kind == "no_max":
-            return "NoMax"
-        return {"Max" if self.kind == "max" else "Fixed": int(self.length)}  # type: ignore[arg-type]
+    def decode(self, tokens: Sequence[int] | Tensor) -> str:
+        values = tokens.tolist() if isinstance(tokens, Tensor) else tokens
+        return "".join(self.chars[int(t)] for t in values)
 
-    @classmethod
-    def from_serde(cls, data: Any) -> SeqLengthOption:
-        if data == "NoMax":
-            return cls.NoMax
-        if isinstance(data, dict) and len(data) == 1 and next(iter(data)) in ("Max", "Fixed"):
-            (variant, length), = data.items()
-            return cls.Max(length) if variant == "Max" else cls.Fixed(length)
-        raise ValueError('expected "NoMax", {"Max": <length>} or {"Fixed": <length>}')
+    def vocab_size(self) -> int:
+        return len(self.chars)
 
 
-SeqLengthOption.NoMax = SeqLengthOption("no_max")
+@dataclasses.dataclass
+class TokenWindowBatch(TensorBatch):
+    """A language model's batch: `inputs` `[B, T]` and `targets` `[B, T]` (the inputs shifted by one:
+    `targets[:, t]` is the token after `inputs[:, t]`), both int64."""
+
+    inputs: Tensor
+    targets: Tensor
 
 
-def _positive(length: int) -> int:
-    if isinstance(length, bool) or not isinstance(length, int) or length < 1:
-        raise ValueError(f"a sequence length must be an integer >= 1, got {length!r}")
-    return length
+class TokenWindowsBatcher:
+    """Windows of `T + 1` tokens (a `TokenWindowsDataset`'s items, or its batched fetch) -> a
+    `TokenWindowBatch`: each window's first `T` tokens are the inputs, its last `T` the targets."""
 
-
-class GeneratePaddingMask(NamedTuple):
-    """Burn's `GeneratePaddingMask { tensor, mask }`: the padded int64 tokens `[B, L]` and the mask,
-    `True` where a token is the pad token. A named tuple, so `tokens, mask = ...` works too."""
-
-    tensor: Tensor
-    mask: Tensor
-
-
-def generate_padding_mask(pad_token: int, tokens_list: Sequence[Sequence[int]],
-                          seq_length: SeqLengthOption | int | None = None, device: Any = None) -> GeneratePaddingMask:
-    """Burn's `generate_padding_mask(pad_token, tokens_list, seq_length, &device)` (burn-nn
-    `modules/attention/mask.rs`): the tokens padded (or truncated) to one length — the longest
-    (`NoMax`), at most n (`Max(n)`, or an int), exactly n (`Fixed(n)`) — on `device`, and the mask
-    that is `True` where a token is the pad token. An empty batch has length 1."""
-    longest = max((len(t) for t in tokens_list), default=1)
-    size = SeqLengthOption.of(seq_length).resolve(longest)
-    tokens = np.full((len(tokens_list), size), pad_token, dtype=np.int64)
-    for row, seq in enumerate(tokens_list):
-        n = min(len(seq), size)
-        tokens[row, :n] = seq[:n]
-    tensor = torch.from_numpy(tokens)
-    if device is not None:
-        tensor = tensor.to(device)
-    return GeneratePaddingMask(tensor, tensor == pad_token)
+    def batch(self, items: Sequence[Tensor], device: Any = None) -> TokenWindowBatch:
+        if not len(items):
+            raise ValueError("cannot batch zero windows")
+        windows = getattr(items, "tensor", None)  # TokenWindows: already one [B, T + 1] tensor
+        if not isinstance(windows, Tensor):
+            windows = torch.stack([torch.as_tensor(item) for item in items])
+        if windows.dim() != 2 or windows.shape[1] < 2:
+            raise ValueError(f"TokenWindowsBatcher: expected windows of at least 2 tokens, got a batch of shape "
+                             f"{tuple(windows.shape)}")
+        windows = windows.to(torch.int64)
+        batch = TokenWindowBatch(windows[:, :-1], windows[:, 1:])
+        return batch.to(device) if device is not None else batch
 
 
 @dataclasses.dataclass

@@ -2,7 +2,9 @@
 three VGG-style blocks (two 3x3 convs, ReLU, 2x2 max-pool, dropout), then two linear layers.
 
 Burn's takes 32x32 RGB images (CIFAR-10); an adaptive average pool to 4x4 before the linear layers
-(the identity at 32x32) lets other sizes through, and `in_channels` other depths.
+(the identity at 32x32) lets other sizes through, and `in_channels` other depths. Written with
+`burnlike.nn`, Burn's fields in Burn's order (the extra pool is stateless: not in the record), so
+Burn's `Cnn` loads what this saves at 32x32 RGB.
 """
 
 from __future__ import annotations
@@ -10,28 +12,40 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 from burnlike.config import config
 from burnlike.data.vision import ImageBatch
 from burnlike.module import Module
-from burnlike.nn import CrossEntropyLossConfig
+from burnlike.nn import (
+    AdaptiveAvgPool2dConfig,
+    Conv2dConfig,
+    CrossEntropyLossConfig,
+    DropoutConfig,
+    LinearConfig,
+    MaxPool2dConfig,
+    PaddingConfig2d,
+    Relu,
+)
 from burnlike.train.output import ClassificationOutput
 from burnlike.train.step import TrainOutput, TrainStep, ValidStep, backward
 
 
 class Cnn(Module, TrainStep[ImageBatch, ClassificationOutput], ValidStep[ImageBatch, ClassificationOutput]):
-    def __init__(self, num_classes: int, in_channels: int = 3, dropout: float = 0.3) -> None:
+    __burn_fields__ = ("activation", "dropout", "pool", "conv1", "conv2", "conv3", "conv4", "conv5", "conv6", "fc1",
+                       "fc2")
+
+    def __init__(self, num_classes: int, in_channels: int = 3, dropout: float = 0.3, device: Any = None) -> None:
         super().__init__()
-        self.activation = nn.ReLU()
-        self.dropout = nn.Dropout(dropout)
-        self.pool = nn.MaxPool2d(2, 2)
+        self.activation = Relu.new()
+        self.dropout = DropoutConfig(dropout).init()
+        self.pool = MaxPool2dConfig([2, 2], strides=[2, 2]).init()
         widths = [(in_channels, 32), (32, 32), (32, 64), (64, 64), (64, 128), (128, 128)]
         self.conv1, self.conv2, self.conv3, self.conv4, self.conv5, self.conv6 = (
-            nn.Conv2d(a, b, 3, padding="same") for a, b in widths)
-        self.fit = nn.AdaptiveAvgPool2d((4, 4))
-        self.fc1 = nn.Linear(128 * 4 * 4, 128)
-        self.fc2 = nn.Linear(128, num_classes)
+            Conv2dConfig([a, b], [3, 3], padding=PaddingConfig2d.Same).init(device) for a, b in widths)
+        self.fit = AdaptiveAvgPool2dConfig([4, 4]).init()
+        self.fc1 = LinearConfig(128 * 4 * 4, 128).init(device)
+        self.fc2 = LinearConfig(128, num_classes).init(device)
 
     def forward(self, images: Tensor) -> Tensor:
         x = images
@@ -58,9 +72,9 @@ class Cnn(Module, TrainStep[ImageBatch, ClassificationOutput], ValidStep[ImageBa
 
 @config
 class CnnConfig:
-    num_classes: int = 10
-    in_channels: int = 3
-    dropout: float = 0.3
+    num_classes: int = 10  # output classes (data=image_folder checks it against the class folders)
+    in_channels: int = 3  # image channels: 3 for RGB, 1 for grayscale (data.mode=L)
+    dropout: float = 0.3  # dropout probability after each block and the first linear layer
 
     def init(self, device: Any = None) -> Cnn:
-        return Cnn(self.num_classes, self.in_channels, self.dropout).to(device or "cpu")
+        return Cnn(self.num_classes, self.in_channels, self.dropout, device or "cpu")

@@ -10,18 +10,19 @@ from torch import Tensor, nn
 from burnlike.config import config
 from burnlike.data import MnistBatch
 from burnlike.module import Module
+from burnlike.nn import CrossEntropyLossConfig, DropoutConfig, LinearConfig, Relu
 from burnlike.train.output import ClassificationOutput
 from burnlike.train.step import TrainOutput, TrainStep, ValidStep, backward
 
 
 class Mlp(Module, TrainStep[MnistBatch, ClassificationOutput], ValidStep[MnistBatch, ClassificationOutput]):
-    def __init__(self, hidden_sizes: list[int], num_classes: int, dropout: float) -> None:
+    def __init__(self, hidden_sizes: list[int], num_classes: int, dropout: float, device: Any = None) -> None:
         super().__init__()
         sizes = [28 * 28, *hidden_sizes]
-        self.layers = nn.ModuleList([nn.Linear(a, b) for a, b in zip(sizes, sizes[1:])])
-        self.dropout = nn.Dropout(dropout)
-        self.activation = nn.ReLU()
-        self.output = nn.Linear(sizes[-1], num_classes)
+        self.layers = nn.ModuleList([LinearConfig(a, b).init(device) for a, b in zip(sizes, sizes[1:])])
+        self.dropout = DropoutConfig(dropout).init()
+        self.activation = Relu.new()
+        self.output = LinearConfig(sizes[-1], num_classes).init(device)
 
     def forward(self, images: Tensor) -> Tensor:
         x = torch.flatten(images, 1)
@@ -32,7 +33,7 @@ class Mlp(Module, TrainStep[MnistBatch, ClassificationOutput], ValidStep[MnistBa
 
     def forward_classification(self, images: Tensor, targets: Tensor) -> ClassificationOutput:
         output = self.forward(images)
-        return ClassificationOutput(nn.functional.cross_entropy(output, targets), output, targets)
+        return ClassificationOutput(CrossEntropyLossConfig().init().forward(output, targets), output, targets)
 
     def train_step(self, batch: MnistBatch) -> TrainOutput[ClassificationOutput]:
         item = self.forward_classification(batch.images, batch.targets)
@@ -44,9 +45,9 @@ class Mlp(Module, TrainStep[MnistBatch, ClassificationOutput], ValidStep[MnistBa
 
 @config
 class MlpConfig:
-    num_classes: int = 10
-    hidden_sizes: list[int] = [256, 128]
-    dropout: float = 0.1
+    num_classes: int = 10  # output classes
+    hidden_sizes: list[int] = [256, 128]  # the hidden layers' widths, in order (each: Linear, ReLU, dropout)
+    dropout: float = 0.1  # dropout probability after each hidden layer
 
     def init(self, device: Any = None) -> Mlp:
-        return Mlp(list(self.hidden_sizes), self.num_classes, self.dropout).to(device or "cpu")
+        return Mlp(list(self.hidden_sizes), self.num_classes, self.dropout, device or "cpu")

@@ -1,16 +1,23 @@
-"""The model of Burn's book guide (`examples/guide/src/model.rs`), in PyTorch."""
+"""The model of Burn's book guide (`examples/guide/src/model.rs`), written with `burnlike.nn` field for
+field: the same names, sizes, defaults and record as Burn's."""
 
 from __future__ import annotations
 
 from typing import Any
 
-import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 from burnlike.config import config
 from burnlike.data import MnistBatch
 from burnlike.module import Module
-from burnlike.nn import CrossEntropyLossConfig
+from burnlike.nn import (
+    AdaptiveAvgPool2dConfig,
+    Conv2dConfig,
+    CrossEntropyLossConfig,
+    DropoutConfig,
+    LinearConfig,
+    Relu,
+)
 from burnlike.train.output import ClassificationOutput
 from burnlike.train.step import TrainOutput, TrainStep, ValidStep, backward
 
@@ -20,28 +27,38 @@ class Model(
     TrainStep[MnistBatch, ClassificationOutput],
     ValidStep[MnistBatch, ClassificationOutput],
 ):
-    def __init__(self, num_classes: int, hidden_size: int, dropout: float) -> None:
+    __burn_fields__ = ("conv1", "conv2", "pool", "dropout", "linear1", "linear2", "activation")
+
+    def __init__(self, num_classes: int, hidden_size: int, dropout: float, device: Any = None) -> None:
         super().__init__()
-        self.conv1 = nn.Conv2d(1, 8, 3)
-        self.conv2 = nn.Conv2d(8, 16, 3)
-        self.pool = nn.AdaptiveAvgPool2d((8, 8))
-        self.dropout = nn.Dropout(dropout)
-        self.linear1 = nn.Linear(16 * 8 * 8, hidden_size)
-        self.linear2 = nn.Linear(hidden_size, num_classes)
-        self.activation = nn.ReLU()
+        self.conv1 = Conv2dConfig([1, 8], [3, 3]).init(device)
+        self.conv2 = Conv2dConfig([8, 16], [3, 3]).init(device)
+        self.pool = AdaptiveAvgPool2dConfig([8, 8]).init()
+        self.activation = Relu.new()
+        self.linear1 = LinearConfig(16 * 8 * 8, hidden_size).init(device)
+        self.linear2 = LinearConfig(hidden_size, num_classes).init(device)
+        self.dropout = DropoutConfig(dropout).init()
 
     def forward(self, images: Tensor) -> Tensor:
-        x = images.unsqueeze(1)  # [B, 28, 28] -> [B, 1, 28, 28]
-        x = self.dropout(self.conv1(x))
-        x = self.activation(self.dropout(self.conv2(x)))
-        x = torch.flatten(self.pool(x), 1)
-        x = self.activation(self.dropout(self.linear1(x)))
-        logits: Tensor = self.linear2(x)
+        """Images `[batch_size, height, width]` → logits `[batch_size, num_classes]`."""
+        batch_size, height, width = images.shape
+        x = images.reshape(batch_size, 1, height, width)  # create a channel
+        x = self.conv1(x)  # [batch_size, 8, _, _]
+        x = self.dropout(x)
+        x = self.conv2(x)  # [batch_size, 16, _, _]
+        x = self.dropout(x)
+        x = self.activation(x)
+        x = self.pool(x)  # [batch_size, 16, 8, 8]
+        x = x.reshape(batch_size, 16 * 8 * 8)
+        x = self.linear1(x)
+        x = self.dropout(x)
+        x = self.activation(x)
+        logits: Tensor = self.linear2(x)  # [batch_size, num_classes]
         return logits
 
     def forward_classification(self, images: Tensor, targets: Tensor) -> ClassificationOutput:
         output = self.forward(images)
-        loss = CrossEntropyLossConfig().init().forward(output, targets)
+        loss = CrossEntropyLossConfig().init(output.device).forward(output, targets)
         return ClassificationOutput(loss, output, targets)
 
     def train_step(self, batch: MnistBatch) -> TrainOutput[ClassificationOutput]:
@@ -54,9 +71,10 @@ class Model(
 
 @config
 class ModelConfig:
-    num_classes: int
-    hidden_size: int
-    dropout: float = 0.5
+    num_classes: int  # output classes (10 digits for MNIST)
+    hidden_size: int  # width of linear1 (1024 -> hidden_size -> num_classes); the guide's is 512
+    dropout: float = 0.5  # dropout probability after each conv and after linear1
 
     def init(self, device: Any = None) -> Model:
-        return Model(self.num_classes, self.hidden_size, self.dropout).to(device or "cpu")
+        """Returns the initialized model."""
+        return Model(self.num_classes, self.hidden_size, self.dropout, device or "cpu")

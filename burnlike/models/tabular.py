@@ -10,7 +10,7 @@ from torch import Tensor, nn
 from burnlike.config import config
 from burnlike.data.tabular import TabularBatch
 from burnlike.module import Module
-from burnlike.nn import CrossEntropyLossConfig, MseLoss
+from burnlike.nn import CrossEntropyLossConfig, DropoutConfig, LinearConfig, MseLoss, Relu
 from burnlike.train.output import ClassificationOutput, RegressionOutput
 from burnlike.train.step import TrainOutput, TrainStep, ValidStep, backward
 
@@ -18,14 +18,15 @@ TabularOutput = ClassificationOutput | RegressionOutput
 
 
 class TabularMlp(Module, TrainStep[TabularBatch, TabularOutput], ValidStep[TabularBatch, TabularOutput]):
-    def __init__(self, num_features: int, num_outputs: int, hidden_sizes: list[int], dropout: float) -> None:
+    def __init__(self, num_features: int, num_outputs: int, hidden_sizes: list[int], dropout: float,
+                 device: Any = None) -> None:
         super().__init__()
         sizes = [num_features, *hidden_sizes]
         layers: list[nn.Module] = []
         for a, b in zip(sizes, sizes[1:]):
-            layers += [nn.Linear(a, b), nn.ReLU(), nn.Dropout(dropout)]
+            layers += [LinearConfig(a, b).init(device), Relu.new(), DropoutConfig(dropout).init()]
         self.hidden = nn.Sequential(*layers)
-        self.output = nn.Linear(sizes[-1], num_outputs)
+        self.output = LinearConfig(sizes[-1], num_outputs).init(device)
 
     def forward(self, inputs: Tensor) -> Tensor:
         logits: Tensor = self.output(self.hidden(inputs))
@@ -50,10 +51,10 @@ class TabularMlp(Module, TrainStep[TabularBatch, TabularOutput], ValidStep[Tabul
 class TabularMlpConfig:
     """`num_outputs`: the number of classes, or of target columns for a regression."""
 
-    num_features: int = 10
-    num_outputs: int = 1
-    hidden_sizes: list[int] = [64]
-    dropout: float = 0.0
+    num_features: int = 10  # input columns (data=csv checks it against the table)
+    num_outputs: int = 1  # classes, or target columns for a regression
+    hidden_sizes: list[int] = [64]  # the hidden layers' widths, in order
+    dropout: float = 0.0  # dropout probability after each hidden layer
 
     def init(self, device: Any = None) -> TabularMlp:
-        return TabularMlp(self.num_features, self.num_outputs, list(self.hidden_sizes), self.dropout).to(device or "cpu")
+        return TabularMlp(self.num_features, self.num_outputs, list(self.hidden_sizes), self.dropout, device or "cpu")

@@ -16,6 +16,7 @@ from burnlike.optim.lr_scheduler import (
     NoamLrSchedulerConfig,
     StepLrSchedulerConfig,
 )
+from burnlike.optim.lr_sequential import SequentialLrSchedulerConfig, warmup_cosine
 from burnlike.optim.muon import AdjustLrFn, Muon, MuonConfig
 from burnlike.optim.optimizer import (
     AdamConfig,
@@ -60,7 +61,9 @@ __all__ = [
     "OptimizerConfig",
     "RmsPropConfig",
     "SchedulerReduction",
+    "SequentialLrSchedulerConfig",
     "SgdConfig",
     "StepLrSchedulerConfig",
     "WeightDecayConfig",
+    "warmup_cosine",
 ]

@@ -17,9 +17,11 @@ from burnlike.optim.optimizer import GradientClippingConfig, OptimizerConfig, We
 
 @config
 class AdaGradConfig(OptimizerConfig):
-    lr_decay: float = 0.0
-    epsilon: float = 1e-5
+    lr_decay: float = 0.0  # step t's learning rate is lr / (1 + (t - 1) * lr_decay)
+    epsilon: float = 1e-5  # added to the denominator for stability
+    # null, or {penalty: x}: an L2 penalty added to the gradient
     weight_decay: WeightDecayConfig | None = None
+    # null, or {kind: norm|value, threshold: x}: clip each parameter's gradient
     grad_clipping: GradientClippingConfig | None = None
 
     def torch_optimizer(self, params: Iterable[Any], lr: float) -> torch.optim.Optimizer:

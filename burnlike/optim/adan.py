@@ -21,12 +21,13 @@ from burnlike.optim.rule import RuleOptimizer
 
 @config
 class AdanConfig(OptimizerConfig):
-    beta_1: float = 0.98
-    beta_2: float = 0.92
-    beta_3: float = 0.99
-    epsilon: float = 1e-8
-    weight_decay: float = 0.0
-    no_prox: bool = False
+    beta_1: float = 0.98  # decay rate of the gradient's running mean
+    beta_2: float = 0.92  # decay rate of the running mean of successive gradients' difference
+    beta_3: float = 0.99  # decay rate of the running mean of the squared corrected gradient
+    epsilon: float = 1e-8  # added to the denominator for stability
+    weight_decay: float = 0.0  # decoupled weight decay
+    no_prox: bool = False  # true: decay as AdamW does (subtract); false: the paper's proximal division
+    # null, or {kind: norm|value, threshold: x}: clip each parameter's gradient
     grad_clipping: GradientClippingConfig | None = None
 
     def torch_optimizer(self, params: Iterable[Any], lr: float) -> torch.optim.Optimizer:

@@ -32,11 +32,12 @@ class LineSearchFn(str, Enum):
 
 @config
 class LBFGSConfig(OptimizerConfig):
-    max_iter: int = 20
-    history_size: int = 100
-    tolerance_grad: float = 1e-7
-    tolerance_change: float = 1e-9
+    max_iter: int = 20  # iterations per optimizer step
+    history_size: int = 100  # how many past updates approximate the inverse Hessian
+    tolerance_grad: float = 1e-7  # stop a step once the gradient's largest value is below this
+    tolerance_change: float = 1e-9  # stop a step once the loss or the weights change less than this
     max_eval: int | None = None  # None: max_iter * 5 // 4
+    # NONE: fixed step of size lr; StrongWolfe: a line search
     line_search_fn: LineSearchFn = LineSearchFn.NONE
 
     @property

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from burnlike.config import ConfigError
 from burnlike.optim.lr_scheduler import (
@@ -85,8 +85,44 @@ class SchedulerReduction(str, Enum):
     PROD = "Prod"
 
 
+class BurnJson:
+    """Burn's JSON for a scheduler config that is a list of schedulers (not an `@config`): `save` and
+    `load` (pretty, as Burn writes it) and the serde hooks that nest it in another config, over the
+    class's `to_dict`/`from_dict`."""
+
+    def to_dict(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    @classmethod
+    def from_dict(cls: type[J], data: dict[str, Any]) -> J:
+        raise NotImplementedError
+
+    def serde_value(self) -> dict[str, Any]:
+        """Burn's JSON, also when nested in another config (`@config`'s serde hook)."""
+        return self.to_dict()
+
+    @classmethod
+    def from_serde(cls: type[J], data: Any) -> J:
+        if not isinstance(data, dict):
+            raise ConfigError(f"{cls.__name__}: expected an object, got {data!r}")
+        return cls.from_dict(data)
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n")
+
+    @classmethod
+    def load(cls: type[J], path: str | Path) -> J:
+        try:
+            return cls.from_dict(json.loads(Path(path).read_text()))
+        except (OSError, json.JSONDecodeError) as e:
+            raise ConfigError(f"{path}: cannot read a {cls.__name__} ({e})") from None
+
+
+J = TypeVar("J", bound=BurnJson)
+
+
 @dataclass
-class ComposedLrSchedulerConfig:
+class ComposedLrSchedulerConfig(BurnJson):
     schedulers: list[Any] = field(default_factory=list)
     reduction: SchedulerReduction = SchedulerReduction.PROD
 
@@ -118,24 +154,13 @@ class ComposedLrSchedulerConfig:
 
     # Burn's JSON ------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        tags = {cls: tag for tag, cls in _VARIANTS.items()}
-        out = []
-        for s in self.schedulers:
-            if type(s) not in tags:
-                raise ConfigError(f"ComposedLrSchedulerConfig: cannot save a {type(s).__name__} "
-                                  f"(expected one of {', '.join(c.__name__ for c in _VARIANTS.values())})")
-            out.append({tags[type(s)]: s.to_dict()})
+        out = [to_variant(s, "ComposedLrSchedulerConfig", _VARIANTS) for s in self.schedulers]
         return {"schedulers": out, "reduction": SchedulerReduction(self.reduction).value}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ComposedLrSchedulerConfig:
-        schedulers = []
-        for i, entry in enumerate(data.get("schedulers", [])):
-            if not isinstance(entry, dict) or len(entry) != 1 or next(iter(entry)) not in _VARIANTS:
-                raise ConfigError(f"ComposedLrSchedulerConfig: schedulers[{i}] must be one of "
-                                  f"{{{', '.join(repr(t) + ': {...}' for t in _VARIANTS)}}}, got {entry!r}")
-            (tag, body), = entry.items()
-            schedulers.append(getattr(_VARIANTS[tag], "from_dict")(body))  # noqa: B009 - @config adds it
+        schedulers = [from_variant(entry, f"ComposedLrSchedulerConfig: schedulers[{i}]", _VARIANTS)
+                      for i, entry in enumerate(data.get("schedulers", []))]
         try:
             reduction = SchedulerReduction(data.get("reduction", "Prod"))
         except ValueError:
@@ -143,22 +168,27 @@ class ComposedLrSchedulerConfig:
                               f"{data.get('reduction')!r}") from None
         return cls(schedulers, reduction)
 
-    def serde_value(self) -> dict[str, Any]:
-        """Burn's JSON, also when nested in another config (`@config`'s serde hook)."""
-        return self.to_dict()
 
-    @classmethod
-    def from_serde(cls, data: Any) -> ComposedLrSchedulerConfig:
-        if not isinstance(data, dict):
-            raise ConfigError(f"ComposedLrSchedulerConfig: expected an object, got {data!r}")
-        return cls.from_dict(data)
+def to_variant(scheduler: Any, owner: str, variants: dict[str, type]) -> Any:
+    """`scheduler` as Burn's `LrSchedulerConfig` JSON: `{"<Variant>": {...}}` (`{"Constant": lr}` for a
+    number, where `variants` has `Constant`)."""
+    if "Constant" in variants and isinstance(scheduler, (int, float)) and not isinstance(scheduler, bool):
+        return {"Constant": float(scheduler)}
+    tags = {cls: tag for tag, cls in variants.items() if cls is not float}
+    if type(scheduler) not in tags:
+        raise ConfigError(f"{owner}: cannot save a {type(scheduler).__name__} "
+                          f"(expected one of {', '.join(c.__name__ for c in tags)})")
+    return {tags[type(scheduler)]: scheduler.to_dict()}
 
-    def save(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n")
 
-    @classmethod
-    def load(cls, path: str | Path) -> ComposedLrSchedulerConfig:
-        try:
-            return cls.from_dict(json.loads(Path(path).read_text()))
-        except (OSError, json.JSONDecodeError) as e:
-            raise ConfigError(f"{path}: cannot read a ComposedLrSchedulerConfig ({e})") from None
+def from_variant(entry: Any, where: str, variants: dict[str, type]) -> Any:
+    """The scheduler config of one `{"<Variant>": {...}}` entry; a ConfigError naming `where` else."""
+    if not isinstance(entry, dict) or len(entry) != 1 or next(iter(entry)) not in variants:
+        shapes = ", ".join(repr(t) + (": <lr>" if variants[t] is float else ": {...}") for t in variants)
+        raise ConfigError(f"{where} must be one of {{{shapes}}}, got {entry!r}")
+    (tag, body), = entry.items()
+    if variants[tag] is float:
+        if isinstance(body, bool) or not isinstance(body, (int, float)):
+            raise ConfigError(f"{where}: Constant takes a learning rate, got {body!r}")
+        return float(body)
+    return getattr(variants[tag], "from_dict")(body)  # noqa: B009 - @config adds it

@@ -49,12 +49,14 @@ class AdjustLrFn(str, Enum):
 
 @config
 class MuonConfig(OptimizerConfig):
-    weight_decay: WeightDecayConfig | None = None
+    weight_decay: WeightDecayConfig | None = None  # null, or {penalty: x}: weight decay on the matrices
+    # Burn's momentum ({momentum, dampening, nesterov}) before orthogonalising
     momentum: MomentumConfig = MomentumConfig(momentum=0.95, dampening=0.0, nesterov=True)
+    # (a, b, c) of the quintic Newton-Schulz iteration
     ns_coefficients: tuple[float, float, float] = (3.4445, -4.775, 2.0315)
-    epsilon: float = 1e-7
-    ns_steps: int = 5
-    adjust_lr_fn: AdjustLrFn = AdjustLrFn.ORIGINAL
+    epsilon: float = 1e-7  # added to the norm before the Newton-Schulz iteration
+    ns_steps: int = 5  # Newton-Schulz iterations per update
+    adjust_lr_fn: AdjustLrFn = AdjustLrFn.ORIGINAL  # how the learning rate scales with each matrix's shape
     # burnlike: the optimizer for non-2-D parameters (not in Burn's JSON while None)
     aux_adamw: AdamWConfig | None = dataclasses.field(default=None, metadata={BURNLIKE_ONLY: True})
 

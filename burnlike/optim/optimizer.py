@@ -7,20 +7,21 @@ learning rate is an argument of the step, not optimizer state.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable
 from typing import Any
 
 import torch
 from torch import Tensor, nn
 
-from burnlike.config import config
+from burnlike.config import BURNLIKE_ONLY, config
 from burnlike.optim.adamw import BurnAdamW
 from burnlike.optim.grads import GradientsParams
 
 
 @config
 class WeightDecayConfig:
-    penalty: float
+    penalty: float  # the L2 factor: penalty * weight is added to each gradient
 
 
 @config
@@ -29,9 +30,9 @@ class MomentumConfig:
     momentum·velocity (the first step: grad), and with `nesterov` the update is grad +
     momentum·velocity. Nesterov works with any dampening, Burn's default 0.1 included."""
 
-    momentum: float = 0.9
-    dampening: float = 0.1
-    nesterov: bool = False
+    momentum: float = 0.9  # the velocity's decay factor
+    dampening: float = 0.1  # the share of the gradient kept out of the velocity
+    nesterov: bool = False  # Nesterov's update: grad + momentum * velocity
 
 
 @config
@@ -39,10 +40,15 @@ class GradientClippingConfig:
     """Burn's `GradientClippingConfig::{Value(f32), Norm(f32)}`: applied per parameter tensor, not
     globally. `GradientClippingConfig.Norm(1.0)` as in Burn; the fields `kind`/`threshold` are what a
     Hydra override sets (`optimizer.grad_clipping={kind:norm,threshold:1.0}`). Its JSON is Burn's
-    (serde's enum shape): `{"Norm": 1.0}`, `{"Value": 0.5}`."""
+    (serde's enum shape): `{"Norm": 1.0}`, `{"Value": 0.5}`.
 
-    kind: str = "norm"  # "norm" | "value"
-    threshold: float = 1.0
+    `GlobalNorm(x)` (kind `global_norm`, burnlike's; Burn has no such variant) scales every gradient
+    by one factor so that their joint L2 norm is at most x: `torch.nn.utils.clip_grad_norm_` over all
+    the parameters, as nanoGPT and Lightning's `gradient_clip_val` clip. It runs wherever the
+    optimizer config's clipping runs (eager steps, Burn's accumulation, the CUDA-graph step)."""
+
+    kind: str = "norm"  # "norm" | "value" | "global_norm"
+    threshold: float = 1.0  # the bound: the gradient's norm (kind=norm), the joint norm (global_norm) or each value (kind=value)
 
     @classmethod
     def Value(cls, threshold: float) -> GradientClippingConfig:  # noqa: N802 - Burn's variant name
@@ -52,11 +58,15 @@ class GradientClippingConfig:
     def Norm(cls, threshold: float) -> GradientClippingConfig:  # noqa: N802 - Burn's variant name
         return cls(kind="norm", threshold=threshold)
 
+    @classmethod
+    def GlobalNorm(cls, threshold: float) -> GradientClippingConfig:  # noqa: N802 - as Burn's variants
+        return cls(kind="global_norm", threshold=threshold)
+
     def serde_value(self) -> dict[str, float]:
-        """Burn's JSON: `{"Norm": threshold}` or `{"Value": threshold}`."""
+        """Burn's JSON: `{"Norm": threshold}` or `{"Value": threshold}` (burnlike's `{"GlobalNorm": x}`)."""
         variant = _CLIPPING_VARIANTS.get(self.kind)
         if variant is None:
-            raise ValueError(f"GradientClippingConfig.kind must be 'norm' or 'value', got {self.kind!r}")
+            raise ValueError(f"GradientClippingConfig.kind must be {_KINDS}, got {self.kind!r}")
         return {variant: self.threshold}
 
     @classmethod
@@ -65,19 +75,22 @@ class GradientClippingConfig:
         if isinstance(data, dict) and set(data) <= {"kind", "threshold"} and data:
             kind = data.get("kind", "norm")
             if kind not in _CLIPPING_VARIANTS:
-                raise ValueError(f"kind must be 'norm' or 'value', got {kind!r}")
+                raise ValueError(f"kind must be {_KINDS}, got {kind!r}")
             return cls(kind, _threshold(data.get("threshold", 1.0)))
         if not isinstance(data, dict) or len(data) != 1:
-            raise ValueError('expected {"Norm": <threshold>} or {"Value": <threshold>}')
+            raise ValueError('expected {"Norm": <threshold>}, {"Value": <threshold>} or {"GlobalNorm": <threshold>}')
         (variant, threshold), = data.items()
         kinds = {name: kind for kind, name in _CLIPPING_VARIANTS.items()}
         if variant not in kinds:
-            raise ValueError(f"unknown variant {variant!r} (Burn's are Value and Norm)")
+            raise ValueError(f"unknown variant {variant!r} (Burn's are Value and Norm; burnlike adds GlobalNorm)")
         return cls(kinds[variant], _threshold(threshold))
 
     def clip(self, params: Iterable[Tensor]) -> None:
-        if self.kind not in ("norm", "value"):
-            raise ValueError(f"GradientClippingConfig.kind must be 'norm' or 'value', got {self.kind!r}")
+        if self.kind not in _CLIPPING_VARIANTS:
+            raise ValueError(f"GradientClippingConfig.kind must be {_KINDS}, got {self.kind!r}")
+        if self.kind == "global_norm":  # one factor for all: no host sync, so a CUDA graph can hold it
+            torch.nn.utils.clip_grad_norm_([p for p in params if p.grad is not None], self.threshold)
+            return
         for p in params:
             if p.grad is None:
                 continue
@@ -87,7 +100,8 @@ class GradientClippingConfig:
                 torch.nn.utils.clip_grad_norm_([p], self.threshold)  # foreach where the device has it (not MPS)
 
 
-_CLIPPING_VARIANTS = {"value": "Value", "norm": "Norm"}
+_CLIPPING_VARIANTS = {"value": "Value", "norm": "Norm", "global_norm": "GlobalNorm"}
+_KINDS = "'norm', 'value' or 'global_norm'"
 
 
 def _threshold(value: Any) -> float:
@@ -110,11 +124,13 @@ class OptimizerConfig:
 
 @config
 class AdamConfig(OptimizerConfig):
-    beta_1: float = 0.9
-    beta_2: float = 0.999
-    epsilon: float = 1e-5
-    amsgrad: bool = False
+    beta_1: float = 0.9  # decay rate of the gradient's running mean (first moment)
+    beta_2: float = 0.999  # decay rate of the squared gradient's running mean (second moment)
+    epsilon: float = 1e-5  # added to the denominator for stability (Burn's 1e-5; torch's Adam uses 1e-8)
+    amsgrad: bool = False  # AMSGrad: divide by the largest second moment seen so far
+    # null, or {penalty: x}: an L2 penalty added to the gradient
     weight_decay: WeightDecayConfig | None = None
+    # null, or {kind: norm|value, threshold: x}: clip each parameter's gradient
     grad_clipping: GradientClippingConfig | None = None
 
     def torch_optimizer(self, params: Iterable[Any], lr: float) -> torch.optim.Optimizer:
@@ -126,20 +142,28 @@ class AdamConfig(OptimizerConfig):
 
 @config
 class AdamWConfig(OptimizerConfig):
-    beta_1: float = 0.9
-    beta_2: float = 0.999
-    epsilon: float = 1e-5
-    weight_decay: float = 1e-4
-    amsgrad: bool = False
-    cautious_weight_decay: bool = False
+    """Burn's `AdamWConfig`. `weight_decay_min_ndim` (burnlike's; not in Burn's JSON while null):
+    parameters with fewer dimensions get no weight decay. 2 is nanoGPT's and GPT-2's rule (matmul
+    weights and embeddings decay; biases and norm gains don't); null is Burn's (every parameter)."""
+
+    beta_1: float = 0.9  # decay rate of the gradient's running mean (first moment)
+    beta_2: float = 0.999  # decay rate of the squared gradient's running mean (second moment)
+    epsilon: float = 1e-5  # added to the denominator for stability
+    weight_decay: float = 1e-4  # decoupled decay: each step shrinks the weights by lr * weight_decay
+    amsgrad: bool = False  # AMSGrad: divide by the largest second moment seen so far
+    cautious_weight_decay: bool = False  # Burn 0.19: decay only where the weight and the update agree in sign
+    # null, or {kind: norm|value, threshold: x}: clip each parameter's gradient
     grad_clipping: GradientClippingConfig | None = None
+    # null: every parameter decays (Burn's); 2: only tensors of 2+ dims (nanoGPT: no decay on biases and norms)
+    weight_decay_min_ndim: int | None = dataclasses.field(default=None, metadata={BURNLIKE_ONLY: True})
 
     def torch_optimizer(self, params: Iterable[Any], lr: float) -> torch.optim.Optimizer:
+        groups = decay_groups(params, self.weight_decay, self.weight_decay_min_ndim)
         if self.cautious_weight_decay:  # Burn 0.19: decay only where it agrees with the update's sign
-            return BurnAdamW(params, lr, (self.beta_1, self.beta_2), self.epsilon, self.weight_decay, self.amsgrad,
+            return BurnAdamW(groups, lr, (self.beta_1, self.beta_2), self.epsilon, self.weight_decay, self.amsgrad,
                              cautious_weight_decay=True)
         return torch.optim.AdamW(
-            params,
+            groups,
             lr=lr,
             betas=(self.beta_1, self.beta_2),
             eps=self.epsilon,
@@ -148,10 +172,31 @@ class AdamWConfig(OptimizerConfig):
         )
 
 
+def decay_groups(params: Iterable[Any], weight_decay: float, min_ndim: int | None) -> list[Any]:
+    """`params` as torch param groups: unchanged when `min_ndim` is None (one decay for all); else
+    the tensors of at least `min_ndim` dimensions, then the others with a weight decay of 0 (empty
+    groups left out)."""
+    params = list(params)
+    if min_ndim is None:
+        return params
+    if isinstance(min_ndim, bool) or not isinstance(min_ndim, int) or min_ndim < 0:
+        raise ValueError(f"weight_decay_min_ndim must be null or an integer >= 0, got {min_ndim!r}")
+    if any(isinstance(p, dict) for p in params):
+        raise TypeError("weight_decay_min_ndim splits a list of parameters into groups; it got param groups already")
+    decayed = [p for p in params if p.dim() >= min_ndim]
+    kept = [p for p in params if p.dim() < min_ndim]
+    groups: list[dict[str, Any]] = [{"params": decayed, "weight_decay": weight_decay},
+                                    {"params": kept, "weight_decay": 0.0}]
+    return [g for g in groups if g["params"]]
+
+
 @config
 class SgdConfig(OptimizerConfig):
+    # null, or {penalty: x}: an L2 penalty added to the gradient
     weight_decay: WeightDecayConfig | None = None
+    # null (plain SGD), or {momentum, dampening, nesterov}: Burn's momentum
     momentum: MomentumConfig | None = None
+    # null, or {kind: norm|value, threshold: x} (Burn's SGD spells it so)
     gradient_clipping: GradientClippingConfig | None = None
 
     @property

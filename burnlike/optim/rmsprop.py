@@ -17,11 +17,13 @@ from burnlike.optim.optimizer import GradientClippingConfig, OptimizerConfig, We
 
 @config
 class RmsPropConfig(OptimizerConfig):
-    alpha: float = 0.99
-    momentum: float = 0.9
-    epsilon: float = 1e-5
-    centered: bool = False
+    alpha: float = 0.99  # decay rate of the squared gradient's running mean
+    momentum: float = 0.9  # momentum factor of the update (0: none)
+    epsilon: float = 1e-5  # added to the denominator for stability
+    centered: bool = False  # divide by the gradient's estimated variance instead of its second moment
+    # null, or {penalty: x}: an L2 penalty added to the gradient
     weight_decay: WeightDecayConfig | None = None
+    # null, or {kind: norm|value, threshold: x}: clip each parameter's gradient
     grad_clipping: GradientClippingConfig | None = None
 
     def torch_optimizer(self, params: Iterable[Any], lr: float) -> torch.optim.Optimizer:

@@ -39,6 +39,8 @@ from burnlike.train.logger import ApplicationLogger, ApplicationLoggerInstaller,
 from burnlike.train.metric.base import Metric
 from burnlike.train.module import StepModule
 from burnlike.train.preemption import Preemption, RandomState
+from burnlike.train.process_group import Peers
+from burnlike.train.profiler import NoProfiler
 from burnlike.train.quiet import quiet_lightning
 from burnlike.train.renderer import MetricsRendererTraining, progress_display
 from burnlike.train.renderer.processor import MetricsRendererCallback, check_renderer
@@ -61,6 +63,8 @@ class LearnerBuilder:
         self._execution: Execution | None = None
         self._interrupter: Interrupter | None = None
         self._num_epochs = 1
+        self._num_iterations: int | None = None
+        self._valid_every: int | None = None
         self._grads_accumulation: int | None = None
         self._summary = False
         self._early_stopping: list[MetricEarlyStoppingStrategy] = []
@@ -134,6 +138,23 @@ class LearnerBuilder:
 
     def num_epochs(self, num_epochs: int) -> LearnerBuilder:
         self._num_epochs = _positive("num_epochs", num_epochs)
+        return self
+
+    def num_iterations(self, iterations: int) -> LearnerBuilder:
+        """Train on `iterations` batches in all, in place of `num_epochs` (Lightning's `max_steps`,
+        counted in batches as Burn steps its LR scheduler): one epoch of that many batches, or
+        `iterations / k` epochs of `valid_every(k)`."""
+        self._num_iterations = _positive("num_iterations", iterations)
+        return self
+
+    def valid_every(self, iterations: int) -> LearnerBuilder:
+        """Validate every `iterations` batches (Lightning's `val_check_interval`), keeping Burn's
+        per-epoch layout: an epoch becomes `iterations` batches, and its logs, checkpoint, summary
+        row and resume point are the validation's. The train loader continues across these epochs
+        instead of restarting (`DataLoaderBuilder`'s loaders: `set_epoch_batches`; any other sized
+        loader is wrapped), so no batch repeats before a whole pass is done. With
+        `num_iterations(n)`, n must be a multiple of `iterations`; without, `num_epochs` counts them."""
+        self._valid_every = _positive("valid_every", iterations)
         return self
 
     def grads_accumulation(self, accumulation: int) -> LearnerBuilder:
@@ -261,6 +282,7 @@ class LearnerBuilder:
                 raise ValueError(f"grads_accumulation({accumulation}) with trainer_kwargs(gradient_clip_val=...): Burn's "
                                  "accumulation runs in manual optimization, where Lightning doesn't clip; clip with "
                                  "the optimizer config's grad_clipping (GradientClippingConfig.Norm(x), as Burn)")
+        epoch_batches, num_epochs = self._epochs()
         module = StepModule(model, optim, lr_or_scheduler, self._train_metrics, self._valid_metrics,
                             cuda_graph=self._cuda_graph, grads_accumulation=accumulation)
 
@@ -290,6 +312,7 @@ class LearnerBuilder:
             callbacks.append(Preemption(functools.partial(checkpoint_path, self.artifact_dir, extension=extension,
                                                           kind=PREEMPTED)))
             callbacks.append(RandomState())
+        callbacks.append(Peers())  # names a rank that died mid-fit (burnlike.train.process_group)
         callbacks += [s.to_callback() for s in self._early_stopping]
         if self._interrupter is not None:
             callbacks.append(InterrupterCallback(self._interrupter))
@@ -299,13 +322,14 @@ class LearnerBuilder:
 
         kwargs: dict[str, Any] = {
             "default_root_dir": str(self.artifact_dir),
-            "max_epochs": self._num_epochs,
+            "max_epochs": num_epochs,
             "logger": list(self._loggers) if self._loggers else False,
             "enable_checkpointing": self._recorder is not None,
             "enable_model_summary": False,
             "enable_progress_bar": self._progress_bar and (self._renderer is None or own_bar),
             "num_sanity_val_steps": 0,  # Burn runs no sanity validation
             "callbacks": callbacks,
+            "profiler": NoProfiler(),  # a profiler in trainer_kwargs replaces it
         }
         if plugins:
             kwargs["plugins"] = plugins
@@ -332,7 +356,25 @@ class LearnerBuilder:
             checkpoint_extension=self._recorder.file_extension() if self._recorder is not None else None,
             application_logger=self._application_logger,
             renderer=self._renderer,
+            epoch_batches=epoch_batches,
         )
+
+    def _epochs(self) -> tuple[int | None, int]:
+        """(batches per epoch, None for a whole pass; the number of epochs)."""
+        every, total = self._valid_every, self._num_iterations
+        if every is None and total is None:
+            return None, self._num_epochs
+        if "limit_train_batches" in self._trainer_kwargs:
+            raise ValueError("num_iterations/valid_every decide the batches of an epoch: leave "
+                             "trainer_kwargs(limit_train_batches=...) out")
+        if total is None:
+            return every, self._num_epochs
+        if every is None:
+            return total, 1
+        if total % every:
+            raise ValueError(f"num_iterations({total}) is not a multiple of valid_every({every}): each epoch is "
+                             f"{every} batches (e.g. num_iterations({total // every * every or every}))")
+        return every, total // every
 
 
 def flat_metrics(metrics: tuple[Metric | tuple[Metric, ...], ...]) -> list[Metric]:

@@ -4,15 +4,21 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterable, Iterator
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, cast
 
 import lightning as L
+from lightning.pytorch.strategies import Strategy
+from lightning.pytorch.strategies.launchers.multiprocessing import _MultiProcessingLauncher
 from torch import nn
 
+from burnlike.data.dataloader import epochs_of
 from burnlike.record.checkpoint.lightning_dict import is_checkpoint
-from burnlike.record.checkpoint.shard_folder import read_training_state
+from burnlike.record.checkpoint.shard_folder import is_sharded_checkpoint, read_training_state
 from burnlike.record.format import registry
 from burnlike.record.format.location import AnyPath
 from burnlike.train import components
@@ -25,8 +31,9 @@ from burnlike.train.logger import (
 )
 from burnlike.train.module import STORE_RESULT, StepModule
 from burnlike.train.plot import plot_metrics
-from burnlike.train.preemption import BATCHES_DONE, SkipFirst
-from burnlike.train.process_group import end_at_exit
+from burnlike.train.preemption import BATCHES_DONE, SIGNALS, Preempted, SkipFirst
+from burnlike.train.process_group import Peers, RankStopped, end_at_exit, is_collective_failure
+from burnlike.train.quiet import resuming_exactly
 from burnlike.train.renderer.cli import CliMetricsRenderer
 from burnlike.train.sharded import CompactShards, full_model_state, model_skeleton, whole_model
 from burnlike.train.summary import LearnerSummary
@@ -59,6 +66,10 @@ class LearningResult(TrainingResult):
     custom learning strategy's loop) and the `renderer`."""
 
 
+class CheckpointMoveError(ValueError):
+    """A checkpoint the fit's strategy can't load (the message names both and what works)."""
+
+
 class Learner(components.Learner):
     """The learning components bound to a configured Trainer (what `LearnerBuilder.build` returns)."""
 
@@ -73,6 +84,7 @@ class Learner(components.Learner):
         checkpoint_extension: str | None = None,
         application_logger: ApplicationLogger = True,
         renderer: Any = None,
+        epoch_batches: int | None = None,
     ) -> None:
         super().__init__(module.model, module.optim, module.lr_or_scheduler)
         self.trainer = trainer
@@ -84,11 +96,59 @@ class Learner(components.Learner):
         self.checkpoint_extension = checkpoint_extension
         self.application_logger = application_logger
         self.renderer = renderer
+        self.epoch_batches = epoch_batches  # valid_every/num_iterations: an epoch is this many batches
         self._skeleton: nn.Module | None = None  # the model's structure before a sharded fit
-        module.store.add_listener(EpochLogWriter(artifact_dir, lambda: trainer.is_global_zero))
+        spawned_ranks_tear_down(trainer)
+        module.store.add_listener(EpochLogWriter(artifact_dir, GlobalZero(trainer)))
 
     def model(self) -> nn.Module:
         return self.module.model
+
+    def _check_move(self, path: AnyPath) -> None:
+        """A checkpoint moves between strategies and process counts through the recorder: one-file
+        and sharded ones alike load under one device, DDP (gathered: the plugin) and the sharding
+        strategies (sharded on load). A strategy that reads checkpoints its own way (DeepSpeed,
+        Lightning's own FSDP, a custom `load_checkpoint`) never sees the recorder: one line says so."""
+        strategy = self.trainer.strategy
+        if isinstance(strategy, CompactShards) or type(strategy).load_checkpoint is Strategy.load_checkpoint:
+            return
+        sharded = is_sharded_checkpoint(path)
+        kind = (f"a sharded checkpoint ({sum(1 for p in path.iterdir() if p.name.startswith('shard-'))} shards)"
+                if sharded else "a one-file checkpoint")
+        gather = f", or gather it into one file first: burnlike consolidate {path} --checkpoint" if sharded else ""
+        raise CheckpointMoveError(
+            f"{path} is {kind} in the recorder's format, which {type(strategy).__name__} can't load (it reads "
+            "checkpoints its own way): resume it on one device, under DDP or sharded (app: trainer=cpu, trainer=ddp "
+            f"or trainer=fsdp; in code: ExecutionStrategy.single/ddp, or multi with MultiDeviceOptim.OptimSharded)"
+            f"{gather}")
+
+    def _rank_stopped(self, error: Exception) -> None:
+        """After a distributed fit failed: a spawned rank that stopped on a signal after saving
+        (`Preempted`, its exit status) stops this process the same way; a rank that died (its
+        process ended, a collective failed) is named in one line, with the newest checkpoint and
+        the resume command, and this rank stops with status 1 (`RankStopped`). Anything else is
+        left to propagate."""
+        from torch.multiprocessing.spawn import ProcessExitedException
+
+        if isinstance(error, ProcessExitedException):  # this process waits for ranks it spawned
+            if error.exit_code in {128 + s for s in SIGNALS}:
+                raise Preempted(error.exit_code) from None
+            how = f"killed by {error.signal_name}" if error.signal_name else f"exit status {error.exit_code}"
+            who = [f"rank {error.error_index} (pid {error.error_pid}, {how})"]
+        elif self.trainer.world_size > 1 and is_collective_failure(error):
+            peers = next((c for c in self.trainer.callbacks if isinstance(c, Peers)), None)  # type: ignore[attr-defined]
+            who = (peers.stopped() if peers is not None else []) or ["another rank"]
+        else:
+            return
+        newest = (newest_checkpoint(self.artifact_dir, self.checkpoint_extension)
+                  if self.checkpoint_extension is not None else None)
+        saved = f"the newest complete checkpoint is {newest}" if newest is not None else "no checkpoint was saved yet"
+        cause = " ".join(str(error).split())[:200]
+        line = (f"burnlike: {', '.join(who)} stopped, so rank {self.trainer.global_rank} stops too; {saved}; resume "
+                f"with learner.checkpoint=last (in code: checkpoint('last')) [{type(error).__name__}: {cause}]")
+        log.error(line)
+        print(line, file=sys.stderr, flush=True)
+        raise RankStopped(1) from error
 
     def _resume_loaders(self, ckpt: AnyPath, train: Iterable[Any], valid: Iterable[Any] | None
                         ) -> tuple[Iterable[Any], Iterable[Any] | None]:
@@ -103,6 +163,13 @@ class Learner(components.Learner):
         elif skip and self.trainer.world_size == 1:
             train = SkipFirst(train, skip)  # a plain loader: its first pass skips them (its order is its own)
         return train, valid
+
+    def _epochs_of(self, train: Iterable[Any], batches: int) -> Iterable[Any]:
+        if not callable(getattr(train, "set_epoch_batches", None)) and self.trainer.world_size > 1:
+            raise ValueError(f"valid_every/num_iterations over {self.trainer.world_size} processes need a "
+                             f"DataLoaderBuilder loader (Lightning shards it for each process), got "
+                             f"{type(train).__name__}")
+        return cast(Iterable[Any], epochs_of(train, batches))
 
     def resume_path(self, *, warn: bool = True) -> AnyPath | None:
         """The file Lightning resumes from: `trainer-N` (Burn's per-epoch layout), else an older
@@ -121,11 +188,14 @@ class Learner(components.Learner):
             if newest is None and warn:
                 log.warning("checkpoint('last'): no checkpoint in %s yet; training from the start",
                             self.artifact_dir / "checkpoint")
+            if newest is not None:
+                self._check_move(newest)
             return newest
         epoch = int(self.checkpoint)
         for kind in ("trainer", "model"):
             path = checkpoint_path(self.artifact_dir, epoch, self.checkpoint_extension, kind)
             if path.exists():
+                self._check_move(path)
                 return path
         raise FileNotFoundError(f"checkpoint({epoch}): no checkpoint file at "
                                 f"{checkpoint_path(self.artifact_dir, epoch, self.checkpoint_extension, 'trainer')}")
@@ -138,6 +208,8 @@ class Learner(components.Learner):
         skeleton = None
         if isinstance(self.trainer.strategy, CompactShards):  # the fit shards the model: keep its structure
             skeleton = self._skeleton = self._skeleton or model_skeleton(self.module.model)
+        if self.epoch_batches is not None:
+            train_loader = self._epochs_of(train_loader, self.epoch_batches)
         try:
             ckpt = self.resume_path()
             log.info("fitting %s for %s epochs%s", type(self.model()).__name__, self.trainer.max_epochs,
@@ -148,8 +220,13 @@ class Learner(components.Learner):
                 continue_logger_runs(self.trainer, ckpt)
             if self.trainer.world_size > 1:
                 end_at_exit()
-            with _spawn_safe_sharing(self.trainer):
-                self.trainer.fit(self.module, train_loader, valid_loader, ckpt_path=str(ckpt) if ckpt else None)
+            self.module.exact_resume = ckpt is not None and resumes_exactly(train_loader)
+            with _spawned_ranks(self.trainer), resuming_exactly(self.module.exact_resume):
+                try:
+                    self.trainer.fit(self.module, train_loader, valid_loader, ckpt_path=str(ckpt) if ckpt else None)
+                except Exception as e:
+                    self._rank_stopped(e)
+                    raise
             stored = self.trainer.callback_metrics.pop(STORE_RESULT, None)
             if isinstance(stored, dict) and not self.module.store.epochs_stored():  # spawned: the processes had it
                 self.module.store.load_state_dict(stored)
@@ -176,6 +253,17 @@ class Learner(components.Learner):
         return TrainingResult(model, summary, self.trainer, self.renderer)
 
 
+class GlobalZero:
+    """`trainer.is_global_zero`, asked when called. A class, not a closure: ddp_spawn pickles the
+    module, its metric store and the store's listeners into the processes it starts."""
+
+    def __init__(self, trainer: L.Trainer) -> None:
+        self.trainer = trainer
+
+    def __call__(self) -> bool:
+        return bool(self.trainer.is_global_zero)
+
+
 def resumes_exactly(loader: Iterable[Any]) -> bool:
     """Whether `loader` starts at any epoch and batch in any process (`DataLoaderBuilder`'s do)."""
     return callable(getattr(loader, "resume_at", None))
@@ -198,20 +286,69 @@ def resume_point(path: AnyPath) -> tuple[int, int]:
     return epoch + 1, 0
 
 
+def spawned_ranks_tear_down(trainer: L.Trainer) -> None:
+    """Under ddp_spawn, each rank's process ends as Lightning ends a fit it didn't spawn: on an
+    error (a preemption's `Preempted` too) the callbacks hear of it and the trainer is torn down
+    (the DDP wrapper released, checkpoint writes finished) before the process exits. Lightning's
+    own launcher lets the error leave the rank's fit as it is: the gloo group, still held by the
+    DDP wrapper, then now and then aborts the process at interpreter exit ("terminate called
+    without an active exception", status -6 instead of the preemption's 143)."""
+    strategy = trainer.strategy
+    launcher = getattr(strategy, "_launcher", None)
+    if type(launcher) is _MultiProcessingLauncher:
+        strategy._launcher = TearDownSpawnedRanks(strategy, launcher._start_method)  # type: ignore[arg-type]
+
+
+class _TornDownOnError:
+    """`function` (the rank's `trainer._fit_impl`) run as Lightning's `_call_and_handle_interrupt`
+    runs it in a process it didn't spawn. A class, not a closure: it must pickle (forkserver)."""
+
+    def __init__(self, function: Callable[..., Any], trainer: L.Trainer) -> None:
+        self.function, self.trainer = function, trainer
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        from lightning.pytorch.trainer.call import _interrupt
+
+        try:
+            return self.function(*args, **kwargs)
+        except BaseException as e:
+            _interrupt(self.trainer, e)
+            self.trainer._teardown()
+            raise
+
+
+class TearDownSpawnedRanks(_MultiProcessingLauncher):
+    """Lightning's ddp_spawn launcher whose ranks end their fit as `_TornDownOnError` does."""
+
+    def _wrapping_function(self, process_idx: int, trainer: L.Trainer | None, function: Callable[..., Any],
+                           *rest: Any) -> None:
+        if trainer is not None:
+            function = _TornDownOnError(function, trainer)
+        super()._wrapping_function(process_idx, trainer, function, *rest)
+
+
 @contextlib.contextmanager
-def _spawn_safe_sharing(trainer: L.Trainer) -> Iterator[None]:
-    """Tensors go to spawned processes (ddp_spawn) through torch's "file_system" sharing for the
-    fit: its default "file_descriptor" strategy passes one descriptor twice when two tensors share
-    a storage, which spawn refuses ("bad value(s) in fds_to_keep")."""
+def _spawned_ranks(trainer: L.Trainer) -> Iterator[None]:
+    """The fit of a strategy that starts its ranks as child processes of this one (ddp_spawn),
+    which itself only waits for them:
+    - a scheduler's SIGTERM/SIGUSR1 to this process is passed on to the ranks (they save a
+      checkpoint and stop: `Preemption`), where it would otherwise end this process at once and
+      leave them running;
+    - tensors go to the ranks through torch's "file_system" sharing: its default "file_descriptor"
+      strategy passes one descriptor twice when two tensors share a storage, which spawn refuses
+      ("bad value(s) in fds_to_keep")."""
     launcher = getattr(trainer.strategy, "launcher", None)
-    if getattr(launcher, "_start_method", None) not in ("spawn", "forkserver"):
+    if not isinstance(launcher, _MultiProcessingLauncher):
         yield
         return
-    import torch.multiprocessing as mp
+    with contextlib.ExitStack() as stack:
+        if threading.current_thread() is threading.main_thread():
+            for signum in SIGNALS:
+                previous = signal.signal(signum, lambda signum, frame: launcher.kill(signum))
+                stack.callback(signal.signal, signum, previous)
+        if launcher._start_method in ("spawn", "forkserver"):
+            import torch.multiprocessing as mp
 
-    before = mp.get_sharing_strategy()  # type: ignore[no-untyped-call]
-    mp.set_sharing_strategy("file_system")  # type: ignore[no-untyped-call]
-    try:
+            stack.callback(mp.set_sharing_strategy, mp.get_sharing_strategy())  # type: ignore[no-untyped-call]
+            mp.set_sharing_strategy("file_system")  # type: ignore[no-untyped-call]
         yield
-    finally:
-        mp.set_sharing_strategy(before)  # type: ignore[no-untyped-call]

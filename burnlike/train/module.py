@@ -32,7 +32,7 @@ from burnlike.train.metric.base import Metric, MetricContext
 from burnlike.train.metric.store import EpochEntry, MetricStore, Split
 from burnlike.train.output import NONE, Adaptor
 from burnlike.train.preemption import BATCHES_DONE
-from burnlike.train.quiet import quiet_lightning
+from burnlike.train.quiet import ignore_not_resumable, quiet_lightning
 from burnlike.train.sharded import ShardedStrategy, shard_model
 from burnlike.train.step import (
     InferenceStep,
@@ -245,8 +245,12 @@ class StepModule(StepHost):
         check_metrics(item_type, self.metrics(split), split)
         self._checked.add(split)
 
+    exact_resume = False  # set by `Learner.fit`: this fit's train loader continues exactly where it stopped
+
     def setup(self, stage: str) -> None:
         quiet_lightning()  # in every process: ddp_spawn's don't inherit the warning filters
+        if self.exact_resume:
+            ignore_not_resumable()
 
     def configure_model(self) -> None:
         """Under `ShardedStrategy`, shard the model over the processes (FSDP2), once."""
@@ -269,8 +273,10 @@ class StepModule(StepHost):
 
     def on_train_end(self) -> None:
         # ddp_spawn sends the process that called fit the weights and `callback_metrics` only: the
-        # store rides along (plain floats), so its summary and results hold the epochs
-        self.trainer.callback_metrics[STORE_RESULT] = self.store.state_dict()  # type: ignore[assignment]
+        # store rides along (plain floats), so its summary and results hold the epochs (`Learner.fit`
+        # takes it out again); a fit in this process leaves callback_metrics to Lightning's values
+        if getattr(self.trainer.strategy.launcher, "_start_method", None) is not None:
+            self.trainer.callback_metrics[STORE_RESULT] = self.store.state_dict()  # type: ignore[assignment]
 
     # Epoch ends --------------------------------------------------------------------------------
     def on_validation_epoch_start(self) -> None:

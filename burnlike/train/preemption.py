@@ -126,7 +126,7 @@ class Preemption(L.Callback):
             path = self.path(trainer.global_step)
             self._batches_done = batches_done
             try:
-                trainer.save_checkpoint(str(path))
+                trainer.save_checkpoint(str(path), weights_only=False)  # the whole state: a resume needs it
             finally:
                 self._batches_done = None
             line = (f"burnlike: preempted by {name} at epoch {trainer.current_epoch + 1}, step {trainer.global_step}; "

@@ -21,6 +21,7 @@ checkpoints: `state_dict_type="sharded"` or `"full"`. Both mix in `CompactShards
 
 from __future__ import annotations
 
+import copy
 import os
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Literal, cast
@@ -37,13 +38,16 @@ from burnlike.record.checkpoint.dcp import (
     CompactStorageReader,
     CompactStorageWriter,
 )
+from burnlike.record.checkpoint.epoch_files import MODEL_FILE
 from burnlike.record.checkpoint.plugin import RecorderCheckpointIO
 from burnlike.record.checkpoint.shard_folder import (
     is_sharded_checkpoint,
     read_training_state,
+    remove_checkpoint_path,
     write_training_state,
 )
-from burnlike.record.format.location import RemotePath, as_path
+from burnlike.record.checkpoint.weights import load_weights
+from burnlike.record.format.location import as_path
 from burnlike.record.format.named_mpk import CompactRecorder
 from burnlike.record.format.recorder import Recorder
 
@@ -62,12 +66,40 @@ class CompactShards:
     lightning_module: L.LightningModule | None
     optimizers: list[torch.optim.Optimizer]
 
+    _model_skeleton: nn.Module | None = None  # the Burn model's structure before it is sharded
+
     @property
     def sharded(self) -> bool:
         raise NotImplementedError
 
     if TYPE_CHECKING:
         def broadcast(self, obj: Any, src: int = 0) -> Any: ...
+
+    def connect(self, model: L.LightningModule) -> None:
+        """Lightning connects the module as a fit starts, before `configure_model` shards it: keep
+        the Burn model's structure (no weights), which a one-device checkpoint's `model-N` record is
+        read into (`whole_weights`)."""
+        super().connect(model)  # type: ignore[misc]  # Lightning's strategy, after this mixin
+        from torch.distributed.fsdp import FSDPModule
+
+        inner = getattr(model, "model", None)  # a StepModule's Burn model
+        self._model_skeleton = None
+        if isinstance(inner, nn.Module) and not any(isinstance(m, FSDPModule) for m in inner.modules()):
+            self._model_skeleton = model_skeleton(inner)
+
+    def whole_weights(self, checkpoint: dict[str, Any], path: str) -> dict[str, Any]:
+        """The whole model's weights of a gathered checkpoint, taken out of it: its `state_dict`, or
+        where that is Burn's per-epoch layout (a one-device or DDP fit's `trainer-N`, whose weights
+        are the module record `model-N`) that record read into the model's structure."""
+        state: dict[str, Any] = checkpoint.pop("state_dict", None) or {}
+        model_file = checkpoint.pop(MODEL_FILE, None)
+        if model_file is None:
+            return state
+        if self._model_skeleton is None:
+            raise RuntimeError(f"{path}: its weights are the module record {model_file}, which only a burnlike "
+                               "StepModule's model is read from")
+        whole = load_weights(copy.deepcopy(self._model_skeleton).to_empty(device="cpu"), str(model_file))
+        return {f"model.{k}": v for k, v in whole.state_dict().items()}
 
     @property
     def recorder(self) -> Recorder:
@@ -149,16 +181,7 @@ class CompactShards:
 
     @staticmethod
     def _remove(target: str) -> None:
-        path = as_path(target)
-        if isinstance(path, RemotePath):
-            if path.exists():
-                path.fs.rm(path.fs_path, recursive=True)
-        elif path.is_dir():
-            import shutil
-
-            shutil.rmtree(path, ignore_errors=True)
-        else:
-            path.unlink(missing_ok=True)
+        remove_checkpoint_path(target)
 
 
 class ShardedStrategy(CompactShards, ModelParallelStrategy):
@@ -193,7 +216,7 @@ class ShardedStrategy(CompactShards, ModelParallelStrategy):
 
         assert self.model is not None and self.lightning_module is not None
         full = StateDictOptions(full_state_dict=True, strict=self.lightning_module.strict_loading)
-        set_model_state_dict(self.model, checkpoint.pop("state_dict"), options=full)
+        set_model_state_dict(self.model, self.whole_weights(checkpoint, path), options=full)
         for optimizer, state in zip(self.optimizers, self._optimizer_states(checkpoint, path)):
             set_optimizer_state_dict(self.model, optimizer, options=full,
                                      optim_state_dict=_rekey_optimizer_state_if_needed(state, self.model))
@@ -222,7 +245,7 @@ class CompactFSDPStrategy(CompactShards, FSDPStrategy):
         from torch.distributed.fsdp import FullyShardedDataParallel, OptimStateKeyType
 
         assert self.model is not None and self.lightning_module is not None
-        _load_raw_module_state(checkpoint.pop("state_dict"), module=self.model, world_size=self.world_size,
+        _load_raw_module_state(self.whole_weights(checkpoint, path), module=self.model, world_size=self.world_size,
                                strict=self.lightning_module.strict_loading)
         states = self._optimizer_states(checkpoint, path)
         gathered = _get_full_state_dict_context(self.model, world_size=self.world_size, rank0_only=False)
@@ -267,8 +290,6 @@ def model_skeleton(model: nn.Module) -> nn.Module:
     """`model`'s structure without its weights (on the meta device), taken before sharding turns its
     parameters into shards: the whole model is rebuilt from it with `whole_model`. The weights are
     never copied (a deepcopy whose parameters and buffers are meta tensors from the start)."""
-    import copy
-
     memo: dict[int, Any] = {id(b): b.to("meta") for b in model.buffers()}
     memo.update({id(p): nn.Parameter(p.detach().to("meta"), requires_grad=p.requires_grad)
                  for p in model.parameters()})

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from enum import Enum
 from typing import Any
 
@@ -45,6 +46,7 @@ __all__ = [
     "as_execution",
     "is_learning_strategy",
     "ddp",
+    "set_process_group_timeout",
     "trainer_devices",
 ]
 
@@ -299,3 +301,17 @@ def trainer_devices(devices: Sequence[Device]) -> dict[str, Any]:
     if kind == "mps":
         return {"accelerator": "mps", "devices": 1}
     raise ValueError(f"devices: unsupported device type {kind!r}")
+
+
+def set_process_group_timeout(strategy: Any, seconds: float) -> bool:
+    """How long a collective waits for the other ranks before the process group fails (torch's
+    default: 30 min, the wait a dead NCCL rank costs the others). Lightning's DDP, FSDP and
+    ModelParallel strategies take it as `timeout=` when built; one the Trainer made from a name
+    ("ddp", "auto", ShardedStrategy()) gets it here, before the fit starts the group. Whether
+    `strategy` has a process group to time."""
+    from lightning.pytorch.strategies import DDPStrategy, FSDPStrategy, ModelParallelStrategy
+
+    if not isinstance(strategy, (DDPStrategy, FSDPStrategy, ModelParallelStrategy)):
+        return False
+    strategy._timeout = timedelta(seconds=seconds)  # what their constructors' `timeout` sets
+    return True

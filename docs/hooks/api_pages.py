@@ -49,7 +49,9 @@ PAGES = [
          "Batchers, `DataLoaderBuilder`, MNIST, images, text and tables."),
     Page("reference/dataset.md", "burnlike.data.dataset", "burnlike.data.dataset",
          "Burn's `burn::data::dataset`: the `Dataset` protocol, sources and transforms."),
-    Page("reference/nn.md", "burnlike.nn", "burnlike.nn", "Loss configs as thin factories over torch."),
+    Page("reference/nn.md", "burnlike.nn", "burnlike.nn",
+         "Burn's `burn::nn`: layer configs whose `init(device)` returns a torch module with Burn's "
+         "defaults, numbers and record; attention masks; loss configs."),
     Page("reference/config.md", "burnlike.config and burnlike.module", "burnlike.config",
          "`@config` (Burn's `#[derive(Config)]`) and the `Module` mixin, Burn's `Module` trait "
          "(`save_file`, `load_file`, `map`, `visit`, `valid`, `num_params`, ...).",
@@ -63,6 +65,12 @@ PAGES = [
          "The Hydra app's importable pieces, for another repo's entry point "
          "([Hydra app](../hydra.md))."),
 ]
+
+
+# A recorder's format hooks (how its bytes are written and parsed, `type_args` of its Burn type name) are
+# for the record package itself: the reference shows a recorder's user-facing methods only.
+FORMAT_HOOKS = ("encode", "decode", "write", "read", "parse", "size_hint", "type_args")
+RECORD_OPTIONS = f'    options:\n      filters: ["!^_", "!^({"|".join(FORMAT_HOOKS)})$"]\n'
 
 
 def _modules(module: griffe.Module):  # type: ignore[no-untyped-def]
@@ -142,7 +150,7 @@ def markdown(page: Page) -> str:
             except KeyError:
                 out.append(_value_entry(path, name))
                 continue
-            out.append(f"::: {path}.{name}\n")
+            out.append(f"::: {path}.{name}\n" + (RECORD_OPTIONS if path.startswith("burnlike.record") else ""))
     for path in page.whole:
         out.append(f"## `{path}`\n")
         out.append(f"::: {path}\n    options:\n      show_root_heading: false\n      heading_level: 3\n")

@@ -32,12 +32,16 @@ GROUP_NOTES = {
     "data": "What to train on and how it is batched.",
     "optimizer": "Burn's optimizer configs with Burn's defaults; `optimizer.lr` is the learning rate "
                  "(Burn passes it to `build()`; the app keeps it with the optimizer).",
+    "scheduler": "The learning rate over the run, from `optimizer.lr`; no option keeps it constant "
+                 "([Recipes](../recipes.md#warmup-then-cosine)).",
     "trainer": "The `lightning.Trainer` arguments the app sets; `trainer.extra.<name>=<value>` passes any "
                "other one through.",
     "learner": "Burn's `LearnerBuilder` settings.",
     "logger": "Experiment trackers; each gets the metric store's epoch values under Burn's names.",
     "hparams_search": "Sweeper configs (`@package _global_`: they set keys anywhere, and `hydra.mode: MULTIRUN`).",
     "debug": "Short runs to check the wiring (`@package _global_`).",
+    "experiment": "Whole recipes, one file each choosing model, data, optimizer, schedule and learner "
+                  "(`@package _global_`, as lightning-hydra-template's): [Recipes](../recipes.md).",
     "hydra/launcher": "Launchers for `-m` sweeps.",
 }
 
@@ -192,15 +196,16 @@ def fmt(value: Any) -> str:
 
 
 def prose(text: str) -> str:
-    """Comment text for a table cell: `<` and `>` outside code spans escaped, `|` escaped."""
+    """Comment text for a table cell: `<`, `>` and `|` outside code spans escaped (the tables
+    extension keeps a code span's `|` in its cell, and would show a backslash there)."""
     parts = text.split("`")
     for i in range(0, len(parts), 2):
-        parts[i] = parts[i].replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return "`".join(parts).replace("|", "\\|")
+        parts[i] = parts[i].replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("|", "\\|")
+    return "`".join(parts)
 
 
 def code(value: str) -> str:
-    return "`" + value.replace("|", "\\|") + "`" if "`" not in value else "``" + value + "``"
+    return "`" + value + "`" if "`" not in value else "``" + value + "``"
 
 
 def key_rows(prefix: str, node: dict[str, Any], cls: type | None, notes: dict[str, str]) -> list[str]:

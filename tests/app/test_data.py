@@ -1,7 +1,9 @@
-"""`burnlike.app.data`: the loaders of the app's data options (MNIST, an image folder, a CSV table).
-Each yields the batches its model reads (normalised images, standardised features, class indices or
-regression targets), splits train/valid reproducibly, and refuses a config that doesn't fit the data
-with a `DataConfigError` naming the keys to change, before any training."""
+"""`burnlike.app.data`: the loaders of the app's data options (MNIST, an image folder, a CSV table,
+Tiny Shakespeare's characters). Each yields the batches its model reads (normalised images,
+standardised features, class indices or regression targets, windows of characters and the next
+ones), splits train/valid reproducibly, and refuses a config that doesn't fit the data with a
+`DataConfigError` naming the keys to change, before any training. A text run's model writes a sample
+at the end."""
 
 from __future__ import annotations
 
@@ -15,10 +17,11 @@ from omegaconf import OmegaConf
 from PIL import Image
 from torch.utils.data import DataLoader, RandomSampler, SequentialSampler
 
-from burnlike.app.data import DataConfigError, build_loaders, fast_path_data_device
-from burnlike.data import ImageBatch, TabularBatch
+from burnlike.app.data import DataConfigError, build_loaders, fast_path_data_device, generated_sample
+from burnlike.data import ImageBatch, TabularBatch, TokenWindowBatch
 from tests.app.helpers import REGRESSION, SMALL, write_regression_table
 from tests.helpers.app import IMAGE
+from tests.helpers.corpus import corpus_text, vocab_size, write_corpus
 from tests.helpers.idx import write_mnist_idx
 from tests.helpers.images import write_corrupt, write_splits
 
@@ -44,6 +47,77 @@ def images(tmp_path_factory):
 def first_epoch_losses(app, out, seed):
     app(out, "learner.num_epochs=1", f"data.shuffle_seed={seed}", "seed=0")
     return (out / "train" / "epoch-1" / "Loss.log").read_text().splitlines()
+
+
+# --- data=shakespeare_char ------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def text_root(tmp_path_factory):
+    return write_corpus(tmp_path_factory.mktemp("text"), 3000)
+
+
+def text_conf(conf, root, *overrides):
+    return conf("model=gpt", "data=shakespeare_char", f"data.root={root}", f"model.vocab_size={vocab_size(3000)}",
+                "model.block_size=16", "data.batch_size=5", *overrides)
+
+
+def test_shakespeare_char_loaders_yield_shuffled_windows_and_their_next_characters(conf, text_root):
+    train, valid = build_loaders(text_conf(conf, text_root))
+    text = corpus_text(3000)
+    chars = sorted(set(text))
+    n = int(3000 * 0.9)
+    batch = next(iter(train))
+    assert isinstance(batch, TokenWindowBatch) and batch.inputs.shape == batch.targets.shape == (5, 16)
+    for inputs, targets in zip(batch.inputs.tolist(), batch.targets.tolist()):
+        window = "".join(chars[i] for i in inputs + targets[-1:])
+        assert window in text[:n] and inputs[1:] == targets[:-1]  # the next character of each input
+    assert len(train.dataset) == n - 16 and len(valid.dataset) == 3000 - n - 16
+    assert train.drop_last and isinstance(valid.sampler, RandomSampler)  # each validation draws its own windows
+    first, again = (build_loaders(text_conf(conf, text_root))[0] for _ in range(2))
+    assert [b.inputs.tolist() for b in first] == [b.inputs.tolist() for b in again]  # the shuffle is seeded
+
+
+def test_shakespeare_char_windows_follow_the_models_block_size_or_a_shorter_one(conf, text_root):
+    train, _ = build_loaders(text_conf(conf, text_root, "data.block_size=8"))
+    assert next(iter(train)).inputs.shape == (5, 8)
+
+
+@pytest.mark.parametrize(("overrides", "message"), [
+    (["model.vocab_size=65"], f"model.vocab_size=65: the data has {vocab_size(3000)} characters in "),
+    (["data.block_size=32"], "data.block_size=32 model.block_size=16: the windows are longer than the model's context"),
+    (["data.train_fraction=1.5"], "data.train_fraction=1.5: expected a fraction in (0, 1)"),
+])
+def test_shakespeare_char_config_errors_name_the_keys(conf, text_root, overrides, message):
+    with pytest.raises(DataConfigError) as e:
+        build_loaders(text_conf(conf, text_root, *overrides))
+    assert message in str(e.value)
+
+
+def test_shakespeare_char_refuses_an_image_model(conf, text_root):
+    with pytest.raises(DataConfigError, match="^model: MlpConfig reads the batches of data=mnist, not "
+                                              "data=shakespeare_char: use model=gpt$"):
+        build_loaders(conf("model=mlp", "data=shakespeare_char", f"data.root={text_root}"))
+
+
+def test_missing_shakespeare_text_names_the_file(conf, tmp_path):
+    with pytest.raises(DataConfigError) as e:
+        build_loaders(text_conf(conf, tmp_path / "none"))
+    message = str(e.value)
+    assert message.startswith(f"data.root='{tmp_path / 'none'}': Tiny Shakespeare: ")
+    assert f"{tmp_path / 'none' / 'shakespeare_char' / 'input.txt'} not found" in message
+
+
+def test_a_text_runs_model_writes_a_seeded_sample_after_the_prompt(conf, text_root):
+    cfg = text_conf(conf, text_root, "data.sample_length=30", "data.sample_prompt=ROMEO")
+    model = cfg.model
+    from omegaconf import OmegaConf as OC
+
+    gpt = OC.to_object(model).init()
+    sample = generated_sample(cfg, gpt)
+    assert sample is not None and len(sample) == 35 and sample.startswith("ROMEO")
+    assert set(sample) <= set(corpus_text(3000)) and generated_sample(cfg, gpt) == sample
+    assert generated_sample(text_conf(conf, text_root, "data.sample_length=0"), gpt) is None
+    with pytest.raises(DataConfigError, match="data.sample_prompt='Zebra': CharVocab: 'Z' is not one of"):
+        generated_sample(text_conf(conf, text_root, "data.sample_prompt=Zebra"), gpt)
 
 
 # --- data=image_folder ----------------------------------------------------------------------------
@@ -227,14 +301,14 @@ def test_mnist_data_refuses_an_image_model(conf, tmp_path):
 def test_an_unknown_data_type_is_named():
     cfg = OmegaConf.create({"data": {"root": None}, "model": {"hidden_sizes": [8]}})
     with pytest.raises(DataConfigError, match=r"^data: dict is not a data option this app knows: expected one of "
-                                              r"\['mnist', 'image_folder', 'csv'\]"):
+                                              r"\['mnist', 'image_folder', 'csv', 'shakespeare_char'\]"):
         build_loaders(cfg)
 
 
 def test_a_null_data_config_is_named_as_none():
     cfg = OmegaConf.create({"data": None})
     with pytest.raises(DataConfigError, match=r"^data: None is not a data option this app knows: expected one of "
-                                              r"\['mnist', 'image_folder', 'csv'\]"):
+                                              r"\['mnist', 'image_folder', 'csv', 'shakespeare_char'\]"):
         build_loaders(cfg)
 
 

@@ -18,7 +18,11 @@ from burnlike.app.overrides import override_error
     ("logger.kind=[csv]", "did you mean logger.kinds?"),
     ("sed=3", "did you mean seed?"),
     ("learner.precision=16", "did you mean trainer.precision?"),  # a key of another group
-    ("trainer.max_steps=10", "other lightning.Trainer arguments pass through as trainer.extra.max_steps"),
+    ("trainer.max_time=10", "other lightning.Trainer arguments pass through as trainer.extra.max_time"),
+    ("trainer.max_steps=10", "the app's key for it is learner.num_iterations"),
+    ("trainer.val_check_interval=250", "the app's key for it is learner.valid_every (an epoch becomes that many batches"),
+    ("trainer.gradient_clip_val=1", "the app's key for it is optimizer.grad_clipping (optimizer.grad_clipping="
+                                    "{kind:global_norm,threshold:x} is Lightning's clipping"),
     ("learner.num_epoch.of.run=3", "did you mean learner.num_epochs?"),  # the typo is the first name under the group
 ])
 def test_an_unknown_key_is_named_with_the_right_one(arg, names):
@@ -28,12 +32,12 @@ def test_an_unknown_key_is_named_with_the_right_one(arg, names):
 
 
 def test_the_message_lists_the_groups_keys():
-    message = override_error(["trainer.max_steps=1"])
+    message = override_error(["trainer.max_time=1"])
     assert message is not None and message.endswith(
         "(trainer has accelerator, devices, strategy, precision, num_nodes, fast_dev_run, limit_train_batches, "
         "limit_val_batches, matmul_precision, extra)")
     top = override_error(["sed=1"])
-    assert top is not None and "(top-level keys: model, data, optimizer, trainer, learner, logger, seed" in top
+    assert top is not None and "(top-level keys: model, data, optimizer, scheduler, trainer, learner, logger, seed" in top
 
 
 @pytest.mark.parametrize("args", [
@@ -41,6 +45,7 @@ def test_the_message_lists_the_groups_keys():
     ["model=mlp", "model.hidden_sizes=[8]", "optimizer.lr=1", "data.root=/x"],  # option-dependent: Hydra's
     ["-m", "--cfg", "job", "trainer.extra.max_steps=3", "+trainer.extra.foo=1", "~logger"],  # flags, extra, +/~
     ["hydra.run.dir=x", "hydra/launcher=slurm", "trainer=cpu", "debug=limit", "hparams_search=mnist_optuna"],
+    ["experiment=shakespeare_char", "scheduler=warmup_cosine", "scheduler.min_lr=0.1", "learner.valid_every=5"],
     ["model@other=mlp"],  # a group option at another package
 ])
 def test_known_keys_flags_and_other_groups_pass(args):
@@ -57,3 +62,30 @@ def test_the_first_unknown_key_is_named():
 def test_an_unknown_key_after_hydras_own_arguments_is_still_named(before):
     message = override_error([*before, "sed=1"])
     assert message is not None and message.startswith("sed: no such key"), message
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["learner.num_epochs=many"], "learner.num_epochs=many is invalid: expected an integer"),
+    (["seed=null"], "seed=null is invalid: expected an integer"),
+    (["learner.summary=maybe"], "learner.summary=maybe is invalid: expected true or false"),
+    (["trainer.limit_train_batches=all"], "trainer.limit_train_batches=all is invalid: expected null or a number"),
+    (["logger.kinds=csv"], "logger.kinds=csv is invalid: expected a list of strings"),
+    (["optimizer.lr=fast"], "optimizer.lr=fast is invalid: expected a number"),  # the default option's schema
+    (["model=mlp", "model.hidden_sizes=[8,wide]"], "model.hidden_sizes=[8,wide] is invalid: expected a list of integers"),
+    (["optimizer.aux_adamw.beta_1=x", "optimizer=muon"], "optimizer.aux_adamw.beta_1=x is invalid: expected a number"),
+    (["optimizer=lbfgs", "optimizer.line_search_fn=Armijo"],
+     "optimizer.line_search_fn=Armijo is invalid: expected one of NONE, StrongWolfe"),
+])
+def test_a_value_the_schemas_type_refuses_is_named_with_what_the_key_takes(args, message):
+    assert override_error(args) == message
+
+
+@pytest.mark.parametrize("args", [
+    ["learner.num_epochs=3", "learner.checkpoint=3", "trainer.devices=[0,1]", "learner.early_stopping_patience=null"],
+    ["-m", "learner.num_epochs=1,many"],  # a sweep: each job's value is Hydra's to check
+    ["learner.num_epochs=${oc.env:EPOCHS}", "+trainer.extra.foo=bar"],  # interpolations, additions
+    ["optimizer=sgd", "optimizer.momentum.dampening=0.1"],  # under a null default: Hydra's
+    ["model=mlp", "model.hidden_sizes=[8]", "model.width=wide"],  # a key the option lacks: Hydra names it
+])
+def test_values_the_schema_takes_or_leaves_to_hydra_pass(args):
+    assert override_error(args) is None

@@ -122,6 +122,20 @@ def test_validate_names_the_key_and_what_it_expects(conf, override, message):
     assert str(error.value) == message
 
 
+@pytest.mark.parametrize(("overrides", "message"), [
+    (["learner.num_iterations=10", "learner.valid_every=4"],
+     "learner.num_iterations=10 is not a multiple of learner.valid_every=4: an epoch is valid_every iterations "
+     "(e.g. learner.num_iterations=8)"),
+    (["learner.valid_every=4", "trainer.limit_train_batches=2"],
+     "learner.num_iterations/learner.valid_every and trainer.limit_train_batches=2.0 both set an epoch's batches: "
+     "set one"),
+])
+def test_iteration_keys_that_contradict_are_named(conf, overrides, message):
+    with pytest.raises(AppConfigError) as error:
+        validate(conf(*SMALL, *overrides))
+    assert str(error.value) == message
+
+
 def test_async_save_without_checkpointing_is_refused(conf):
     with pytest.raises(AppConfigError) as error:
         validate(conf(*SMALL, "learner.async_save=true", "learner.checkpointing=false"))
@@ -137,6 +151,8 @@ def test_async_save_without_checkpointing_is_refused(conf):
     ("learner.recorder=pickle", "learner.recorder='pickle' is invalid: expected one of {names}"),
     ("learner.strategy=fsdp", "learner.strategy='fsdp' is invalid: expected null or one of "
                               "['single', 'multi', 'multi_sharded', 'ddp']"),
+    ("learner.num_iterations=0", "learner.num_iterations=0 is invalid: expected null or an integer >= 1"),
+    ("learner.valid_every=0", "learner.valid_every=0 is invalid: expected null or an integer >= 1"),
 ])
 def test_validate_names_each_checked_key_with_its_bound(conf, override, message):
     with pytest.raises(AppConfigError) as error:
@@ -687,3 +703,133 @@ def test_a_requeued_run_with_nothing_to_resume_says_so_once(mlp_conf, tmp_path, 
             tmp_path / "run")
     notes = [r.getMessage() for r in caplog.records if "checkpoint('last')" in r.getMessage()]
     assert notes == [f"checkpoint('last'): no checkpoint in {tmp_path / 'run' / 'checkpoint'} yet; training from the start"]
+
+
+# --- distributed jobs: the process group's timeout, what ddp_spawn sends, the run dir's lock -------
+@pytest.mark.parametrize("placement", [
+    ["trainer=ddp", "trainer.accelerator=cpu"],
+    ["trainer=ddp_spawn", "trainer.accelerator=cpu"],
+    ["trainer=fsdp", "trainer.accelerator=cpu"],
+    ["trainer=cpu", "trainer.devices=2"],  # Lightning's "auto" over two processes: DDP
+    ["trainer=cpu", "trainer.devices=2", "learner.strategy=multi_sharded"],
+], ids=lambda p: "+".join(p))
+def test_dist_timeout_is_the_process_groups_timeout_on_the_trainers_strategy(conf, data, tmp_path, built, placement):
+    from datetime import timedelta
+
+    with pytest.raises(Stop):
+        run(conf(*SMALL, f"data.root={data}", *placement, "learner.checkpointing=true", "learner.dist_timeout=60"),
+            tmp_path / "run")
+    assert built["tracker_trainer"].strategy._timeout == timedelta(seconds=60)
+    with pytest.raises(Stop):  # unset: torch's own default (30 min)
+        run(conf(*SMALL, f"data.root={data}", *placement, "learner.checkpointing=true"), tmp_path / "default")
+    assert built["tracker_trainer"].strategy._timeout == timedelta(minutes=30)
+
+
+class Sent(Exception):
+    """Raised where ddp_spawn would start its processes, once what it sends them has pickled."""
+
+
+@pytest.fixture
+def spawn_payload(monkeypatch):
+    """ddp_spawn's launcher without its processes: what it hands `start_processes` is pickled as
+    spawn pickles it (multiprocessing's ForkingPickler, torch's reductions registered) and read
+    back; the bytes are kept in the returned list and `Sent` stops the fit."""
+    import pickle
+    from multiprocessing.queues import SimpleQueue
+    from multiprocessing.reduction import ForkingPickler
+
+    from lightning.pytorch.strategies.launchers import multiprocessing as launchers
+
+    sent: list[bytes] = []
+
+    def start_processes(fn, args=(), nprocs=1, join=True, daemon=False, start_method="spawn"):
+        # the results queue is multiprocessing's, passed by a spawn's inheritance, not pickled
+        ours = [a for a in args if not isinstance(a, SimpleQueue)]
+        data = bytes(ForkingPickler.dumps((fn, ours)))
+        pickle.loads(data)
+        sent.append(data)
+        raise Sent
+
+    monkeypatch.setattr(launchers.mp, "start_processes", start_processes)
+    return sent
+
+
+@pytest.mark.parametrize("options", [
+    ["logger=csv", "learner.async_save=true", "learner.early_stopping_patience=2", "learner.progress_bar=true",
+     "learner.metrics=[Accuracy,Loss,Learning Rate,Iteration Speed]"],
+    ["logger=many", "learner.recorder=compact", "learner.checkpoint=last", "learner.summary=true"],
+    ["logger=mlflow"],
+    ["logger=wandb"],
+], ids=["csv+async+early-stopping+bar+metrics", "csv+tensorboard+compact+resume", "mlflow", "wandb"])
+def test_everything_ddp_spawn_sends_its_processes_pickles(conf, data, tmp_path, spawn_payload, options, monkeypatch):
+    """The trainer, its strategy, callbacks, loggers and plugins, the module with its metric store
+    and the store's listeners, and the loaders: ddp_spawn pickles them all into each process (a
+    closure anywhere among them breaks `trainer=ddp_spawn`)."""
+    for kind in ("mlflow", "wandb"):
+        if f"logger={kind}" in options:
+            pytest.importorskip(kind)
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    with pytest.raises(Sent):
+        run(conf(*SMALL, f"data.root={data}", "trainer=ddp_spawn", "trainer.accelerator=cpu", "learner.checkpointing=true",
+                 *options), tmp_path / "run")
+    assert len(spawn_payload) == 1 and len(spawn_payload[0]) > 0
+
+
+def test_a_job_holds_its_artifact_dir_while_it_runs_and_a_second_job_is_refused(conf, data, tmp_path, built):
+    """The lock is taken before anything is written (config.json included) and let go when the
+    job ends, however it ends; `learner.lock_timeout=0` takes none."""
+    from burnlike.app.lock import LOCK, RunDirBusy, RunDirLock, read_holder
+
+    out = tmp_path / "run"
+    seen = []
+    tracker_init = MetricTracker.__init__
+
+    def tracker(self, *args, **kwargs):
+        seen.append(read_holder(out / LOCK))
+        tracker_init(self, *args, **kwargs)  # the `built` spy's: raises Stop
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(MetricTracker, "__init__", tracker)
+        with pytest.raises(Stop):
+            run(conf(*SMALL, f"data.root={data}"), out)
+    assert seen[0] is not None and seen[0].pid == os.getpid()  # held during the run
+    assert not (out / LOCK).exists()  # let go when it stopped
+    with RunDirLock(out, timeout=60):
+        (out / "config.json").unlink()
+        with pytest.raises(RunDirBusy, match="is in use by another job"):
+            run(conf(*SMALL, f"data.root={data}"), out)
+        assert not (out / "config.json").exists()  # refused before writing anything
+        with pytest.raises(Stop):
+            run(conf(*SMALL, f"data.root={data}", "learner.lock_timeout=0"), out)
+
+
+def placement_of(trainer: L.Trainer) -> tuple[str, int, str, str]:
+    """What a Trainer runs on: its strategy's class, process count, launcher and accelerator."""
+    strategy = trainer.strategy
+    return (type(strategy).__name__, getattr(strategy, "num_processes", 1), type(strategy.launcher).__name__,
+            type(strategy.accelerator).__name__)
+
+
+@pytest.mark.parametrize(("spellings", "expected"), [
+    ([["trainer=cpu"], ["trainer=default", "trainer.accelerator=cpu"], ["learner.strategy=single"],
+      ["learner.strategy=multi"], ["learner.strategy=multi_sharded"]],
+     ("SingleDeviceStrategy", 1, "NoneType", "CPUAccelerator")),
+    ([["trainer=ddp", "trainer.devices=1"], ["learner.strategy=ddp"]],
+     ("DDPStrategy", 1, "_SubprocessScriptLauncher", "CPUAccelerator")),
+    ([["trainer=ddp"], ["trainer=cpu", "trainer.devices=2"], ["learner.strategy=multi", "trainer.devices=2"],
+      ["learner.strategy=ddp", "trainer.devices=2"]],
+     ("DDPStrategy", 2, "_SubprocessScriptLauncher", "CPUAccelerator")),
+    ([["trainer=fsdp"], ["learner.strategy=multi_sharded", "trainer.devices=2"]],
+     ("ShardedStrategy", 2, "_SubprocessScriptLauncher", "CPUAccelerator")),
+], ids=["one-device", "ddp-one-process", "ddp-two-processes", "sharded-two-processes"])
+def test_burns_strategy_spellings_and_the_trainer_groups_resolve_to_one_lightning_placement(
+        conf, data, tmp_path, built, spellings, expected):
+    """Each group of spellings is one Lightning configuration: the journeys
+    (tests/journeys/test_resume_anywhere.py) run one of each and so cover them all."""
+    for i, spelling in enumerate(spellings):
+        with pytest.raises(Stop):
+            run(conf(*SMALL, f"data.root={data}", "trainer.accelerator=cpu", "learner.checkpointing=true", *spelling),
+                tmp_path / str(i))
+        assert placement_of(built["tracker_trainer"]) == expected, spelling

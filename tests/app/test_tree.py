@@ -20,6 +20,11 @@ def test_flat_config_is_dotted_key_value_pairs_with_interpolations_resolved():
     assert _flat(OmegaConf.create([1, {"a": 2}])) == "[1, {'a': 2}]"
 
 
+def test_a_string_with_a_newline_or_tab_stays_on_the_groups_line():
+    group = OmegaConf.create({"sample_prompt": "\n", "sep": "a\tb", "name": "two words"})
+    assert _flat(group) == "sample_prompt='\\n' sep='a\\tb' name=two words"
+
+
 def test_print_config_is_one_line_per_group_when_redirected(mlp_conf, data, capsys):
     cfg = mlp_conf("optimizer=sgd", "seed=7")
     print_config(cfg)

@@ -1,7 +1,9 @@
-"""`burnlike.conf`: the YAML options the app ships (model, data, optimizer, trainer, learner, debug,
-logger, hparams_search). The groups offer the documented options, and each YAML holds only what its
-option changes: the defaults live in `burnlike.app.schema` alone, so a YAML that repeats one (or sets
-a key the schema lacks) would drift from it unseen."""
+"""`burnlike.conf`: the YAML options the app ships (model, data, optimizer, scheduler, trainer,
+learner, debug, logger, hparams_search, experiment). The groups offer the documented options, and
+each YAML holds only what its option changes: the defaults live in `burnlike.app.schema` alone, so a
+YAML that repeats one (or sets a key the schema lacks) would drift from it unseen. An experiment
+(lightning-hydra-template's: one file choosing the options of a recipe) sets only what its options
+leave otherwise."""
 
 import pytest
 from omegaconf import OmegaConf
@@ -11,7 +13,9 @@ from tests.helpers.app import GROUPS, shipped_options
 from tests.helpers.paths import REPO
 
 CONF_PKG = REPO / "burnlike" / "conf"
-SCHEMA_FILES = sorted(p for p in CONF_PKG.rglob("*.yaml") if p.parent.name != "launcher")  # not Hydra's own
+SCHEMA_FILES = sorted(p for p in CONF_PKG.rglob("*.yaml")  # not Hydra's own, nor the experiments (below)
+                      if p.parent.name not in ("launcher", "experiment"))
+EXPERIMENTS = sorted((CONF_PKG / "experiment").glob("*.yaml"))
 
 
 def leaves(node, prefix=""):
@@ -46,8 +50,10 @@ def schema_for(path):
 
 
 def test_shipped_config_groups_have_the_documented_options():
-    assert shipped_options("model") == ["cnn", "mlp", "mnist", "tabular"]
-    assert shipped_options("data") == ["csv", "image_folder", "mnist"]
+    assert shipped_options("model") == ["cnn", "gpt", "mlp", "mnist", "tabular"]
+    assert shipped_options("data") == ["csv", "image_folder", "mnist", "shakespeare_char"]
+    assert shipped_options("scheduler") == ["cosine", "warmup_cosine"]
+    assert shipped_options("experiment") == ["shakespeare_char", "shakespeare_char_gpu"]
     assert GROUPS["optimizer"] == ["adagrad", "adam", "adamw", "adan", "lbfgs", "muon", "rmsprop", "sgd"]
     assert GROUPS["trainer"] == ["cpu", "ddp", "ddp_spawn", "default", "fsdp", "gpu"]
     assert shipped_options("hparams_search") == ["mnist_optuna"] and GROUPS["debug"][1:] == ["fast", "limit"]
@@ -79,3 +85,27 @@ def test_default_options_compose_to_the_schema_defaults_and_others_add_only_thei
             expected.update(own_values(path))
             cfg = conf(f"{group}={option}")
             assert leaves(OmegaConf.to_container(cfg[group], resolve=False)) == expected, f"{group}={option}"
+
+
+def experiment_choices(path):
+    """The `override /group: option` entries of an experiment's defaults list, as overrides."""
+    choices = []
+    for entry in OmegaConf.load(path).defaults:
+        (key, option), = dict(entry).items()
+        assert key.startswith("override /"), f"{path.name}: {key} (an experiment overrides the app's options)"
+        choices.append(f"{key[len('override /'):]}={option}")
+    return choices
+
+
+@pytest.mark.parametrize("path", EXPERIMENTS, ids=lambda p: p.stem)
+def test_an_experiment_sets_only_what_its_options_leave_otherwise(conf, path):
+    assert path.read_text().startswith("# @package _global_\n")
+    chosen = leaves(OmegaConf.to_container(conf(*experiment_choices(path)), resolve=False))
+    composed = leaves(OmegaConf.to_container(conf(f"experiment={path.stem}"), resolve=False))
+    for key, value in own_values(path).items():
+        where = f"{path.relative_to(REPO)}: {key}"
+        parents = [key.rsplit(".", n)[0] for n in range(1, key.count(".") + 1)]
+        unset = next((p for p in parents if p in chosen and chosen[p] is None), None)  # an optional config filled in
+        assert key in chosen or unset, f"{where} is not a key of its options"
+        assert unset or chosen[key] != value, f"{where}: {value!r} repeats what its options already set"
+        assert composed[key] == value, where

@@ -5,7 +5,9 @@ process gives, and the batcher gets the dataset's batched fetch when there is on
 `.on_device(...)` it builds a `DeviceDataLoader` that keeps the data and the order on the device and
 yields, epoch after epoch, the batches the host loader yields, in a Lightning fit too. Burn's
 `DataLoader` methods (`iter`, `num_items`, `slice`, `to_device`), `set_device`, and a batcher written
-as Burn's `batch(items, device)`."""
+as Burn's `batch(items, device)`. `build` takes any object with Burn's `get`/`len` (or `__len__`) and
+names what a dataset lacks; `set_epoch_batches(n)` cuts epochs of n batches from one stream of
+passes, continuing across epochs (and resuming into the stream)."""
 
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ from burnlike.data import (
     MnistBatcher,
     MnistDataset,
 )
-from burnlike.data.dataloader import Progress, ResumableDataLoader, epoch_seed
+from burnlike.data.dataloader import EpochsOf, Progress, ResumableDataLoader, epoch_seed, epochs_of
 from burnlike.optim import AdamConfig
 from burnlike.train import LearnerBuilder
 from burnlike.train.metric import AccuracyMetric
@@ -468,3 +470,125 @@ def test_a_loaders_own_sampler_is_kept_when_it_moves_to_another_device():
     moved = loader.to_device("cpu")
     assert moved.sampler is sampler
     assert torch.cat(list(moved)).tolist() == [1, 3, 5, 7]
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the refusal is for a machine without CUDA")
+def test_on_device_cuda_without_a_gpu_names_the_call_and_what_to_do():
+    with pytest.raises(ValueError) as error:
+        DataLoaderBuilder(MnistBatcher()).on_device("cuda")
+    assert str(error.value).startswith("on_device('cuda'): torch sees no CUDA device here;")
+
+
+# --- any dataset with Burn's get/len at build() ---------------------------------------------------------------
+class Windows:
+    """A plain Burn-style dataset: `get(index)` (None past the end) and `__len__`, no `__getitem__`."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def get(self, index: int):
+        return index * 10 if 0 <= index < self.n else None
+
+    def __len__(self) -> int:
+        return self.n
+
+
+class BurnLen(Windows):
+    """Burn's `len()` instead of `__len__`."""
+
+    __len__ = None  # type: ignore[assignment]
+
+    def len(self) -> int:
+        return self.n
+
+
+@pytest.mark.parametrize("dataset", [Windows(10), BurnLen(10)], ids=["__len__", "len"])
+@pytest.mark.parametrize("workers", [0, 1])
+def test_build_reads_a_plain_class_with_get_and_a_length(dataset, workers):
+    loader = DataLoaderBuilder(Stack()).batch_size(4).shuffle(3).num_workers(workers).build(dataset)
+    batches = [b.tolist() for b in loader]
+    assert sorted(x for b in batches for x in b) == [i * 10 for i in range(10)] and len(batches) == len(loader) == 3
+
+
+@pytest.mark.parametrize(("dataset", "has"), [(object(), "none of them"), (type("OnlyGet", (), {"get": lambda s, i: i})(), "get"),
+                                              (type("OnlyLen", (), {"__len__": lambda s: 3})(), "__len__")])
+def test_build_names_what_a_dataset_lacks(dataset, has):
+    with raises_exactly(TypeError, "a data loader needs a dataset with Burn's get(index) and len() (or __len__), or "
+                                   f"torch's __getitem__ and __len__; {type(dataset).__name__} has {has}"):
+        DataLoaderBuilder(Stack()).build(dataset)
+
+
+# --- epochs of n batches of one stream ---------------------------------------------------------------------
+def stream_loader(kind: str, seed: int | None = 3, n: int = 18, batch: int = 4):
+    b = DataLoaderBuilder(Stack()).batch_size(batch)
+    b = b.shuffle(seed) if seed is not None else b
+    if kind == "device":
+        return b.on_device("cpu").build(list(range(n)))
+    if kind == "plain":
+        return DataLoader(list(range(n)), batch_size=batch, collate_fn=torch.tensor)
+    return b.num_workers(1 if kind == "workers" else 0).build(list(range(n)))
+
+
+def passes(loader, count: int) -> list[list[int]]:
+    """`count` whole passes, batch by batch, from a fresh loader."""
+    return [b.tolist() for _ in range(count) for b in loader]
+
+
+@pytest.mark.parametrize("kind", ["host", "workers", "device", "plain"])
+def test_epochs_of_n_batches_continue_the_stream_of_passes(kind):
+    """Each epoch of 3 batches starts where the last one stopped; when a pass (5 batches) runs out
+    mid-epoch, the next pass follows in its own order. No batch repeats before a pass is done."""
+    stream = passes(stream_loader(kind), 4)
+    loader = epochs_of(stream_loader(kind), 3)
+    assert len(loader) == 3 and (kind == "plain") == isinstance(loader, EpochsOf)
+    epochs = [[b.tolist() for b in loader] for _ in range(5)]
+    assert [len(e) for e in epochs] == [3] * 5
+    assert [b for e in epochs for b in e] == stream[:15]
+
+
+@pytest.mark.parametrize("kind", ["host", "workers", "device", "plain"])
+def test_a_stream_resumes_at_an_epoch_and_batch(kind):
+    stream = passes(stream_loader(kind), 4)
+    loader = epochs_of(stream_loader(kind), 3)
+    loader.resume_at(2, 1)  # epoch 2 (0-based) past its first batch: batch 7 of the stream
+    assert [b.tolist() for b in loader] == stream[7:9]
+    assert [b.tolist() for b in loader] == stream[9:12]  # and on, as the uninterrupted run
+
+
+def test_an_epoch_cut_short_restarts_the_stream_where_the_next_epoch_begins():
+    stream = passes(stream_loader("host"), 3)
+    loader = epochs_of(stream_loader("host"), 3)
+    first = iter(loader)
+    assert next(first).tolist() == stream[0]  # (the rest of epoch 0 is never asked for)
+    assert [b.tolist() for b in loader] == stream[3:6]
+
+
+def test_epoch_batches_are_constructor_state_so_lightnings_ddp_copy_keeps_them():
+    import inspect
+
+    loader = stream_loader("host")
+    loader.set_epoch_batches(2)
+    assert "epoch_batches" in inspect.signature(type(loader).__init__).parameters
+    copy = type(loader)(loader.dataset, batch_size=4, collate_fn=loader.collate_fn, epoch_batches=loader.epoch_batches)
+    assert len(copy) == 2 and [len([b for b in copy]) for _ in range(3)] == [2, 2, 2]
+    assert loader.to_device("cpu").epoch_batches == 2 and stream_loader("device").slice(0, 8).epoch_batches is None
+
+
+@pytest.mark.parametrize("batches", [0, -1, True, 1.5])
+def test_epoch_batches_must_be_a_positive_integer_or_none(batches):
+    with pytest.raises(ValueError, match="epoch_batches must be None or an integer >= 1"):
+        stream_loader("host").set_epoch_batches(batches)
+
+
+def test_a_plain_loader_needs_a_length_for_epochs_of_batches():
+    with raises_exactly(TypeError, "epochs of 2 batches need a loader with a length (len(loader)); generator has none"):
+        epochs_of((x for x in range(3)), 2)
+
+
+def test_a_resumed_pass_with_persistent_workers_skips_only_once():
+    """The workers' iterator outlives a pass and keeps the batch sampler it started with: the next
+    pass must not skip the first pass's batches again."""
+    loader = DataLoaderBuilder(Stack()).batch_size(2).num_workers(1).build(list(range(8)))
+    loader.resume_at(0, 2)
+    assert [b.tolist() for b in loader] == [[4, 5], [6, 7]]
+    assert [b.tolist() for b in loader] == [[0, 1], [2, 3], [4, 5], [6, 7]]

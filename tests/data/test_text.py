@@ -2,7 +2,8 @@
 class token first and the special tokens skipped on decode), Burn's `SeqLengthOption` and
 `generate_padding_mask` (NoMax, Max, Fixed; int64 tokens whatever the pad token's type), and
 `TextClassificationBatcher`, which takes any tokenizer or callable and any item with `.text` and
-`.label` (or plain strings, for inference) and names what it refuses."""
+`.label` (or plain strings, for inference) and names what it refuses; `CharVocab` (nanoGPT's
+character ids) and `TokenWindowsBatcher` (a window's first tokens in, the same shifted by one out)."""
 
 from __future__ import annotations
 
@@ -15,12 +16,15 @@ import torch
 from burnlike.data import (
     ByteTokenizer,
     CharTokenizer,
+    CharVocab,
     SeqLengthOption,
     TextClassificationBatch,
     TextClassificationBatcher,
     TextClassificationInferenceBatch,
+    TokenWindowBatch,
+    TokenWindowsBatcher,
 )
-from burnlike.data.dataset import TextClassificationItem
+from burnlike.data.dataset import TextClassificationItem, TokenWindowsDataset
 from burnlike.data.text import GeneratePaddingMask, generate_padding_mask
 from tests.helpers.expect import raises_exactly
 
@@ -155,3 +159,47 @@ def test_text_batcher_pad_tokens_lengths_and_refusals():
 
     with pytest.raises(TypeError, match=r"^expected items with \.text and \.label \(or strings\), got NoText$"):
         plain.batch([NoText()])
+
+
+# --- the character language model's pieces -------------------------------------------------------------
+def test_char_vocab_is_the_sorted_characters_as_nanogpt_encodes_them():
+    text = "to be, or not to be:\nthat is the question"
+    vocab = CharVocab.from_text(text)
+    chars = sorted(set(text))  # nanoGPT's prepare.py: stoi = {ch: i for i, ch in enumerate(sorted(set(data)))}
+    assert vocab.vocab_size() == len(chars) and vocab.chars == chars
+    assert vocab.encode(text) == [chars.index(c) for c in text]
+    assert vocab.encode_tensor(text).tolist() == vocab.encode(text)
+    assert vocab.encode_tensor(text).dtype == torch.int64
+    assert vocab.decode(vocab.encode(text)) == text and vocab.decode(torch.tensor(vocab.encode("be"))) == "be"
+
+
+@pytest.mark.parametrize("text", ["toby\u00e9", "to\U0001f600be", "xto"])
+def test_char_vocab_names_a_character_it_lacks(text):
+    vocab = CharVocab("tobe")
+    for encode in (vocab.encode, vocab.encode_tensor):
+        with pytest.raises(ValueError, match=f"CharVocab: {next(c for c in text if c not in 'tobe')!r} is not one "
+                                             "of the vocabulary's 4 characters"):
+            encode(text)
+
+
+def test_windows_batch_into_inputs_and_targets_shifted_by_one():
+    """Target t is the token after input t: a window of T + 1 tokens gives T of each."""
+    stream = torch.tensor([7, 3, 9, 4, 1, 8, 2, 6, 5, 0])
+    ds = TokenWindowsDataset(stream, 5)
+    batcher = TokenWindowsBatcher()
+    for items in (ds.__getitems__([0, 3, 5]), [ds[0], ds[3], ds[5]]):  # the batched fetch, and items one by one
+        batch = batcher.batch(items)
+        assert isinstance(batch, TokenWindowBatch) and batch.inputs.shape == batch.targets.shape == (3, 4)
+        for row, start in enumerate((0, 3, 5)):
+            assert batch.inputs[row].tolist() == stream[start:start + 4].tolist()
+            assert batch.targets[row].tolist() == stream[start + 1:start + 5].tolist()
+    assert batcher.batch([ds[0]], "cpu").inputs.device.type == "cpu"
+
+
+@pytest.mark.parametrize(("items", "message"), [
+    ([], "cannot batch zero windows"),
+    ([torch.tensor([1])], r"expected windows of at least 2 tokens, got a batch of shape \(1, 1\)"),
+])
+def test_windows_batcher_refuses_what_it_cannot_shift(items, message):
+    with pytest.raises(ValueError, match=message):
+        TokenWindowsBatcher().batch(items)

@@ -27,7 +27,7 @@ def test_custom_renderer_prints_every_step_in_place_of_the_progress_display(tmp_
     assert train == [(16 * i, 96, epoch, i) for epoch in (1, 2) for i in range(1, 7)]  # 6 steps an epoch
     assert valid == [(16 * i, 32, epoch, i) for epoch in (1, 2) for i in range(1, 3)]
     assert len(items) == len(train) + len(valid)
-    assert len(re.findall(r"^train Accuracy: epoch [\d.]+ % - batch [\d.]+ %$", out, re.M)) == 12
+    assert len(re.findall(r"^train Accuracy: epoch [\d.e-]+ % - batch [\d.e-]+ %$", out, re.M)) == 12  # 0 prints 0.00e0
     assert len(re.findall(r"^valid Loss: epoch [\d.e-]+ - batch [\d.e-]+$", out, re.M)) == 4
     assert "it/s" not in out and "Epoch 1/2" not in out  # no progress display besides the renderer
     assert type(result.renderer).__name__ == "CustomRenderer"

@@ -1,12 +1,16 @@
 """`examples/text_classification.py`, Burn's text classification example: it runs as a script
 (--help), trains its transformer encoder on a text folder under a Noam schedule (the learning rate
-warms up), predicts the test texts' classes, and reads CSVs as AG News is laid out."""
+warms up), predicts the test texts' classes, and reads CSVs as AG News is laid out; the model is
+Burn's `TextClassificationModel` (its record's fields, Burn's encoder with GELU and quiet softmax)."""
 
+import json
 from pathlib import Path
 
+import msgpack
 import numpy as np
 import pytest
 
+import burnlike.nn
 from tests.examples.helpers import example, run_with_help
 
 
@@ -36,7 +40,16 @@ def test_text_classification_trains_with_noam_warmup_and_reads_a_csv(tmp_path):
                      "--test-samples", "16", "--artifact-dir", str(tmp_path / "run")])
     assert len(out["predicted"]) == 3 and set(out["predicted"]) <= {"sports", "weather"}
     assert out["expected"] == ["sports"] * 3  # the first test texts, in path order
-    assert (tmp_path / "run" / "model.mpk").exists()
+    item = msgpack.unpackb((tmp_path / "run" / "model.mpk").read_bytes(), raw=False)["item"]
+    assert list(item) == ["transformer", "embedding_token", "embedding_pos", "output", "n_classes"]  # model.rs
+    layer = item["transformer"]["layers"][0]
+    assert list(layer) == ["mha", "pwff", "norm_1", "norm_2", "dropout", "norm_first"]
+    assert item["embedding_pos"]["weight"]["param"]["shape"] == [48, 32]
+    encoder = out["model"].transformer
+    assert isinstance(encoder.layers[0].pwff.activation.inner, burnlike.nn.Gelu)  # Burn's GELU, not torch's ReLU
+    assert encoder.quiet_softmax and encoder.layers[0].mha.quiet_softmax and encoder.norm_first
+    config = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert config["seq_length"] == {"Fixed": 48} and config["transformer"]["quiet_softmax"] is True
     lr_log = (tmp_path / "run" / "train" / "epoch-1" / "Learning_Rate.log").read_text().split()
     assert len(lr_log) == 8 and float(lr_log[1].split(",")[0]) > float(lr_log[0].split(",")[0])  # Noam warm-up
     csv = tmp_path / "news.csv"

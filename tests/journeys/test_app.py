@@ -79,6 +79,17 @@ def test_bad_overrides_exit_nonzero_naming_the_key(quick_runs, override):
     assert len(message) <= 1  # one paragraph: the app's own errors are a single `error:` line
 
 
+@pytest.mark.parametrize(("override", "expected"), [
+    ("learner.num_epochs=many", "an integer"),  # a type the schema refuses: named before Hydra composes
+    ("learner.num_epochs=-1", "an integer >= 1"),  # a value training can't use: before the config is printed
+])
+def test_a_wrong_value_is_one_line_and_exit_2_before_any_config_line(quick_runs, override, expected):
+    proc = quick_runs[override]
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.splitlines()[-1] == f"error: {override} is invalid: expected {expected}"
+    assert "config " not in proc.stdout, proc.stdout
+
+
 def test_a_run_that_fails_its_checks_leaves_no_run_dir(quick_runs):
     """Hydra makes the run dir before the job starts; a run that never trained removes it again."""
     for name, proc in quick_runs.items():

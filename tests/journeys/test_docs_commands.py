@@ -1,7 +1,8 @@
 """README.md and docs/: every command runs as written, and the generated pages cover the code.
 
 Blocks marked runnable (a `<!-- runnable -->` line right before a ```bash or ```python fence) run in
-order, page by page, in a scratch folder laid out like a checkout (train.py, conf/, examples/), with
+order, page by page (a block after `<!-- file: path -->` is written to that path first, as the page
+has the reader do), in a scratch folder laid out like a checkout (train.py, conf/, examples/), with
 the venv's `python` and `burnlike` first on PATH and BURNLIKE_DATA at tiny MNIST files
 (tests/helpers/idx.py). The other shell blocks need a GPU, a cluster, a cloud account or data the
 reader has; their commands are checked without running them: `train.py` overrides go through the
@@ -10,8 +11,16 @@ validates them; `burnlike` commands are parsed by the CLI's parser; `make` targe
 Makefile, pip extras in pyproject.toml; scripts must exist and take the options given. Python
 blocks that don't run are compiled and their burnlike imports resolved, and inline code such as
 `Split.VALID` must name a member that exists. The generated Hydra keys page (docs/hooks/hydra_keys.py)
-must list every option in burnlike/conf/ and every key; the API reference (docs/hooks/api_pages.py)
-every name in the package's `__all__` lists.
+must list every option in burnlike/conf/ and every key, each with a description; the API reference
+(docs/hooks/api_pages.py) every name in the package's `__all__` lists.
+
+Sample outputs are transcripts (a `<!-- transcript -->` line before a ```text fence: `$ command` lines,
+each followed by what it prints, `...` for lines left out): each command runs, and what it prints must
+match, number for number, or in shape only under `<!-- transcript: numbers vary -->` (the page shows
+a full-MNIST run; the test runs on tiny MNIST). The lists that several places repeat agree: the
+extras (Makefile, README, getting-started, the installation page, pyproject.toml) and the config
+groups (`burnlike/conf/`, `train.py --help`, the keys page, README, hydra.md). Links between the
+Markdown files resolve in the repository too, not only in the built site.
 """
 
 from __future__ import annotations
@@ -54,6 +63,7 @@ class Block:
     lang: str
     text: str
     runnable: bool
+    file: str | None = None  # `<!-- file: path -->` before the fence: the block is that file's content
 
     def __str__(self) -> str:
         return f"{self.page}:{self.line} ({self.lang})"
@@ -76,7 +86,8 @@ def blocks(text: str, page: str) -> list[Block]:
         body = textwrap.dedent("\n".join(line[len(indent):] if line.startswith(indent) else line
                                          for line in lines[i + 1:j]))
         previous = next((lines[k].strip() for k in range(i - 1, -1, -1) if lines[k].strip()), "")
-        found.append(Block(page, i + 1, lang, body, previous == MARKER))
+        file = re.match(r"^<!-- file: (\S+) -->$", previous)
+        found.append(Block(page, i + 1, lang, body, previous == MARKER, file.group(1) if file else None))
         i = j + 1
     return found
 
@@ -146,13 +157,40 @@ def checkout(where: Path) -> Path:
     return where
 
 
+@pytest.fixture(scope="module")
+def housing(tmp_path_factory):
+    """A local stand-in for the Hub's California housing (its columns and splits, 600 seeded rows), for
+    the ported Burn example (how-to/port-a-burn-project.md reads it from HOUSING_DATASET)."""
+    try:
+        import datasets
+    except ImportError:  # the huggingface extra is absent: that page's blocks fail, the others run
+        return None
+    import random
+
+    rng = random.Random(0)
+    columns = ["MedInc", "HouseAge", "AveRooms", "AveBedrms", "Population", "AveOccup", "Latitude", "Longitude"]
+
+    def split(n):
+        rows = {c: [rng.uniform(0, 10) for _ in range(n)] for c in columns}
+        rows["MedHouseVal"] = [0.4 * i + rng.gauss(0, 0.1) for i in rows["MedInc"]]
+        return datasets.Dataset.from_dict(rows)
+
+    folder = tmp_path_factory.mktemp("housing") / "california_housing"
+    datasets.DatasetDict({"train": split(400), "validation": split(100), "test": split(100)}).save_to_disk(folder)
+    return folder
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("page", RUNNABLE_PAGES, ids=lambda p: str(p.relative_to(REPO)))
-def test_runnable_blocks_run_as_written(page, tiny_mnist, tmp_path):
+def test_runnable_blocks_run_as_written(page, tiny_mnist, housing, tmp_path):
     cwd = checkout(tmp_path / "checkout")
     env = {**os.environ, "BURNLIKE_DATA": str(tiny_mnist), "CUDA_VISIBLE_DEVICES": "",
-           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+           **({"HOUSING_DATASET": str(housing)} if housing else {})}
     for block in page_blocks(page):
+        if block.file is not None:  # a file the page has the reader write, for the blocks after it
+            (cwd / block.file).parent.mkdir(parents=True, exist_ok=True)
+            (cwd / block.file).write_text(block.text + "\n")
         if not block.runnable:
             continue
         if block.lang in SHELL:
@@ -166,7 +204,7 @@ def test_runnable_blocks_run_as_written(page, tiny_mnist, tmp_path):
 
 # --- shown commands: checked without running them -------------------------------------------------------
 
-ALLOWED = {"cd", "ls", ".", "source", "export", "sbatch", "tensorboard", "mlflow", "git", "cat", "pytest"}
+ALLOWED = {"cd", "ls", ".", "source", "export", "sbatch", "tensorboard", "mlflow", "git", "cat", "pytest", "kill", "wait"}
 SEPARATORS = {"&&", "||", ";", "|"}
 
 
@@ -259,7 +297,8 @@ def check_burnlike(args: list[str], monkeypatch) -> None:
     import burnlike.cli_runs as cli_runs
 
     parsed = []
-    for module, name in ((cli, "cmd_inspect"), (cli, "cmd_convert"), (cli_runs, "cmd_summary"), (cli_runs, "cmd_compare")):
+    for module, name in ((cli, "cmd_inspect"), (cli, "cmd_consolidate"), (cli, "cmd_convert"), (cli_runs, "cmd_summary"),
+                         (cli_runs, "cmd_compare")):
         monkeypatch.setattr(module, name, lambda a, name=name: parsed.append((name, a)) or 0)
     try:
         status = cli.main(args)
@@ -297,7 +336,7 @@ def check_command(argv: list[str], compose_job, monkeypatch) -> None:
         if argv[1] == "-c":
             compile(argv[2], "<python -c>", "exec")
         elif argv[1] == "-m":
-            assert argv[2] in ("venv", "pytest", "pip", "mkdocs"), argv
+            assert argv[2] in ("venv", "pytest", "pip", "mkdocs", "http.server"), argv
         elif argv[1] == "train.py":
             check_app(argv[2:], compose_job)
         else:
@@ -442,3 +481,177 @@ def test_api_reference_covers_every_public_name():
         for module, names in page.sections:
             for name in names:
                 assert f"::: {module}.{name}\n" in text or f"#{module}.{name} }}" in text
+
+
+# --- sample outputs ------------------------------------------------------------------------------------
+
+TRANSCRIPT = re.compile(r"^<!-- transcript(: numbers vary)? -->$")
+NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+
+
+@dataclass
+class Transcript:
+    block: Block
+    numbers_vary: bool
+    runs: list[tuple[str, list[str]]]  # (command, the lines it prints)
+
+
+def transcripts(path: Path) -> list[Transcript]:
+    lines = path.read_text().splitlines()
+    found = []
+    for block in page_blocks(path):
+        marker = next((lines[k].strip() for k in range(block.line - 2, -1, -1) if lines[k].strip()), "")
+        m = TRANSCRIPT.match(marker)
+        if not m:
+            continue
+        assert block.lang == "text", f"{block}: a transcript is a text block"
+        runs: list[tuple[str, list[str]]] = []
+        for line in block.text.splitlines():
+            if line.startswith("$ "):
+                runs.append((line[2:], []))
+            else:
+                assert runs, f"{block}: a transcript starts with a `$ command` line"
+                runs[-1][1].append(line)
+        found.append(Transcript(block, bool(m.group(1)), runs))
+    return found
+
+
+def line_pattern(expected: str, numbers_vary: bool) -> re.Pattern[str]:
+    """`expected` as a pattern: whitespace runs alike, a trailing ` ...` any rest of the line, and
+    with `numbers_vary` any number for each number."""
+    prefix = expected.endswith(" ...")
+    text = expected[:-4] if prefix else expected
+    parts = []
+    for piece in re.split(r"(\s+)", text.rstrip()):
+        if piece.isspace():
+            parts.append(r"\s+")
+        elif numbers_vary:
+            chunks = re.split(f"({NUMBER.pattern})", piece)
+            parts.append("".join(r"[\d.,]+" if NUMBER.fullmatch(c) else re.escape(c) for c in chunks if c))
+        else:
+            parts.append(re.escape(piece))
+    return re.compile("".join(parts) + (".*" if prefix else r"\s*") + "$")
+
+
+def matches(expected: list[str], actual: list[str], numbers_vary: bool) -> bool:
+    """Whether `actual` is `expected` line for line, each `...` line standing for any lines."""
+    patterns = [None if line.strip() == "..." else line_pattern(line, numbers_vary) for line in expected]
+
+    @functools.cache
+    def match(i: int, j: int) -> bool:
+        if i == len(patterns):
+            return j == len(actual)
+        if patterns[i] is None:
+            return any(match(i + 1, k) for k in range(j, len(actual) + 1))
+        return j < len(actual) and patterns[i].match(actual[j]) is not None and match(i + 1, j + 1)
+
+    return match(0, 0)
+
+
+TRANSCRIPT_PAGES = [p for p in PAGES if transcripts(p)]
+
+
+def test_line_patterns_match_what_they_show_and_nothing_else():
+    """The matcher itself: exact numbers unless they vary, elisions, whitespace runs."""
+    shown = ["a 1", "...", "| x | 92.460   |", "end ..."]
+    assert matches(shown, ["a 1", "b", "c", "| x | 92.460 |", "end of it"], numbers_vary=False)
+    assert not matches(shown, ["a 2", "| x | 92.460 |", "end"], numbers_vary=False)
+    assert matches(shown, ["a 2", "| x | 100.000  |", "end"], numbers_vary=True)
+    assert not matches(shown, ["a 2", "| y | 100.000  |", "end"], numbers_vary=True)
+    assert not matches(["a"], ["a", "b"], numbers_vary=False)  # a line shown nowhere: not the output
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("page", TRANSCRIPT_PAGES, ids=lambda p: str(p.relative_to(REPO)))
+def test_sample_outputs_are_what_the_commands_print(page, tiny_mnist, tmp_path):
+    cwd = checkout(tmp_path / "checkout")
+    env = {**os.environ, "BURNLIKE_DATA": str(tiny_mnist), "CUDA_VISIBLE_DEVICES": "",
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    for transcript in transcripts(page):
+        for command, expected in transcript.runs:
+            done = subprocess.run(["bash", "-c", command], cwd=cwd, env=env, stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, text=True, timeout=600)
+            actual = [line.rstrip() for line in done.stdout.splitlines()]
+            assert matches(expected, actual, transcript.numbers_vary), (
+                f"{transcript.block}: `{command}` printed\n" + "\n".join(actual[-60:]))
+
+
+# --- lists written in several places ---------------------------------------------------------------
+
+def pyproject_extras() -> set[str]:
+    section = (REPO / "pyproject.toml").read_text().split("[project.optional-dependencies]")[1].split("\n[")[0]
+    return set(re.findall(r"^([A-Za-z][\w-]*) = \[", section, re.MULTILINE))
+
+
+def test_the_extras_lists_agree_with_pyproject():
+    makefile = re.search(r"^EXTRAS := (\S+)$", (REPO / "Makefile").read_text(), re.MULTILINE)
+    assert makefile is not None, "the Makefile's EXTRAS line"
+    development = makefile.group(1)
+    assert set(development.split(",")) <= pyproject_extras()
+    for page in (REPO / "README.md", REPO / "docs" / "getting-started.md", REPO / "docs" / "installation.md"):
+        quoted = re.findall(r'pip install -e "\.\[([\w,-]+)\]"', page.read_text())
+        long_lists = [q for q in quoted if len(q.split(",")) > 3]
+        assert long_lists == [development], f"{page.name} quotes {long_lists}, the Makefile installs {development}"
+    table = (REPO / "docs" / "installation.md").read_text().split("## Extras")[1]
+    listed = set(re.findall(r"^\| `([\w-]+)` \|", table, re.MULTILINE))
+    assert listed == pyproject_extras(), f"installation.md's table: {sorted(listed ^ pyproject_extras())}"
+
+
+def conf_groups() -> dict[str, set[str]]:
+    groups: dict[str, set[str]] = {}
+    for path in (REPO / "burnlike" / "conf").rglob("*.yaml"):
+        if path.name != "train.yaml":
+            groups.setdefault(path.parent.relative_to(REPO / "burnlike" / "conf").as_posix(), set()).add(path.stem)
+    return groups
+
+
+def test_help_the_keys_page_readme_and_hydra_page_list_the_same_groups():
+    groups = conf_groups()
+    done = subprocess.run([sys.executable, str(REPO / "train.py"), "--help"], capture_output=True, text=True,
+                          timeout=120, cwd=REPO)
+    section = done.stdout.split("== Config groups")[1].split("== Config (")[0]
+    blocks = re.split(r"\n  (?=[\w/]+: )", "\n" + section.split("\n", 1)[1])
+    in_help = {}
+    for block in blocks:
+        m = re.match(r"([\w/]+): (.*)", block.strip(), re.DOTALL)
+        if m:
+            in_help[m.group(1)] = set(re.findall(r"\b\w+\b", re.sub(r"\([^)]*\)", " ", m.group(2))))
+    assert set(in_help) == set(groups), f"--help lists {sorted(in_help)}"
+    for group, options in groups.items():
+        assert options <= in_help[group], f"--help's {group} lacks {sorted(options - in_help[group])}"
+    page = generated_keys_page()
+    on_page = set(re.findall(r"^\| \[`([\w/]+)`\]", page, re.MULTILINE))
+    assert on_page == set(groups)
+    sentence = re.compile(r"groups are ((?:`[\w/]+`(?:,\s+|\s+and\s+)?)+)")
+    for text in ((REPO / "README.md").read_text(), (REPO / "docs" / "hydra.md").read_text()):
+        m = sentence.search(text)
+        assert m is not None and set(re.findall(r"`([\w/]+)`", m.group(1))) == set(groups), m and m.group(0)
+
+
+def test_every_key_on_the_keys_page_has_a_description_and_no_escape_shows():
+    rows = [line for line in generated_keys_page().splitlines() if re.match(r"^\| `[\w.]+` \|", line)]
+    assert len(rows) > 100
+    undescribed = [row.split(" | ")[0] for row in rows if row.rstrip().endswith("|  |")]
+    assert not undescribed, f"keys without a description: {undescribed}"
+    for row in rows:
+        for span in re.findall(r"`[^`]*`", row):
+            assert "\\|" not in span, f"a code span shows its escape: {row}"
+
+
+# --- links in the repository -----------------------------------------------------------------------
+
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def test_links_between_markdown_files_resolve_in_the_repository():
+    """A reader on the repository view follows them too: no link to a page that only a build makes."""
+    broken = []
+    for path in PAGES:
+        text = re.sub(r"```.*?```", "", path.read_text(), flags=re.DOTALL)
+        for target in LINK.findall(text):
+            if re.match(r"^[a-z]+:", target) or target.startswith("#"):
+                continue
+            file = target.split("#")[0]
+            if not (path.parent / file).exists():
+                broken.append(f"{path.relative_to(REPO)}: {target}")
+    assert not broken, "links to files that don't exist:\n" + "\n".join(broken)

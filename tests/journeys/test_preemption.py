@@ -1,7 +1,8 @@
 """Signals to a running training, as a cluster's scheduler sends them, and the resume after them: a
 catchable signal (SIGUSR1, SIGTERM) saves a `preempted-<step>` checkpoint at the next step and stops,
 chaining to the program's own handler; `checkpoint=last` resumes from it to the very weights of an
-uninterrupted run. After a SIGKILL (nothing saved) a resume from the last epoch checkpoint matches too."""
+uninterrupted run. After a SIGKILL (nothing saved) a resume from the last epoch checkpoint matches too.
+The app stopped by SIGTERM mid-epoch and resumed, under every trainer group: test_resume_anywhere.py."""
 
 from __future__ import annotations
 
@@ -21,18 +22,7 @@ from tests.helpers.fit import SignalAfter, cpu_builder, fit, same_weights
 from tests.helpers.idx import write_mnist_idx
 from tests.helpers.paths import HELPERS
 from tests.helpers.toy import Classifier
-from tests.journeys.helpers import param_bytes, run_app, run_helper_script, start_app
-
-# Many short epochs: the signal must land while the run trains. With a few epochs, a loaded machine
-# can finish the remaining ones (~0.1 s of work) before the poll for the first epoch's file wakes up.
-EPOCHS = 30
-APP_ARGS = ["model=mlp", "learner.recorder=default", f"learner.num_epochs={EPOCHS}"]
-
-
-@pytest.fixture(scope="module")
-def mnist_512(tmp_path_factory):
-    """An MNIST root of 512 training and 64 test digits."""
-    return write_mnist_idx(tmp_path_factory.mktemp("mnist"), n_train=512, n_test=64)
+from tests.journeys.helpers import finish, run_helper_script, start_app
 
 
 @pytest.fixture
@@ -63,47 +53,33 @@ def test_a_signal_mid_epoch_saves_preempted_and_last_resumes_exactly(tmp_path, o
     assert newest_checkpoint(run, "mpk") == run / "checkpoint" / "trainer-2.mpk"
 
 
+# 256 digits in batches of 32: 8 steps an epoch. SIGTERM after step 5 (saved at 6, mid-epoch 1), 14 (saved
+# at 15, epoch 2's last batches) and 16 (epoch 2's last step: it stops in epoch 2's validation)
+PREEMPT_AT = {5: "checkpoint saved", 14: "checkpoint saved", 16: "during epoch 2's validation"}
+SHORT_ARGS = ["model=mlp", "model.hidden_sizes=[16]", "data.batch_size=32", "learner.num_epochs=3"]
+
+
 @pytest.mark.timeout(600)
 @pytest.mark.slow
-def test_sigterm_saves_at_the_next_step_and_last_resumes_to_the_uninterrupted_weights(tmp_path, mnist_512):
-    out = tmp_path / "cut"
-    run = out / "run"
-    proc = start_app(APP_ARGS, out, mnist_512)
-    try:
-        epoch_one = run / "checkpoint" / "trainer-1.mpk"
-        for _ in range(60_000):  # bounded poll on the file the run writes after its first epoch
-            if epoch_one.exists() or proc.poll() is not None:
-                break
-            time.sleep(0.005)
-        assert epoch_one.exists(), "the run never finished its first epoch"
-        proc.send_signal(signal.SIGTERM)
-        stdout, stderr = proc.communicate(timeout=300)
-    finally:
-        proc.kill()
-    assert proc.returncode == 128 + signal.SIGTERM, f"stdout: {stdout[-2000:]}\nstderr: {stderr[-3000:]}"
-    lines = [line for line in stderr.splitlines() if "preempted by SIGTERM" in line]
-    assert len(lines) == 1 and "checkpoint('last')" in lines[0]
-    # mid-epoch: a preempted-S checkpoint of a later step; at an epoch's edge (its last step, its
-    # validation, its end) none: the epoch's checkpoint before it is the newest, as the line says
-    preempted = list((run / "checkpoint").glob("preempted-*.mpk"))
-    if preempted:
-        [saved] = preempted
-        checkpoint = load_checkpoint(saved)
-        assert checkpoint["global_step"] > load_checkpoint(epoch_one)["global_step"]  # saved after the signal
-        assert checkpoint["global_step"] == int(saved.stem.split("-")[1])
-        assert "checkpoint saved to" in lines[0]
-    else:
-        saved = newest_checkpoint(run, "mpk")
-        assert "from the newest checkpoint" in lines[0]
-    assert not (run / "checkpoint" / f"trainer-{EPOCHS}.mpk").exists() and not (run / "model.mpk").exists()
-
-    resumed = run_app([*APP_ARGS, "learner.checkpoint=last"], out, mnist_512)
-    assert resumed.returncode == 0, resumed.stderr[-3000:]
-    assert f"resuming from {saved}" in (run / "experiment.log").read_text()
-    straight = run_app(APP_ARGS, tmp_path / "straight", mnist_512)
-    assert straight.returncode == 0, straight.stderr[-3000:]
-    assert param_bytes(run / "model.mpk") == param_bytes(tmp_path / "straight" / "run" / "model.mpk")
-    assert not list((run / "checkpoint").glob("preempted-*"))  # superseded by the resumed run's epochs
+def test_a_resumed_app_run_shows_no_resumability_warning_at_any_preemption_point(tmp_path):
+    """Lightning warns "your dataloader is not resumable" on a mid-epoch resume unless the loader has
+    its state_dict interface; the app's loaders continue exactly (same order, past the trained
+    batches), so the console must not show it, wherever the run was stopped."""
+    data = write_mnist_idx(tmp_path / "mnist", n_train=256, n_test=64)
+    shown = {"PYTHONWARNINGS": "default"}  # every warning a user would see
+    cut = {step: start_app([str(step), *SHORT_ARGS], tmp_path / str(step), data,
+                           script=HELPERS / "app_signal_at.py") for step in PREEMPT_AT}
+    for step, proc in cut.items():
+        stopped = finish(proc, timeout=300)
+        assert stopped.returncode == 128 + signal.SIGTERM, stopped.stderr[-3000:]
+        assert PREEMPT_AT[step] in stopped.stderr, stopped.stderr[-3000:]
+    resumed = {step: start_app([*SHORT_ARGS, "learner.checkpoint=last"], tmp_path / str(step), data, env_extra=shown)
+               for step in PREEMPT_AT}
+    for step, proc in resumed.items():
+        done = finish(proc, timeout=300)
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert "not resumable" not in done.stdout + done.stderr, (step, done.stderr[-3000:])
+        assert (tmp_path / str(step) / "run" / "model.mpk").exists()
 
 
 @pytest.mark.timeout(600)

@@ -2,7 +2,9 @@
 SgdConfig keep Burn's defaults and hand their settings to torch; every config builds at the learning
 rate it is given; `as_optimizer` takes a config, an optimizer or a torch factory; an Optimizer's
 custom-loop `step(lr, model, grads)` follows torch's (and Burn's) rule with the lr of that step,
-clips gradients per tensor first, rebinds to a new model, and saves and loads its state."""
+clips gradients per tensor first (or globally, burnlike's `GlobalNorm`), rebinds to a new model, and
+saves and loads its state. AdamW's `weight_decay_min_ndim` leaves tensors of fewer dimensions
+undecayed (nanoGPT's groups)."""
 
 import copy
 import math
@@ -176,6 +178,80 @@ def test_gradient_clipping_applies_per_parameter_tensor_not_globally():
     assert p.grad.tolist() == [1.0, -1.0, 0.5, 0.0]
 
 
+def test_global_norm_clipping_scales_every_gradient_by_one_factor():
+    """nanoGPT's (and Lightning's gradient_clip_val's) rule: total = ‖all gradients‖₂; if total > x,
+    each gradient is multiplied by x / (total + 1e-6)."""
+    p, q, r = param(0.0, 0.0), param(0.0), param(0.0)
+    p.grad = torch.tensor([3.0, 0.0], dtype=torch.float64)
+    q.grad = torch.tensor([4.0], dtype=torch.float64)
+    GradientClippingConfig.GlobalNorm(1.0).clip([p, q, r])
+    factor = 1.0 / (5.0 + 1e-6)
+    assert p.grad.tolist() == pytest.approx([3.0 * factor, 0.0], rel=1e-12)
+    assert q.grad.tolist() == pytest.approx([4.0 * factor], rel=1e-12) and r.grad is None
+    GradientClippingConfig.GlobalNorm(10.0).clip([p, q])  # under the threshold: unchanged
+    assert q.grad.tolist() == pytest.approx([4.0 * factor], rel=1e-12)
+    assert GradientClippingConfig.GlobalNorm(0.5).serde_value() == {"GlobalNorm": 0.5}
+    assert GradientClippingConfig.from_serde({"GlobalNorm": 0.5}) == GradientClippingConfig("global_norm", 0.5)
+
+
+def test_global_norm_clipping_is_torchs_clip_grad_norm_over_a_model():
+    torch.manual_seed(0)
+    a = nn.Sequential(nn.Linear(4, 8), nn.Linear(8, 2))
+    b = copy.deepcopy(a)
+    x = torch.randn(16, 4) * 100
+    for model in (a, b):
+        model(x).pow(2).sum().backward()
+    GradientClippingConfig.GlobalNorm(1.0).clip(a.parameters())
+    torch.nn.utils.clip_grad_norm_(b.parameters(), 1.0)
+    assert all(torch.equal(pa.grad, pb.grad) for pa, pb in zip(a.parameters(), b.parameters()))
+    assert math.isclose(torch.cat([p.grad.flatten() for p in a.parameters()]).norm().item(), 1.0, rel_tol=1e-5)
+
+
+# --- weight decay groups ----------------------------------------------------------------------------------
+def test_adamw_decays_every_parameter_by_default_as_burn():
+    model = nn.Sequential(nn.Linear(3, 4), nn.LayerNorm(4))
+    optim = AdamWConfig(weight_decay=0.1).init().build(list(model.parameters()), 1e-3)
+    assert len(optim.param_groups) == 1 and optim.param_groups[0]["weight_decay"] == 0.1
+    assert "weight_decay_min_ndim" not in AdamWConfig().to_dict()  # Burn's JSON, while unset
+
+
+@pytest.mark.parametrize("cautious", [False, True])
+def test_weight_decay_min_ndim_decays_the_matrices_only(cautious):
+    """nanoGPT's groups: tensors of 2+ dimensions decay; biases and norm gains (1-D) don't. A step with
+    zero gradients moves only the decayed ones: θ ← θ·(1 - lr·wd)."""
+    from burnlike.models.gpt import GptConfig
+
+    model = GptConfig(vocab_size=11, block_size=4, n_layer=1, n_head=1, n_embd=4, bias=True).init()
+    params = list(model.parameters())
+    config = AdamWConfig(weight_decay=0.5, weight_decay_min_ndim=2, cautious_weight_decay=cautious)
+    optim = config.init().build(params, 0.1)
+    decayed, kept = optim.param_groups
+    names = {id(p): n for n, p in model.named_parameters()}
+    assert decayed["weight_decay"] == 0.5 and kept["weight_decay"] == 0.0
+    assert sorted(names[id(p)] for p in kept["params"]) == sorted(n for n, p in model.named_parameters() if p.dim() < 2)
+    assert {names[id(p)].rsplit(".", 1)[-1] for p in kept["params"]} == {"bias", "weight"}  # biases, LayerNorm gains
+    assert all(p.dim() >= 2 for p in decayed["params"]) and len(decayed["params"]) + len(kept["params"]) == len(params)
+    before = [p.detach().clone() for p in params]
+    for p in params:
+        p.grad = torch.zeros_like(p)
+    optim.step()
+    for p, old in zip(params, before):
+        expected = old * (1 - 0.1 * 0.5) if p.dim() >= 2 else old
+        if cautious and p.dim() >= 2:  # Burn's mask at a zero moment: only weights >= 0 decay
+            expected = torch.where(old >= 0, old * (1 - 0.1 * 0.5), old)
+        torch.testing.assert_close(p.detach(), expected, rtol=1e-6, atol=0)
+
+
+def test_weight_decay_min_ndim_leaves_out_an_empty_group_and_refuses_bad_values():
+    only_vectors = [nn.Parameter(torch.ones(3))]
+    optim = AdamWConfig(weight_decay_min_ndim=2).init().build(only_vectors, 0.1)
+    assert [g["weight_decay"] for g in optim.param_groups] == [0.0]
+    with raises_exactly(ValueError, "weight_decay_min_ndim must be null or an integer >= 0, got -1"):
+        AdamWConfig(weight_decay_min_ndim=-1).init().build(only_vectors, 0.1)
+    with pytest.raises(TypeError, match="got param groups already"):
+        AdamWConfig(weight_decay_min_ndim=2).init().build([{"params": only_vectors}], 0.1)
+
+
 def test_norm_clipping_works_on_devices_without_foreach_kernels():
     """torch refuses foreach=True on devices without its foreach kernels (MPS, meta): Burn's norm
     clipping lets torch choose. The meta device stands in for MPS on a CPU-only machine."""
@@ -208,7 +284,7 @@ def test_norm_clips_by_norm_even_in_a_subclass_whose_default_kind_is_value():
 def test_clipping_refuses_an_unknown_kind_naming_it():
     p = param(5.0)
     p.grad = torch.tensor([5.0], dtype=torch.float64)
-    with raises_exactly(ValueError, "GradientClippingConfig.kind must be 'norm' or 'value', got 'max'"):
+    with raises_exactly(ValueError, "GradientClippingConfig.kind must be 'norm', 'value' or 'global_norm', got 'max'"):
         GradientClippingConfig(kind="max").clip([p])
 
 
@@ -269,12 +345,12 @@ def test_nesterov_reaches_the_custom_loop_step_too():
 
 
 def test_serde_value_of_an_unknown_kind_names_it():
-    with raises_exactly(ValueError, "GradientClippingConfig.kind must be 'norm' or 'value', got 'max'"):
+    with raises_exactly(ValueError, "GradientClippingConfig.kind must be 'norm', 'value' or 'global_norm', got 'max'"):
         GradientClippingConfig(kind="max").serde_value()
 
 
 def test_the_earlier_kind_threshold_form_refuses_an_unknown_kind_naming_it():
-    with raises_exactly(ValueError, "kind must be 'norm' or 'value', got 'max'"):
+    with raises_exactly(ValueError, "kind must be 'norm', 'value' or 'global_norm', got 'max'"):
         GradientClippingConfig.from_serde({"kind": "max", "threshold": 1.0})
 
 

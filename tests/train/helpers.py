@@ -1,6 +1,6 @@
 """Models, builders and small readers shared by the tests of `burnlike.train` (tests/train/ and
 tests/train/metric/): a regressor with Burn 0.20's `inference_step`, a token-successor sequence
-model, a classifier without parameters, the learner builders several files fit with, feeding a
+model, a regressor that records the items of each batch (and its loaders), a classifier without parameters, the learner builders several files fit with, feeding a
 metric one epoch, a metric store from a dict of epoch values, a bare checkpoint file, the
 messages logged to `burnlike.train`, an evaluation renderer that keeps the metric states it gets and
 a recorder with its own extension and file names."""
@@ -8,12 +8,14 @@ a recorder with its own extension and file names."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import lightning as L
 import torch
 from torch import nn
 
 import burnlike
+from burnlike.data import DataLoaderBuilder
 from burnlike.module import Module
 from burnlike.optim import AdamConfig
 from burnlike.record import DefaultRecorder
@@ -26,6 +28,7 @@ from burnlike.train import (
     Split,
     TrainOutput,
     TrainStep,
+    ValidStep,
     backward,
 )
 from burnlike.train.metric import AccuracyMetric, LossMetric, MetricContext
@@ -104,6 +107,46 @@ class Successor(Module, TrainStep[TokenBatch, SequenceOutput], InferenceStep[Tok
 
 
 # --- builders and fits ----------------------------------------------------------------------------
+class Seen(Module, TrainStep[Batch, RegressionOutput], ValidStep[Batch, RegressionOutput]):
+    """A regressor that records the item ids (`x[:, 0]`) of each batch it trains and validates on."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = nn.Linear(1, 1)
+        self.trained: list[list[int]] = []
+        self.validated: list[list[int]] = []
+
+    def forward_regression(self, batch: Batch) -> RegressionOutput:
+        out = self.linear(batch.x[:, 1:])
+        return RegressionOutput(nn.functional.mse_loss(out, batch.y), out, batch.y)
+
+    def train_step(self, batch: Batch) -> TrainOutput[RegressionOutput]:
+        self.trained.append(batch.x[:, 0].long().tolist())
+        item = self.forward_regression(batch)
+        return TrainOutput(self, backward(item.loss), item)
+
+    def valid_step(self, batch: Batch) -> RegressionOutput:
+        self.validated.append(batch.x[:, 0].long().tolist())
+        return self.forward_regression(batch)
+
+
+class IdBatcher:
+    """Item ids -> `Batch(x=[id, id / n], y=[2 * id / n])`."""
+
+    def batch(self, items: list[int]) -> Batch:
+        ids = torch.tensor(items, dtype=torch.float32)
+        return Batch(torch.stack([ids, ids / 20], 1), (2 * ids / 20).unsqueeze(1))
+
+
+def seen_loader(n: int, shuffle: int | None = 7, plain: bool = False) -> Any:
+    """Items 0..n-1 in batches of 4: a seeded `DataLoaderBuilder` loader, or a plain torch one."""
+    if plain:
+        return torch.utils.data.DataLoader(list(range(n)), batch_size=4, shuffle=True, collate_fn=IdBatcher().batch,
+                                           generator=torch.Generator().manual_seed(shuffle or 0))
+    builder = DataLoaderBuilder(IdBatcher()).batch_size(4)
+    return (builder.shuffle(shuffle) if shuffle is not None else builder).build(list(range(n)))
+
+
 def valid_loss_builder(tmp_path, epochs: int = 1) -> LearnerBuilder:
     """On the CPU, the valid loss only, no progress display."""
     return (LearnerBuilder(tmp_path).metric_valid_numeric(LossMetric()).num_epochs(epochs).progress_bar(False)

@@ -3,7 +3,9 @@ device by default), gradient accumulation (Burn's: summed, the LR scheduler step
 short group at the epoch's end dropped; Lightning's averaging under its own name), callbacks (one's own next to burnlike's checkpointer,
 early stopping and progress display; one's own progress display replacing the builder's), the
 switches (the last value wins), text metrics (logged for both splits, each its own instance, left
-out of the summary), and errors naming the setting or what was passed instead."""
+out of the summary), `num_iterations`/`valid_every` (epochs of n batches), the profiler (Lightning's
+pass-through one without its per-hook cost, unless one is asked for), and errors naming the setting
+or what was passed instead."""
 
 from __future__ import annotations
 
@@ -317,3 +319,44 @@ def test_with_interrupter_names_what_it_got(tmp_path):
 def test_a_non_positive_checkpoint_epoch_names_the_setting(tmp_path, epoch):
     with pytest.raises(ValueError, match=rf"^checkpoint must be a positive integer, got {epoch}$"):
         LearnerBuilder(tmp_path).checkpoint(epoch)
+
+
+# --- iterations and validation intervals ---------------------------------------------------------------
+@pytest.mark.parametrize(("iterations", "every", "epochs", "batches"), [
+    (12, 3, 4, 3), (12, None, 1, 12), (None, 5, 7, 5), (None, None, 7, None)])
+def test_num_iterations_and_valid_every_set_the_epochs_and_their_batches(tmp_path, iterations, every, epochs, batches):
+    builder = LearnerBuilder(tmp_path).num_epochs(7).devices(["cpu"]).progress_bar(False)
+    if iterations is not None:
+        builder.num_iterations(iterations)
+    if every is not None:
+        builder.valid_every(every)
+    learner = builder.build(Classifier(), AdamConfig(), 1e-3)
+    assert learner.trainer.max_epochs == epochs and learner.epoch_batches == batches
+
+
+def test_iterations_refuse_a_remainder_and_a_limit_on_the_batches(tmp_path):
+    with pytest.raises(ValueError, match=r"^num_iterations\(10\) is not a multiple of valid_every\(4\): each epoch is 4 "
+                                         r"batches \(e\.g\. num_iterations\(8\)\)$"):
+        LearnerBuilder(tmp_path).num_iterations(10).valid_every(4).build(Classifier(), AdamConfig(), 1e-3)
+    with pytest.raises(ValueError, match="leave trainer_kwargs\\(limit_train_batches=...\\) out"):
+        (LearnerBuilder(tmp_path).valid_every(4).trainer_kwargs(limit_train_batches=2)
+         .build(Classifier(), AdamConfig(), 1e-3))
+    for method in ("num_iterations", "valid_every"):
+        with pytest.raises(ValueError, match=f"^{method} must be a positive integer, got 0$"):
+            getattr(LearnerBuilder(tmp_path), method)(0)
+
+
+def test_the_trainer_profiles_nothing_unless_a_profiler_is_asked_for(tmp_path):
+    from lightning.pytorch.profilers import PassThroughProfiler, SimpleProfiler
+
+    from burnlike.train.profiler import NoProfiler
+
+    trainer = LearnerBuilder(tmp_path).devices(["cpu"]).build(Classifier(), AdamConfig(), 1e-3).trainer
+    assert isinstance(trainer.profiler, NoProfiler) and isinstance(trainer.profiler, PassThroughProfiler)
+    context = trainer.profiler.profile("training_step")
+    assert trainer.profiler.profile("other") is context  # one shared no-op, not a new one per hook
+    with context:
+        pass
+    asked = (LearnerBuilder(tmp_path).devices(["cpu"]).trainer_kwargs(profiler="simple")
+             .build(Classifier(), AdamConfig(), 1e-3).trainer)
+    assert isinstance(asked.profiler, SimpleProfiler)

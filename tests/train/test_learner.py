@@ -3,16 +3,22 @@ learner does: the `epoch-N/<Metric>.log` files (one `value,count` line per batch
 the logged epoch values, the experiment log, the summary table and the kept checkpoints, both taken
 from the run's metric store rather than re-read from files; the metrics plot; and resuming, from
 `checkpoint("last")` (naming the folder when nothing is there) or from a single-file `model-N`
-checkpoint of an older layout."""
+checkpoint of an older layout; a checkpoint a strategy can't load named in one line; and how a fit
+under ddp_spawn ends when one of its ranks stops."""
 
 from __future__ import annotations
 
 import logging
+import re
 from pathlib import Path
 
+import lightning as L
 import pytest
 import torch
+from lightning.pytorch.strategies import SingleDeviceStrategy
+from lightning.pytorch.trainer.states import TrainerStatus
 from torch import nn
+from torch.multiprocessing.spawn import ProcessExitedException
 
 from burnlike.optim import AdamConfig, SgdConfig
 from burnlike.record import DefaultRecorder, load_checkpoint
@@ -23,14 +29,16 @@ from burnlike.train import (
     Split,
     TrainingResult,
 )
-from burnlike.train.learner import Learner
+from burnlike.train.learner import CheckpointMoveError, Learner, TearDownSpawnedRanks
 from burnlike.train.logger import read_epochs, read_metric_log
-from burnlike.train.metric import LearningRateMetric
+from burnlike.train.metric import LearningRateMetric, LossMetric
 from burnlike.train.metric.store import EpochEntry
+from burnlike.train.preemption import Preempted
+from burnlike.train.process_group import RankStopped
 from burnlike.train.renderer import CliMetricsRenderer
 from tests.helpers.fit import checkpointing_builder, fit, metrics_builder, same_weights
 from tests.helpers.toy import Classifier, loader
-from tests.train.helpers import valid_loss_builder
+from tests.train.helpers import Seen, seen_loader, valid_loss_builder
 
 
 class CorruptLogs:
@@ -199,6 +207,188 @@ def test_resuming_without_a_file_checkpointer_says_what_is_missing(tmp_path):
     with pytest.raises(ValueError, match=r"^checkpoint\(epoch\) needs with_file_checkpointer\(recorder\): "
                                          r"there is nothing to resume from$"):
         learner.resume_path()
+
+
+NOT_RESUMABLE = "your dataloader is not resumable"
+
+
+def resume_warnings(tmp_path: Path, make_loader, step: int) -> list[str]:
+    """Preempt a 3-epoch fit (4 batches an epoch) after `step`, resume it: Lightning's resumability warnings."""
+    import signal
+    import warnings
+
+    from burnlike.train.preemption import Preempted
+    from tests.helpers.fit import SignalAfter, cpu_builder
+
+    def run(builder):
+        torch.manual_seed(0)
+        return builder.build(Classifier(), AdamConfig(), 1e-2).fit(make_loader(64), make_loader(32))
+
+    with pytest.raises(Preempted):
+        run(cpu_builder(tmp_path, 3).callback(SignalAfter(step, signal.SIGUSR1)))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run(cpu_builder(tmp_path, 3).checkpoint("last"))
+    return [str(w.message) for w in caught if NOT_RESUMABLE in str(w.message)]
+
+
+@pytest.mark.parametrize("step", [1, 6, 7])  # mid-epoch 1; epoch 2's third batch; its last (then its validation)
+def test_a_resume_that_continues_the_loader_exactly_gets_no_resumability_warning(tmp_path, step):
+    from burnlike.data import DataLoaderBuilder
+    from tests.helpers.fit import StackingBatcher
+    from tests.helpers.toy import blobs
+
+    def builder_loader(n: int):
+        return DataLoaderBuilder(StackingBatcher()).batch_size(16).shuffle(0).build(blobs(n))
+
+    assert resume_warnings(tmp_path, builder_loader, step) == []
+
+
+def test_a_plain_loader_resumed_mid_epoch_keeps_lightnings_warning(tmp_path):
+    """Its order after the resume is its own: burnlike skips the batches trained, Lightning's warning stands."""
+    assert len(resume_warnings(tmp_path, lambda n: loader(n, 16), 5)) == 1
+
+
+# --- valid_every / num_iterations: epochs of a continuing loader ---------------------------------------------
+def seen_fit(root, loader, checkpoint=None, iterations=12, every=3):
+    builder = (checkpointing_builder(root, 1, keep=10).metric_train_numeric(LossMetric())
+               .with_application_logger(False).devices(["cpu"]).num_iterations(iterations).valid_every(every))
+    if checkpoint is not None:
+        builder.checkpoint(checkpoint)
+    torch.manual_seed(0)
+    model = Seen()
+    result = builder.build(model, SgdConfig(), 0.1).fit(loader, seen_loader(4, shuffle=None))
+    return model, result
+
+
+@pytest.mark.parametrize("plain", [False, True], ids=["DataLoaderBuilder", "torch DataLoader"])
+def test_valid_every_trains_each_epoch_on_the_next_batches_of_one_stream(tmp_path, plain):
+    """12 iterations, validation every 3, over 20 items in batches of 4 (5 per pass): 4 epochs that
+    continue the stream (one pass, then the next in its own order), not 4 restarts of the loader."""
+    reference = seen_loader(20, plain=plain)
+    stream = [b.x[:, 0].long().tolist() for _ in range(3) for b in reference]  # three passes of one loader
+    loader = seen_loader(20, plain=plain)
+    model, result = seen_fit(tmp_path, loader)
+    assert model.trained == stream[:12]
+    assert sorted(x for batch in model.trained[:5] for x in batch) == list(range(20))  # a whole pass, no repeat
+    assert result.trainer.current_epoch == 4 and len(model.validated) == 4
+    for epoch in range(1, 5):
+        lines = (tmp_path / "train" / f"epoch-{epoch}" / "Loss.log").read_text().splitlines()
+        assert len(lines) == 3  # one per batch of the epoch (Burn's `value,count` lines)
+    assert sorted(p.name for p in (tmp_path / "checkpoint").glob("model-*")) == [f"model-{e}.mpk" for e in range(1, 5)]
+
+
+def test_a_run_resumed_from_an_epoch_of_a_stream_trains_on_the_uninterrupted_runs_batches(tmp_path):
+    whole, _ = seen_fit(tmp_path / "whole", seen_loader(20))
+    seen_fit(tmp_path / "part", seen_loader(20), iterations=6)  # epochs 1 and 2 of the same run
+    resumed, _ = seen_fit(tmp_path / "part", seen_loader(20), checkpoint=2)
+    assert resumed.trained == whole.trained[6:]
+    assert same_weights(resumed, whole)
+
+
+class OwnLoading(SingleDeviceStrategy):
+    """A strategy that reads checkpoints its own way (as DeepSpeed's does), not through the plugin."""
+
+    def load_checkpoint(self, checkpoint_path, weights_only=None):  # pragma: no cover - refused before
+        raise AssertionError("never called: the learner refuses the move first")
+
+
+def test_a_checkpoint_a_strategy_cant_load_is_named_in_one_line_with_what_works(tmp_path):
+    fit(checkpointing_builder(tmp_path / "run", 1))
+    learner = (checkpointing_builder(tmp_path / "run", 2).checkpoint("last")
+               .trainer_kwargs(strategy=OwnLoading(device="cpu")).build(Classifier(), AdamConfig(), 1e-2))
+    with pytest.raises(CheckpointMoveError) as refused:
+        learner.resume_path()
+    one_file = tmp_path / "run" / "checkpoint" / "trainer-1.mpk"
+    assert str(refused.value).startswith(f"{one_file} is a one-file checkpoint in the recorder's format, which "
+                                         "OwnLoading can't load")
+    assert "trainer=cpu, trainer=ddp or trainer=fsdp" in str(refused.value) and "\n" not in str(refused.value)
+    sharded = tmp_path / "sharded" / "checkpoint" / "trainer-1.mpk"  # a sharded checkpoint's folder, two ranks
+    sharded.mkdir(parents=True)
+    for name in (".metadata.mpk", "shard-0.mpk", "shard-1.mpk"):
+        (sharded / name).write_bytes(b"")
+    learner.artifact_dir, learner.checkpoint = tmp_path / "sharded", 1
+    with pytest.raises(CheckpointMoveError, match=re.escape(
+            f"{sharded} is a sharded checkpoint (2 shards) in the recorder's format, which OwnLoading can't load")) \
+            as refused:
+        learner.resume_path()
+    assert str(refused.value).endswith(f"or gather it into one file first: burnlike consolidate {sharded} --checkpoint")
+
+
+def test_plain_lightning_strategies_load_any_checkpoint_through_the_recorder(tmp_path):
+    fit(checkpointing_builder(tmp_path / "run", 1))
+    learner = checkpointing_builder(tmp_path / "run", 2).checkpoint("last").build(Classifier(), AdamConfig(), 1e-2)
+    assert learner.resume_path() == tmp_path / "run" / "checkpoint" / "trainer-1.mpk"
+
+
+# --- ranks started by ddp_spawn ------------------------------------------------------------------------
+def spawn_learner(tmp_path) -> Learner:
+    return (checkpointing_builder(tmp_path, 2).trainer_kwargs(strategy="ddp_spawn", accelerator="cpu", devices=2)
+            .build(Classifier(), AdamConfig(), 1e-2))
+
+
+def test_under_ddp_spawn_each_rank_ends_its_fit_as_lightning_ends_one_it_did_not_spawn(tmp_path):
+    """On an error the rank's callbacks hear of it and its trainer is torn down before the process
+    exits (the DDP wrapper let go of the gloo group)."""
+    learner = spawn_learner(tmp_path)
+    assert type(learner.trainer.strategy.launcher) is TearDownSpawnedRanks
+    heard: list[BaseException] = []
+    learner.trainer.callbacks.append(type("Hear", (L.Callback,), {"on_exception": lambda s, t, m, e: heard.append(e)})())
+    learner.trainer.strategy.connect(learner.module)
+
+    def fails() -> None:
+        raise Preempted(143)
+
+    threads = torch.get_num_threads()  # the launcher sets a rank's thread count
+    try:
+        with pytest.raises(Preempted):  # what a spawned rank runs: its fit, here one that is preempted
+            learner.trainer.strategy.launcher._wrapping_function(0, learner.trainer, fails, (), {}, None)
+    finally:
+        torch.set_num_threads(threads)
+    assert learner.trainer.state.status == TrainerStatus.INTERRUPTED and [type(e) for e in heard] == [Preempted]
+
+
+@pytest.mark.parametrize(("exit_code", "signal_name"), [(143, None), (138, None)])
+def test_a_spawned_rank_preempted_stops_the_launching_process_with_its_status(tmp_path, monkeypatch, exit_code,
+                                                                           signal_name):
+    learner = spawn_learner(tmp_path)
+
+    def fit(*args, **kwargs):
+        raise ProcessExitedException(f"process 0 terminated with exit code {exit_code}", 0, 4242, exit_code)
+
+    monkeypatch.setattr(learner.trainer, "fit", fit)
+    with pytest.raises(Preempted) as stopped:
+        learner.fit(loader(64, 16))
+    assert stopped.value.code == exit_code
+
+
+def test_a_spawned_rank_that_died_is_named_with_the_newest_checkpoint_and_the_resume_command(
+        tmp_path, monkeypatch, capsys):
+    fit(checkpointing_builder(tmp_path, 1))
+    learner = spawn_learner(tmp_path)
+
+    def fit_(*args, **kwargs):
+        raise ProcessExitedException("process 1 terminated with signal SIGKILL", 1, 4242, -9, "SIGKILL")
+
+    monkeypatch.setattr(learner.trainer, "fit", fit_)
+    with pytest.raises(RankStopped) as stopped:
+        learner.fit(loader(64, 16))
+    assert stopped.value.code == 1
+    [line] = [line for line in capsys.readouterr().err.splitlines() if line.startswith("burnlike:")]
+    assert line.startswith(f"burnlike: rank 1 (pid 4242, killed by SIGKILL) stopped, so rank 0 stops too; the newest "
+                           f"complete checkpoint is {tmp_path / 'checkpoint' / 'trainer-1.mpk'}; resume with "
+                           "learner.checkpoint=last (in code: checkpoint('last'))")
+
+
+def test_any_other_error_of_a_fit_is_left_as_it_is(tmp_path, monkeypatch):
+    learner = checkpointing_builder(tmp_path, 1).build(Classifier(), AdamConfig(), 1e-2)
+
+    def fit_(*args, **kwargs):
+        raise RuntimeError("Connection reset by peer")  # one process: no peer to lose
+
+    monkeypatch.setattr(learner.trainer, "fit", fit_)
+    with pytest.raises(RuntimeError, match="Connection reset by peer"):
+        learner.fit(loader(64, 16))
 
 
 def test_a_result_without_a_renderer_of_its_own_holds_burns_cli_renderer():

@@ -129,6 +129,14 @@ def test_step_module_trains_under_a_plain_trainer():
     trainer.fit(module, loader(256, 32), loader(128, 32, seed=1))
     assert float(trainer.callback_metrics["valid/Accuracy"]) > 80
     assert float(trainer.callback_metrics["train/Accuracy"]) > 60
+    assert {k: float(v) for k, v in trainer.callback_metrics.items()}  # every value is a number
+
+
+def test_callback_metrics_hold_numbers_only_after_a_learners_fit(tmp_path):
+    """The metric store rides in callback_metrics out of ddp_spawn's processes only, and `fit` takes it out."""
+    result = metrics_builder(tmp_path, epochs=1).build(Classifier(), AdamConfig(), 1e-2).fit(loader(64, 16), loader(32, 16))
+    assert sorted(result.trainer.callback_metrics) == ["train/Accuracy", "train/Loss", "valid/Accuracy", "valid/Loss"]
+    assert all(isinstance(float(v), float) for v in result.trainer.callback_metrics.values())
 
 
 def test_step_module_accumulates_as_burn_under_a_plain_trainer():

@@ -20,7 +20,7 @@ from lightning.pytorch.trainer.states import TrainerFn
 
 from burnlike.cli import main as cli
 from burnlike.optim import AdamConfig
-from burnlike.record import CompactRecorder, DefaultRecorder
+from burnlike.record import CompactRecorder, DefaultRecorder, RecorderCheckpointIO
 from burnlike.record.checkpoint.shard_folder import is_sharded_checkpoint
 from burnlike.record.format import registry
 from burnlike.record.format.location import as_path
@@ -34,10 +34,11 @@ from burnlike.train.sharded import (
     shard_model,
     whole_model,
 )
-from tests.helpers.fit import cuda
+from tests.helpers.fit import checkpointing_builder, cuda
 from tests.helpers.paths import REPO
 from tests.helpers.s3 import moto_s3
 from tests.helpers.sharded_fit import Mlp
+from tests.helpers.toy import loader as toy_loader
 
 pytestmark = pytest.mark.filterwarnings("ignore:torch.distributed is disabled")
 
@@ -281,6 +282,7 @@ def fitting_strategy(strategy, seed: int):
 
     torch.manual_seed(seed)
     module = Wrapped()
+    strategy.connect(module)  # as a fit connects it: before configure_model shards it
     shard_model(module, init_device_mesh("cpu", (1,)))
     optimizer = torch.optim.Adam(module.parameters(), lr=0.1)
     module.model(torch.randn(8, 4)).sum().backward()
@@ -288,7 +290,6 @@ def fitting_strategy(strategy, seed: int):
     module.trainer = L.Trainer(accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
                                enable_progress_bar=False, enable_model_summary=False)
     module.trainer.state.fn = TrainerFn.FITTING
-    strategy.connect(module)
     strategy.optimizers = [optimizer]
     return strategy
 
@@ -334,6 +335,107 @@ def test_a_gathered_checkpoint_puts_back_the_weights_and_the_optimizer_state(one
     left = resumed.load_full({"state_dict": dict(want[0]), "optimizer_states": [want[1]], "epoch": 1}, "trainer-1.mpk")
     assert left == {"optimizer_states": [want[1]], "epoch": 1}
     assert_same_states(full_states(resumed), want)
+
+
+@pytest.fixture(scope="module")
+def one_device_run(tmp_path_factory):
+    """A one-device fit of the Mlp for one epoch (Burn's per-epoch layout, full precision): its
+    `trainer-1` path, and the weights (under `model.`) and optimizer state it ended with."""
+    out = tmp_path_factory.mktemp("one-device")
+    torch.manual_seed(0)
+    learner = checkpointing_builder(out, 1).build(Mlp(), AdamConfig(), 1e-2)
+    learner.fit(toy_loader(64, 16), toy_loader(32, 16, seed=1))
+    weights = {f"model.{k}": v.detach().clone() for k, v in learner.module.model.state_dict().items()}
+    return out / "checkpoint" / "trainer-1.mpk", weights, learner.trainer.optimizers[0].state_dict()
+
+
+def assert_same_optimizer_state(by_name: dict, by_index: dict) -> None:
+    """A gathered optimizer state keyed by parameter name equals one keyed by index (their order)."""
+    names = [name for group in by_name["param_groups"] for name in group["params"]]
+    assert len(names) == len(by_index["state"])
+    for i, name in enumerate(names):
+        for key in ("exp_avg", "exp_avg_sq"):
+            assert torch.equal(by_name["state"][name][key], by_index["state"][i][key]), (name, key)
+
+
+@pytest.mark.parametrize("sharded", [True, False])
+def test_a_one_device_checkpoint_is_sharded_on_load_with_its_optimizer_state(one_rank_group, one_device_run, sharded):
+    """Its weights are `model-1`, a Burn module record: read into the model's structure (kept when
+    the fit connected the module, before sharding), then sharded; its optimizer state is Burn's
+    record `optim-1`, by parameter index."""
+    path, weights, optimizer = one_device_run
+    resumed = fitting_strategy(ShardedStrategy(sharded=sharded), seed=1)
+    resumed.checkpoint_io = RecorderCheckpointIO(DefaultRecorder())
+    assert resumed.load_checkpoint(path)["epoch"] == 0
+    model, optim = full_states(resumed)
+    assert_equal(model, weights)
+    assert_same_optimizer_state(optim, optimizer)
+
+
+@pytest.mark.filterwarnings("ignore:FSDP is switching to use `NO_SHARD`", "ignore:When using ``NO_SHARD``",
+                            "ignore:FSDP.state_dict_type\\(\\) and FSDP.set_state_dict_type\\(\\) are being deprecated")
+def test_torchs_fsdp_wrapper_takes_a_one_device_checkpoints_module_record(one_rank_group, one_device_run):
+    path, weights, _ = one_device_run
+    resumed = fsdp_fitting_strategy(seed=1)
+    resumed.checkpoint_io = RecorderCheckpointIO(DefaultRecorder())
+    resumed.load_checkpoint(path)
+    assert_equal(fsdp_full_states(resumed)[0], weights)
+
+
+def test_a_sharded_checkpoint_gathers_through_the_plugin_into_what_one_process_resumes(one_rank_group, tmp_path):
+    """What a one-device or DDP fit reads from a sharded checkpoint: its whole weights and its
+    optimizer state by parameter index, as `Optimizer.state_dict()` keys it, ready for
+    `load_state_dict` (the training state around them as saved)."""
+    saved = fitting_strategy(ShardedStrategy(), seed=0)
+    saved.checkpoint_io = RecorderCheckpointIO(DefaultRecorder())
+    weights, by_name = full_states(saved)
+    checkpoint = {"state_dict": saved.lightning_module_state_dict(),
+                  "optimizer_states": [saved.optimizer_state(saved.optimizers[0])], "epoch": 1, "global_step": 9}
+    saved.save_checkpoint(checkpoint, tmp_path / "trainer-1.mpk")
+    gathered = RecorderCheckpointIO().load_checkpoint(tmp_path / "trainer-1.mpk")
+    assert (gathered["epoch"], gathered["global_step"]) == (1, 9)
+    assert_equal(gathered["state_dict"], weights)
+    [optimizer] = gathered["optimizer_states"]
+    assert [group["params"] for group in optimizer["param_groups"]] == [[0, 1, 2, 3]]
+    assert_same_optimizer_state(by_name, optimizer)
+    plain = Wrapped()
+    plain.load_state_dict(gathered["state_dict"])
+    adam = torch.optim.Adam(plain.parameters(), lr=0.1)
+    adam.load_state_dict(optimizer)  # the one-process optimizer takes it as it is
+    assert_same_optimizer_state(by_name, adam.state_dict())
+    RecorderCheckpointIO().remove_checkpoint(tmp_path / "trainer-1.mpk")  # a folder: removed whole
+    assert not (tmp_path / "trainer-1.mpk").exists()
+
+
+def test_consolidate_checkpoint_makes_the_one_file_that_a_resume_would_have_gathered(one_rank_group, tmp_path, capsys):
+    """`burnlike consolidate DIR --checkpoint`: the move by hand writes what the plugin gathers on
+    load, as one file under the folder's name (what `checkpoint=last` then finds); the shards stay
+    beside it."""
+    saved = fitting_strategy(ShardedStrategy(), seed=0)
+    saved.checkpoint_io = RecorderCheckpointIO(DefaultRecorder())
+
+    def checkpoint() -> dict:  # (a save takes the weights and optimizer states out of it)
+        return {"state_dict": saved.lightning_module_state_dict(),
+                "optimizer_states": [saved.optimizer_state(saved.optimizers[0])], "epoch": 1, "global_step": 9}
+
+    folder = tmp_path / "checkpoint" / "trainer-2.mpk"
+    saved.save_checkpoint(checkpoint(), folder)
+    gathered = RecorderCheckpointIO().load_checkpoint(folder)
+    assert cli(["consolidate", str(folder), "--model", "tests.helpers.sharded_fit:Mlp", "--checkpoint"]) == 0
+    assert folder.is_file() and is_sharded_checkpoint(tmp_path / "checkpoint" / "trainer-2.mpk.shards")
+    assert sorted(p.name for p in folder.parent.iterdir()) == ["model-2.mpk", "trainer-2.mpk", "trainer-2.mpk.shards"]
+    one_file = RecorderCheckpointIO().load_checkpoint(folder)
+    assert one_file.keys() == gathered.keys() and one_file["global_step"] == 9
+    assert_equal(one_file["state_dict"], gathered["state_dict"])
+    assert_same_optimizer_state(full_states(saved)[1], one_file["optimizer_states"][0])
+    assert f"{folder}: one file now (step 9, 1 optimizer states); the shards are in {folder}.shards" in \
+        capsys.readouterr().out
+    again = tmp_path / "checkpoint" / "trainer-3.mpk"
+    saved.save_checkpoint(checkpoint(), again)
+    (tmp_path / "checkpoint" / "trainer-3.mpk.shards").mkdir()
+    assert cli(["consolidate", str(again), "--model", "tests.helpers.sharded_fit:Mlp", "--checkpoint"]) == 2
+    assert f"{again}.shards exists: move it away first" in capsys.readouterr().err
+    assert is_sharded_checkpoint(again)  # left as it was
 
 
 def test_a_checkpoint_with_more_optimizer_states_than_the_fit_has_optimizers_names_both_counts(one_rank_group):

@@ -28,6 +28,7 @@ from burnlike.data.dataset.nlp import (
 from burnlike.data.dataset.rows import column
 from burnlike.data.dataset.sqlite import SqliteDataset, SqliteDatasetStorage, SqliteDatasetWriter
 from burnlike.data.dataset.table import TabularDataset, TabularItem, TabularItems
+from burnlike.data.dataset.token_windows import TokenWindows, TokenWindowsDataset
 from burnlike.data.dataset.transform import (
     ComposedDataset,
     Mapper,
@@ -95,6 +96,8 @@ __all__ = [
     "TextData",
     "TextDatasetItem",
     "TextFolderDataset",
+    "TokenWindows",
+    "TokenWindowsDataset",
     "WindowsDataset",
     "WrappedDataset",
     "as_dataset",

@@ -12,10 +12,11 @@ from collections.abc import Iterator, Sequence
 from typing import Any, Generic, TypeVar
 
 from torch.utils.data import Dataset as TorchDataset
+from torch.utils.data import IterableDataset
 
 T = TypeVar("T")
 
-__all__ = ["BatchedItems", "Dataset", "WrappedDataset", "as_dataset", "fetch_many"]
+__all__ = ["BatchedItems", "Dataset", "WrappedDataset", "as_dataset", "fetch_many", "loader_dataset"]
 
 
 class Dataset(TorchDataset[T], Generic[T]):
@@ -83,11 +84,12 @@ class BatchedItems(Sequence[T]):
 
 
 class WrappedDataset(Dataset[T]):
-    """A torch map-style dataset (`__getitem__`/`__len__`) or a duck-typed Burn one (`get`/`len`)."""
+    """A torch map-style dataset (`__getitem__`/`__len__`) or a duck-typed Burn one (`get` with `len`
+    or `__len__`)."""
 
     def __init__(self, inner: Any) -> None:
         self.inner = inner
-        self._burn_style = callable(getattr(inner, "get", None)) and callable(getattr(inner, "len", None))
+        self._burn_style = _burn_style(inner)
 
     def get(self, index: int) -> T | None:
         if self._burn_style:
@@ -97,7 +99,8 @@ class WrappedDataset(Dataset[T]):
         return self.inner[index] if 0 <= index < len(self.inner) else None
 
     def len(self) -> int:
-        return int(self.inner.len()) if self._burn_style else len(self.inner)
+        length = getattr(self.inner, "len", None)
+        return int(length()) if self._burn_style and callable(length) else len(self.inner)
 
     def __getitems__(self, indices: Sequence[int]) -> Any:
         if self._burn_style:
@@ -105,16 +108,40 @@ class WrappedDataset(Dataset[T]):
         return fetch_many(self.inner, indices)
 
 
+def _burn_style(obj: Any) -> bool:
+    """Burn's `Dataset` shape: `get(index)`, and its length as `len()`, or as `__len__` where there is
+    no `__getitem__` (an object with both of torch's is read as torch's: its `get` may be a mapping's)."""
+    if not callable(getattr(obj, "get", None)):
+        return False
+    return callable(getattr(obj, "len", None)) or (hasattr(obj, "__len__") and not hasattr(obj, "__getitem__"))
+
+
+def _torch_style(obj: Any) -> bool:
+    return hasattr(obj, "__getitem__") and hasattr(obj, "__len__")
+
+
 def as_dataset(obj: Any) -> Dataset[Any]:
     """`obj` itself if it is a `Dataset`, else wrapped; a clear `TypeError` for anything else."""
     if isinstance(obj, Dataset):
         return obj
-    burn_style = callable(getattr(obj, "get", None)) and callable(getattr(obj, "len", None))
-    torch_style = hasattr(obj, "__getitem__") and hasattr(obj, "__len__")
-    if burn_style or torch_style:
+    if _burn_style(obj) or _torch_style(obj):
         return WrappedDataset(obj)
     raise TypeError(f"expected a dataset with get()/len() (Burn) or __getitem__/__len__ (torch), "
                     f"got {type(obj).__name__}")
+
+
+def loader_dataset(obj: Any) -> Any:
+    """What a DataLoader can read for `obj`: a torch map-style or iterable dataset as it is, a
+    Burn-style one (`get(index)` with `len()` or `__len__`) wrapped; a `TypeError` naming what is
+    missing for anything else."""
+    if isinstance(obj, IterableDataset) or _torch_style(obj):
+        return obj
+    if _burn_style(obj):
+        return WrappedDataset(obj)
+    has = [name for name in ("get", "len", "__getitem__", "__len__") if hasattr(obj, name)]
+    raise TypeError(f"a data loader needs a dataset with Burn's get(index) and len() (or __len__), or torch's "
+                    f"__getitem__ and __len__; {type(obj).__name__} has "
+                    f"{', '.join(has) if has else 'none of them'}")
 
 
 def fetch_many(dataset: Any, indices: Sequence[int]) -> Any:

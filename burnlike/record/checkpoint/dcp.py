@@ -26,6 +26,7 @@ import io
 import os
 import uuid
 from collections import defaultdict
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -322,35 +323,95 @@ def _index(index: MetadataIndex) -> list[Any]:
 MODEL_PREFIX = "state_dict.model."  # the Burn model's weights in a burnlike training checkpoint
 
 
-def whole_tensors(path: str | os.PathLike[str] | AnyPath, prefix: str = MODEL_PREFIX) -> dict[str, torch.Tensor]:
-    """The tensors under `prefix` (stripped), each put back together from its shards in one
-    process (no process group): what `burnlike consolidate` writes as `model-N`. Values keep the
-    saved dtype (a shard stored at f16 is widened back)."""
-    folder = as_path(path)
+def _flat_values(folder: AnyPath, wanted: Callable[[str], bool] = lambda fqn: True) -> dict[str, Any]:
+    """The values DCP stored under flat keys `wanted` says, in one process (no process group): each
+    tensor put back together from its shards at its saved dtype (a shard stored at f16 is widened
+    back), each plain value as stored."""
     reader = CompactStorageReader(folder)
     metadata = reader.read_metadata()
-    wanted = {fqn: meta for fqn, meta in metadata.state_dict_metadata.items()
-              if fqn.startswith(prefix) and isinstance(meta, TensorStorageMetadata)}
-    out = {fqn: torch.zeros(tuple(meta.size), dtype=meta.properties.dtype) for fqn, meta in wanted.items()}
+    out: dict[str, Any] = {fqn: torch.zeros(tuple(meta.size), dtype=meta.properties.dtype)
+                           for fqn, meta in metadata.state_dict_metadata.items()
+                           if wanted(fqn) and isinstance(meta, TensorStorageMetadata)}
     files: dict[str, dict[str, Any]] = {}
     for index, (file, key) in (metadata.storage_data or {}).items():
-        if index.fqn not in out:
+        if not wanted(index.fqn):
             continue
         if file not in files:
             entries = decode_value(reader._recorder_of(folder / file).load(folder / file), str(folder / file))
             if not isinstance(entries, dict):
                 raise RecordError("a shard must be a map of its chunks", str(folder / file))
             files[file] = entries
-        stored = files[file].get(key)
+        if key not in files[file]:
+            raise RecordError(f"shard {file} has no entry {key!r} (the metadata names it)", str(folder))
+        stored = files[file][key]
+        target = out.get(index.fqn)
+        if target is None:  # a plain value (BytesStorageMetadata)
+            out[index.fqn] = stored
+            continue
         if not isinstance(stored, torch.Tensor):
             raise RecordError(f"shard {file} has no tensor {key!r} (the metadata names it)", str(folder))
-        target = out[index.fqn]
         offset = tuple(index.offset) if index.offset is not None else (0,) * target.dim()
         region = target
         for dim, (start, length) in enumerate(zip(offset, stored.shape)):
             region = region.narrow(dim, start, length)
         region.copy_(stored)
-    return {fqn[len(prefix):]: t for fqn, t in out.items()}
+    return out
+
+
+def whole_tensors(path: str | os.PathLike[str] | AnyPath, prefix: str = MODEL_PREFIX) -> dict[str, torch.Tensor]:
+    """The tensors under `prefix` (stripped), each put back together from its shards in one
+    process (no process group): what `burnlike consolidate` writes as `model-N`. Values keep the
+    saved dtype (a shard stored at f16 is widened back)."""
+    values = _flat_values(as_path(path), lambda fqn: fqn.startswith(prefix))
+    return {fqn[len(prefix):]: t for fqn, t in values.items() if isinstance(t, torch.Tensor)}
+
+
+def whole_state(path: str | os.PathLike[str] | AnyPath) -> dict[str, Any]:
+    """Everything a sharded checkpoint's shards hold, whole, in the nested layout it was saved in
+    (DCP's flattening undone with the metadata's planner data): for a training checkpoint
+    `{"state_dict": {name: tensor}, "optimizer_0": optimizer state by parameter name, ...}`."""
+    folder = as_path(path)
+    mappings = CompactStorageReader(folder).read_metadata().planner_data
+    nested: dict[str, Any] = {}
+    for fqn, value in _flat_values(folder).items():
+        where = mappings.get(fqn) if isinstance(mappings, dict) else None
+        set_element(nested, tuple(where) if isinstance(where, (list, tuple)) else (fqn,), value)
+    return nested
+
+
+def gathered_checkpoint(path: str | os.PathLike[str] | AnyPath) -> dict[str, Any]:
+    """A sharded training checkpoint as a single process saves one (what a one-device or DDP fit
+    resumes from, and `burnlike consolidate --checkpoint` writes): the training state with the whole
+    `state_dict` and each optimizer's whole state, by parameter index as `Optimizer.state_dict()`
+    has it (the shards key it by parameter name)."""
+    folder = as_path(path)
+    state = whole_state(folder)
+    checkpoint = read_training_state(folder)
+    checkpoint["state_dict"] = state.get("state_dict", {})
+    count = sum(1 for key in state if key.startswith("optimizer_"))
+    checkpoint["optimizer_states"] = [_by_index(state.get(f"optimizer_{i}"), folder, i) for i in range(count)]
+    return checkpoint
+
+
+def _by_index(optimizer: Any, folder: AnyPath, i: int) -> dict[str, Any]:
+    """An optimizer state keyed by parameter name (torch's `get_optimizer_state_dict`) keyed by
+    each parameter's index over the param groups, as the optimizer's own `state_dict` is."""
+    groups = optimizer.get("param_groups") if isinstance(optimizer, dict) else None
+    if not isinstance(groups, list) or not all(isinstance(g, dict) for g in groups):
+        raise RecordError("expected an optimizer state with its param groups", str(folder), f"optimizer_{i}")
+    names = [name for group in groups for name in group.get("params", [])]
+    index = {name: n for n, name in enumerate(names)}
+    state = optimizer.get("state") or {}
+    unknown = sorted(str(name) for name in state if name not in index)
+    if unknown:
+        raise RecordError(f"optimizer state for parameters no param group lists: {unknown[:3]}", str(folder),
+                          f"optimizer_{i}.state")
+    numbered, start = [], 0
+    for group in groups:
+        size = len(group.get("params", []))
+        numbered.append({**group, "params": list(range(start, start + size))})
+        start += size
+    return {"state": {index[name]: value for name, value in state.items()}, "param_groups": numbered}
 
 
 def describe(path: str | os.PathLike[str] | AnyPath) -> list[str]:

@@ -164,8 +164,16 @@ def join_parts(checkpoint: dict[str, Any], path: AnyPath) -> dict[str, Any]:
         if not isinstance(value, dict) or key not in value:
             raise RecordError(f"expected a map with '{key}'", str(part))
         checkpoint[key] = value[key]
-    model = path.parent / str(names.get("model"))
-    if not model.exists():
-        raise RecordError(f"the epoch's model file {model.name} is missing beside it", str(path))
-    checkpoint[MODEL_FILE] = str(model)
+    checkpoint[MODEL_FILE] = str(model_file(names, path))
     return checkpoint
+
+
+def model_file(names: Any, path: AnyPath) -> AnyPath:
+    """The `model-N` beside `path` (a `trainer-N`) that its `FILES_KEY` map `names` lists."""
+    model = names.get("model") if isinstance(names, dict) else None
+    if not isinstance(model, str) or not model or "/" in model:
+        raise RecordError("expected {'model': a file name, ...}", str(path), FILES_KEY)
+    found = path.parent / model
+    if not found.exists():
+        raise RecordError(f"the epoch's model file {model} is missing beside it", str(path))
+    return found

@@ -23,6 +23,7 @@ from burnlike.record.checkpoint.lightning_dict import (
     load_checkpoint,
     snapshot_checkpoint,
 )
+from burnlike.record.checkpoint.shard_folder import is_sharded_checkpoint, remove_checkpoint_path
 from burnlike.record.checkpoint.value import Unstorable
 from burnlike.record.error import RecordError
 from burnlike.record.format.location import AnyPath, StorageOptions, as_path
@@ -76,17 +77,23 @@ class RecorderCheckpointIO(CheckpointIO):
                         weights_only: bool | None = None) -> dict[str, Any]:
         """Read a checkpoint (any recorder's format, or a torch.save file through torch's
         `weights_only` loader; `weights_only` is accepted and moot: nothing is ever unpickled).
-        Lightning restores it; tensors are on CPU unless `map_location`."""
+        Lightning restores it; tensors are on CPU unless `map_location`. A sharded checkpoint's
+        folder (`ShardedStrategy`'s) comes back gathered: the whole weights and optimizer states,
+        as a one-process fit saves them."""
         self.wait()
         target = as_path(path)
         if not target.exists():
             raise FileNotFoundError(f"Checkpoint file not found: {path}")
+        if is_sharded_checkpoint(target):  # a sharded fit's: gathered whole, for a fit that doesn't shard
+            from burnlike.record.checkpoint.dcp import gathered_checkpoint
+
+            return gathered_checkpoint(target)
         return join_parts(load_checkpoint(target, self.recorder, map_location), target)
 
     @override
     def remove_checkpoint(self, path: str | os.PathLike[str]) -> None:
         self.wait()
-        as_path(path).unlink(missing_ok=True)
+        remove_checkpoint_path(path)  # a sharded checkpoint's folder too (resumed here from a sharded fit)
 
     @override
     def teardown(self) -> None:

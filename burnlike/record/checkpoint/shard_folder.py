@@ -11,7 +11,7 @@ from typing import Any
 
 from burnlike.record.checkpoint.value import decode_value
 from burnlike.record.error import RecordError
-from burnlike.record.format.location import AnyPath, as_path
+from burnlike.record.format.location import AnyPath, RemotePath, as_path
 from burnlike.record.format.recorder import Recorder
 
 METADATA = ".metadata"  # + the recorder's extension
@@ -58,3 +58,18 @@ def is_sharded_checkpoint(path: str | os.PathLike[str] | AnyPath) -> bool:
     """Whether `path` is a folder holding a sharded checkpoint of this format (any recorder)."""
     folder = as_path(path)
     return folder.is_dir() and any(p.name.startswith(METADATA + ".") for p in folder.iterdir())
+
+
+def remove_checkpoint_path(path: str | os.PathLike[str] | AnyPath) -> None:
+    """Remove a checkpoint, a file or a sharded checkpoint's folder (whole), best effort: a missing
+    one is fine, and a link is removed without following it into the folder it names."""
+    import shutil
+
+    target = as_path(path)
+    if isinstance(target, RemotePath):
+        if target.exists():
+            target.fs.rm(target.fs_path, recursive=True)
+    elif target.is_dir():
+        shutil.rmtree(target, ignore_errors=True)
+    else:
+        target.unlink(missing_ok=True)

@@ -1,5 +1,6 @@
 """A model's weights out of a file that is either a module record or a training checkpoint: the
-one place that asks which, so `Module.load_file` and the CLI take weights from both alike."""
+one place that asks which, so `Module.load_file` and the CLI take weights from both alike. A
+`trainer-N` of Burn's per-epoch layout holds no weights: they are in the `model-N` it names."""
 
 from __future__ import annotations
 
@@ -9,11 +10,12 @@ from typing import Any
 import torch
 from torch import nn
 
+from burnlike.record.checkpoint.epoch_files import FILES_KEY, model_file
 from burnlike.record.checkpoint.lightning_dict import is_checkpoint
 from burnlike.record.checkpoint.value import decode_value
 from burnlike.record.error import RecordError, RecordPath
 from burnlike.record.format import registry
-from burnlike.record.format.location import RemotePath
+from burnlike.record.format.location import AnyPath, RemotePath
 from burnlike.record.format.module_record import load_module_record
 from burnlike.record.format.recorder import Recorder
 
@@ -21,17 +23,28 @@ from burnlike.record.format.recorder import Recorder
 def load_weights(module: nn.Module, path: str | os.PathLike[str] | RemotePath, recorder: Recorder | None = None,
                  device: torch.device | str | None = None) -> nn.Module:
     """Load `path` into `module` in place: a module record, or the model weights of a burnlike
-    training checkpoint. `recorder` None: the registry tells the format from the file."""
+    training checkpoint (a whole one, or a `trainer-N`: the `model-N` beside it). `recorder` None:
+    the registry tells the format from the file."""
     recorder = recorder or registry.sniff(path)
     target = recorder.resolve(path)
     with recorder.scan(target, module=module) as (_, item):
-        if is_checkpoint(item):
+        weights_file = epoch_model_file(item, target) if is_checkpoint(item) else None
+        if weights_file is None and is_checkpoint(item):
             weights_from_checkpoint(module, item, str(target))
-        else:
+        elif weights_file is None:
             load_module_record(module, item, str(target))
+    if weights_file is not None:  # a trainer-N: its epoch's model-N is a module record
+        with registry.sniff(weights_file).scan(weights_file, module=module) as (_, item):
+            load_module_record(module, item, str(weights_file))
     if device is not None:
         module.to(device)
     return module
+
+
+def epoch_model_file(checkpoint: Any, path: AnyPath) -> AnyPath | None:
+    """The `model-N` a `trainer-N` checkpoint names beside it (None: a checkpoint with its weights)."""
+    names = decode_value(checkpoint.get(FILES_KEY), str(path), FILES_KEY)
+    return None if names is None else model_file(names, path)
 
 
 def weights_from_checkpoint(module: nn.Module, checkpoint: Any, path: RecordPath = None) -> None:

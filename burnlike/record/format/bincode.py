@@ -97,8 +97,25 @@ class _Reader(Visitor[None]):
         self.key = key
         self.nil()
 
+    def tag(self, field: Field) -> None:
+        """An enum variant's index, then an Option's Some, before a field's value."""
+        if field.variant is not None:
+            index = self.varint()
+            if index != field.variant:
+                raise self.fail(f"the record has enum variant {index} for {field.name}, the model variant "
+                                f"{field.variant}")
+
+    def child(self, node: None, key: str, field: Field) -> None:
+        self.key = key
+        self.tag(field)
+        if field.optional:
+            flag = self.take(1)[0]
+            if flag != 1:
+                raise self.fail(f"the record has no {field.name} (Option tag {flag}), the model has one")
+
     def leaf(self, node: None, key: str, field: Field) -> Any:
         self.key = key
+        self.tag(field)
         if field.kind in ("param", "none"):
             present = True
             if field.optional:
@@ -109,10 +126,10 @@ class _Reader(Visitor[None]):
             if present and field.kind == "none":
                 raise self.fail(f"the record has a {field.name} the model doesn't have")
             return self.param() if present else None
-        if field.kind == "nil2":
-            self.nil()
-            self.nil()
-            return [None, None]
+        if field.kind == "nils":
+            for _ in range(field.width):
+                self.nil()
+            return [None] * field.width
         if field.kind == "some_nil":
             if bytes(self.take(2)) != _SOME_NIL:
                 raise self.fail("expected Some(stateless) (0x01 0x00)")
@@ -206,16 +223,24 @@ class _Writer(Visitor[Any]):
     def stateless(self, node: Any, key: str) -> None:
         self.parts.append(_NIL)
 
+    def tag(self, field: Field) -> None:
+        if field.variant is not None:
+            self.varint(field.variant)
+
     def child(self, node: Any, key: str, field: Field) -> Any:
+        self.tag(field)
+        if field.optional:
+            self.parts.append(b"\x01")
         return node[field.name]
 
     def leaf(self, node: Any, key: str, field: Field) -> None:
+        self.tag(field)
         if field.kind == "param":
             if field.optional:
                 self.parts.append(b"\x01")
             self.param(node[field.name])
-        elif field.kind == "nil2":
-            self.parts.append(_NIL + _NIL)
+        elif field.kind == "nils":
+            self.parts.append(_NIL * field.width)
         elif field.kind == "some_nil":
             self.parts.append(_SOME_NIL)
         else:  # nil, or an absent Option (None)

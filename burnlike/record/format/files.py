@@ -224,7 +224,7 @@ def remove_stale_temps(directory: Path) -> list[Path]:
         return []
     for entry in entries:
         m = _TEMP.match(entry.name)
-        if m and m["host"] == _HOST and not _alive(int(m["pid"])):
+        if m and m["host"] == _HOST and not process_alive(int(m["pid"])):
             with contextlib.suppress(OSError):
                 os.unlink(entry.path)
                 removed.append(Path(entry.path))
@@ -241,7 +241,9 @@ def _clean_once(directory: Path) -> None:
         remove_stale_temps(directory)
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether process `pid` of this host still runs: one that has exited but that its parent has
+    not reaped yet (a zombie: a killed child of a test or a launcher) has ended."""
     if pid == os.getpid():
         return True
     try:
@@ -252,7 +254,11 @@ def _alive(pid: int) -> bool:
         return True
     except (OverflowError, ValueError):  # no process can have that pid
         return False
-    return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:  # state, after the command name in parentheses
+            return f.read().rsplit(b")", 1)[-1].split()[0] != b"Z"
+    except (OSError, IndexError):  # no /proc (not Linux): alive as far as kill tells
+        return True
 
 
 _ADVICE = {

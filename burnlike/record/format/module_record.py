@@ -78,7 +78,7 @@ class _ToRecord(Visitor[None]):
             decide = self.decide if target != t.dtype else None
             data = tensor_to_data(t, target, self.version, transpose=transpose, lazy=self.lazy, decide=decide)
             return {"id": self.ids.setdefault(key, new_param_id()), "param": data}
-        return [None, None] if field.kind == "nil2" else None
+        return [None] * field.width if field.kind == "nils" else None
 
 
 def module_to_record(module: nn.Module, settings: SettingsLike = None, version: str = DEFAULT_VERSION,

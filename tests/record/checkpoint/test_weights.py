@@ -11,8 +11,9 @@ import torch
 from torch import nn
 
 from burnlike.record import CompactRecorder, DefaultRecorder, RecorderCheckpointIO, RecordError, load_weights
-from tests.helpers.fit import same_weights
+from tests.helpers.fit import cpu_builder, fit, same_weights
 from tests.helpers.records import Net, randomised
+from tests.helpers.toy import Classifier
 from tests.record.checkpoint.helpers import save_checkpoint
 from tests.record.helpers import PL_VERSION, Tiny, lightning_checkpoint, randomised_params, seeded_linear
 
@@ -145,3 +146,21 @@ def test_load_weights_names_the_file_when_the_record_does_not_fit(tmp_path):
     with pytest.raises(RecordError) as error:
         load_weights(nn.Linear(4, 2), path)
     assert str(path) in str(error.value)
+
+
+def test_a_trainer_file_gives_the_weights_of_its_epochs_model_file(tmp_path):
+    """`trainer-N` of Burn's per-epoch layout holds no weights; `load_weights` reads the `model-N` it names."""
+    trained = fit(cpu_builder(tmp_path, epochs=2))
+    checkpoints = tmp_path / "checkpoint"
+    from_trainer = load_weights(randomised(Classifier()), checkpoints / "trainer-2.mpk")
+    assert same_weights(from_trainer, trained)
+    assert same_weights(Classifier().load_file(checkpoints / "trainer-1.mpk"),
+                        load_weights(randomised(Classifier()), checkpoints / "model-1.mpk"))
+
+
+def test_a_trainer_file_whose_model_file_is_gone_names_it(tmp_path):
+    fit(cpu_builder(tmp_path, epochs=1))
+    (tmp_path / "checkpoint" / "model-1.mpk").unlink()
+    with pytest.raises(RecordError) as error:
+        load_weights(Classifier(), tmp_path / "checkpoint" / "trainer-1.mpk")
+    assert str(error.value) == f"{tmp_path / 'checkpoint' / 'trainer-1.mpk'}: the epoch's model file model-1.mpk is missing beside it"

@@ -597,7 +597,7 @@ def test_a_pid_the_kernel_refuses_to_signal_is_a_live_process(monkeypatch):
         raise PermissionError(errno.EPERM, "Operation not permitted")
 
     monkeypatch.setattr(files.os, "kill", refused)
-    assert files._alive(4242) is True
+    assert files.process_alive(4242) is True
 
 
 def test_a_writer_of_small_pieces_hands_the_kernel_each_mib_as_it_goes(tmp_path):
@@ -612,3 +612,23 @@ def test_a_writer_of_small_pieces_hands_the_kernel_each_mib_as_it_goes(tmp_path)
     atomic_write(tmp_path / "m.bin", write)
     assert seen[0] >= 1 << 20
     assert (tmp_path / "m.bin").stat().st_size == 24 * (64 << 10)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="reads the process state from /proc (Linux)")
+def test_a_process_that_exited_is_not_alive_even_before_its_parent_reaps_it():
+    """A killed child its parent hasn't waited for yet (a zombie) has ended: a lock or temp file
+    it left is stale at once."""
+    import signal
+    import subprocess
+    import sys
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    try:
+        assert files.process_alive(child.pid)
+        child.send_signal(signal.SIGKILL)
+        os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)  # it has exited, and is left unreaped
+        assert not files.process_alive(child.pid)  # a zombie
+    finally:
+        child.kill()
+        child.wait()
+    assert not files.process_alive(child.pid)  # reaped: gone

@@ -7,6 +7,7 @@ as nil pairs, optional stateless children as `Some`)."""
 from __future__ import annotations
 
 import base64
+import struct
 
 import msgpack
 import pytest
@@ -19,6 +20,7 @@ from burnlike.record import (
     DefaultRecorder,
     NamedMpkFileRecorder,
 )
+from burnlike.record.error import RecordError
 from burnlike.record.format.module_record import module_to_record
 from burnlike.record.format.walker import Field, Visitor, fields, walk
 from tests.helpers.records import Net, randomised
@@ -82,7 +84,7 @@ def test_group_norm_records_its_affine_params_then_its_config():
     with torch.no_grad():
         norm.weight.copy_(torch.tensor([1.0, 2.0, 3.0, 4.0]))
     item = module_to_record(norm)
-    assert list(item) == ["gamma", "beta", "num_groups", "num_channels", "epsilon"]
+    assert list(item) == ["gamma", "beta", "num_groups", "num_channels", "epsilon", "affine"]  # Burn's GroupNorm
     assert bytes(item["gamma"]["param"]["bytes"]) == norm.weight.detach().numpy().tobytes()
 
 
@@ -185,8 +187,9 @@ def kinds(m: nn.Module, version: str = "0.21.0") -> list[tuple[str, str]]:
                                       ("kernel_size", "nil"), ("dilation", "nil"), ("groups", "nil"),
                                       ("padding", "nil")]),
     (nn.GroupNorm(2, 4), [("gamma", "param"), ("beta", "param"), ("num_groups", "nil"), ("num_channels", "nil"),
-                          ("epsilon", "nil")]),
-    (nn.GroupNorm(2, 4, affine=False), [("num_groups", "nil"), ("num_channels", "nil"), ("epsilon", "nil")]),
+                          ("epsilon", "nil"), ("affine", "nil")]),
+    (nn.GroupNorm(2, 4, affine=False), [("gamma", "none"), ("beta", "none"), ("num_groups", "nil"),
+                                        ("num_channels", "nil"), ("epsilon", "nil"), ("affine", "nil")]),
     (nn.BatchNorm1d(3), [("gamma", "param"), ("beta", "param"), ("running_mean", "param"),
                          ("running_var", "param"), ("momentum", "nil"), ("epsilon", "nil")]),
     (nn.LayerNorm(3, elementwise_affine=False), [("epsilon", "nil")]),
@@ -196,9 +199,24 @@ def test_standard_layers_have_burns_fields_with_config_fields_as_nil(layer, expe
     assert kinds(layer) == expected
 
 
+def test_norms_optional_params_are_tagged_in_bincode_as_burns_options(tmp_path):
+    """Burn's GroupNorm has `Option<Param>` gamma and beta, 0.21's LayerNorm an optional beta (0.19's
+    a plain one): bincode writes a Some tag before each, so the files differ by those bytes."""
+    assert [f.optional for f in fields(nn.GroupNorm(2, 4))[:2]] == [True, True]
+    assert [f.optional for f in fields(nn.LayerNorm(4))[:2]] == [False, True]
+    assert [f.optional for f in fields(nn.LayerNorm(4), "0.19.0")[:2]] == [False, False]
+    norm = nn.LayerNorm(4)
+    paths = [BinFileRecorder(burn_version=v).save_module(norm, tmp_path / f"v{v[2:4]}") for v in ("0.21.0", "0.19.0")]
+    assert paths[0].stat().st_size == paths[1].stat().st_size + 1
+    for path in paths:
+        loaded = nn.LayerNorm(4)
+        BinFileRecorder().load_module(loaded, path)
+        assert torch.equal(loaded.bias, norm.bias)
+
+
 def test_burn_0_19_conv2d_geometry_fields_are_nil_pairs():
-    assert kinds(nn.Conv2d(2, 4, 3), "0.19.0")[2:5] == [("stride", "nil2"), ("kernel_size", "nil2"),
-                                                         ("dilation", "nil2")]
+    assert kinds(nn.Conv2d(2, 4, 3), "0.19.0")[2:5] == [("stride", "nils"), ("kernel_size", "nils"),
+                                                         ("dilation", "nils")]
 
 
 class Cursor(Visitor[str]):
@@ -220,3 +238,88 @@ def test_a_visitor_gets_a_list_entrys_own_node_for_a_stateless_entry():
     walk(nn.Sequential(nn.Linear(2, 2), nn.ReLU()), visitor, "item")
     walk(nn.ReLU(), visitor, "root")  # the root's key is the empty path
     assert visitor.stateless_at == [("item[1]", "1"), ("root", "")]
+
+
+# --- a module's own declaration of its record ---
+
+
+class Declared(nn.Module):
+    """A Burn struct ported field for field: `struct Model { embed, vocab_size: usize, head, dropout,
+    reverse: Option<Linear> }` — `__burn_fields__` gives Burn's order, config values are nil."""
+
+    __burn_fields__ = ("embed", "vocab_size", "head", "dropout", "reverse")
+    __burn_optional__ = ("reverse",)
+
+    def __init__(self, reverse: bool) -> None:
+        super().__init__()
+        self.head = nn.Linear(2, 3)  # assigned before `embed`: the declared order wins
+        self.embed = nn.Embedding(4, 2)
+        self.vocab_size = 4
+        self.dropout = nn.Dropout(0.1)
+        self.register_module("reverse", nn.Linear(3, 3) if reverse else None)
+
+
+def test_declared_fields_follow_burns_order_with_config_values_as_nil():
+    assert kinds(Declared(True)) == [("embed", "module"), ("vocab_size", "nil"), ("head", "module"),
+                                     ("dropout", "nil"), ("reverse", "module")]
+    assert kinds(Declared(False))[-1] == ("reverse", "none")
+    assert list(module_to_record(Declared(False))) == ["embed", "vocab_size", "head", "dropout", "reverse"]
+
+
+def test_declared_fields_must_name_every_tensor():
+    class Forgetful(Declared):
+        __burn_fields__ = ("embed", "head")
+
+    with pytest.raises(ValueError, match=r"Forgetful.__burn_fields__ leaves out \['reverse'\]"):
+        fields(Forgetful(True))
+
+
+def test_an_optional_submodule_is_tagged_in_bincode(tmp_path):
+    """Burn's `Option<Linear<B>>` record: bincode `0x01` + the record when present, `0x00` when not;
+    MessagePack writes the record or nil. Each loads back only into a model of the same shape."""
+    torch.manual_seed(0)
+    present, absent = Declared(True), Declared(False)
+    sizes = {}
+    for model in (present, absent):
+        path = BinFileRecorder().save_module(model, tmp_path / f"{model.reverse is not None}")
+        sizes[model.reverse is not None] = path.stat().st_size
+        copy = Declared(model.reverse is not None)
+        BinFileRecorder().load_module(copy, path)
+        assert torch.equal(copy.head.weight, model.head.weight)
+    weight = (1 + 13) + (1 + 36) + (1 + 2) + 1  # ParamSerde: id, bytes, shape, dtype
+    bias = 1 + (1 + 13) + (1 + 12) + (1 + 1) + 1  # Some tag, then the same
+    assert sizes[True] - sizes[False] == (1 + weight + bias) - 1  # 0x01 + the Linear record, for 0x00
+    with pytest.raises(RecordError, match="the record has no reverse"):
+        BinFileRecorder().load_module(Declared(True), tmp_path / "False.bin")
+    assert module_to_record(absent)["reverse"] is None
+
+
+class Wrapped(nn.Module):
+    """A module whose record is a Burn enum's: one variant (index 2) holding a Linear."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner = nn.Linear(1, 1, bias=False)
+
+    def burn_record_fields(self, version: str) -> list[Field]:
+        return [Field("Third", "module", self.inner, variant=2)]
+
+
+def test_an_enum_variant_is_a_one_key_map_and_a_bincode_index(tmp_path):
+    """serde's externally tagged enum: `{"Third": {...}}` in MessagePack; in bincode the variant's
+    u32 index (varint) before the value, as laid out here by hand."""
+    model = Wrapped()
+    with torch.no_grad():
+        model.inner.weight.fill_(1.5)
+    assert list(module_to_record(model)) == ["Third"]
+    path = BinFileRecorder().save_module(model, tmp_path / "enum")
+    body = path.read_bytes()
+    pid = module_to_record(model)["Third"]["weight"]["id"].encode()
+    weight = struct.pack("<f", 1.5)
+    assert body.endswith(b"\x02" + bytes([len(pid)]) + pid + b"\x04" + weight + b"\x02\x01\x01\x01" + b"\x00")
+    loaded = Wrapped()
+    BinFileRecorder().load_module(loaded, path)
+    assert loaded.inner.weight.item() == 1.5
+    path.write_bytes(body.replace(b"\x02" + bytes([len(pid)]) + pid, b"\x01" + bytes([len(pid)]) + pid))
+    with pytest.raises(RecordError, match="enum variant 1 for Third, the model variant 2"):
+        BinFileRecorder().load_module(Wrapped(), path)
