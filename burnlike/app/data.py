@@ -79,12 +79,12 @@ class ShakespeareCharDataConfig(DataConfig):
     `trainer.limit_val_batches` says how many batches). At the end, the trained model writes
     `sample_length` characters after `sample_prompt`."""
 
-    block_size: int | None = None  # null: the model's block_size
-    train_fraction: float = 0.9
+    block_size: int | None = None  # characters a window's inputs hold; null: the model's block_size
+    train_fraction: float = 0.9  # the first part of the text to train on (nanoGPT's 90%); the rest validates
     sample_length: int = 500  # characters generated at the end of the run (0: none)
-    sample_prompt: str = "\n"
-    temperature: float = 0.8
-    top_k: int | None = 200
+    sample_prompt: str = "\n"  # the text the sample continues
+    temperature: float = 0.8  # the sample's softmax temperature (lower: likelier characters)
+    top_k: int | None = 200  # sample among the k likeliest characters only; null: among all
 
 
 def _error(cfg: DictConfig, keys: str, problem: str) -> DataConfigError:

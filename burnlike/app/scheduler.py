@@ -23,7 +23,7 @@ __all__ = ["CosineScheduler", "WarmupCosineScheduler", "learning_rate"]
 class CosineScheduler:
     """`scheduler=cosine`: Burn's `CosineAnnealingLrSchedulerConfig(optimizer.lr, num_iters, min_lr)`."""
 
-    min_lr: float = 0.0
+    min_lr: float = 0.0  # the learning rate the cosine ends at
     num_iters: int | None = None  # null: the run's iterations
 
     def scheduler(self, lr: float, iterations: int) -> LrOrScheduler:
@@ -37,9 +37,9 @@ class WarmupCosineScheduler:
     """`scheduler=warmup_cosine`: `warmup_iters` steps of linear warmup to `optimizer.lr`, then a cosine
     down to `min_lr` at iteration `decay_iters`, then `min_lr` (nanoGPT's `get_lr`)."""
 
-    warmup_iters: int = 100
-    decay_iters: int | None = None  # null: the run's iterations
-    min_lr: float = 0.0
+    warmup_iters: int = 100  # iterations of linear warmup, from optimizer.lr / (warmup_iters + 1) up to optimizer.lr
+    decay_iters: int | None = None  # the iteration the cosine reaches min_lr; null: the run's last
+    min_lr: float = 0.0  # the learning rate at decay_iters and after
 
     def scheduler(self, lr: float, iterations: int) -> LrOrScheduler:
         from burnlike.optim import warmup_cosine

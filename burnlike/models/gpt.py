@@ -156,13 +156,13 @@ class GptConfig:
     """`vocab_size`: the tokenizer's; `block_size`: the longest context; `bias`: biases in the
     Linears and LayerNorms (nanoGPT: False is a bit better and faster)."""
 
-    vocab_size: int
-    block_size: int = 64
-    n_layer: int = 4
-    n_head: int = 4
-    n_embd: int = 128
-    dropout: float = 0.0
-    bias: bool = False
+    vocab_size: int  # token ids the model reads and predicts: the tokenizer's vocabulary
+    block_size: int = 64  # the longest context, in tokens (the position embedding's size)
+    n_layer: int = 4  # transformer blocks
+    n_head: int = 4  # attention heads per block (n_embd must be a multiple)
+    n_embd: int = 128  # the width: embedding and residual stream size
+    dropout: float = 0.0  # on the embeddings, attention weights and residual branches while training
+    bias: bool = False  # biases in the Linears and LayerNorms
 
     def init(self, device: Any = None) -> Gpt:
         for name in ("vocab_size", "block_size", "n_layer", "n_head", "n_embd"):

@@ -35,7 +35,8 @@ BAD = {  # override -> what the message must name
 
 # Runs that end before training: started together, one process each, by the `quick_runs` fixture.
 QUICK = {**{k: [k] for k in BAD}, "help": ["--help"], "cfg": ["--cfg", "job", "optimizer=sgd"],
-         "no_data": ["data.root=/nonexistent/mnist"]}
+         "no_data": ["data.root=/nonexistent/mnist"],
+         "no_text": ["experiment=shakespeare_char", "data.root=/nonexistent/text"]}
 
 
 @pytest.fixture(scope="module")
@@ -63,6 +64,8 @@ def test_help_lists_the_options_and_cfg_job_prints_the_composed_config(quick_run
     proc = quick_runs["help"]
     assert proc.returncode == 0 and "model: mnist, mlp" in proc.stdout and "trainer=ddp" in proc.stdout
     assert "num_epochs: 10" in proc.stdout
+    assert "experiment: shakespeare_char, shakespeare_char_gpu" in proc.stdout
+    assert "scheduler: cosine, warmup_cosine" in proc.stdout
     proc = quick_runs["cfg"]
     assert proc.returncode == 0 and "lr: 0.01" in proc.stdout
     assert OmegaConf.create(proc.stdout).optimizer.lr == 0.01
@@ -103,6 +106,13 @@ def test_missing_data_names_the_key_and_the_files(quick_runs):
     proc = quick_runs["no_data"]
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
     assert "/nonexistent/mnist" in proc.stderr and "train-images-idx3-ubyte" in proc.stderr
+
+
+def test_a_missing_text_is_one_line_naming_the_file(quick_runs):
+    proc = quick_runs["no_text"]
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "/nonexistent/text/shakespeare_char/input.txt not found" in errors[0]
 
 
 @pytest.mark.slow

@@ -2,12 +2,11 @@
 tiny by overrides, on a small text) trains a GPT in epochs of `valid_every` iterations, at the
 learning rates of nanoGPT's warmup and cosine (checked against its formula, written here), with
 weight decay on the 2-D weights only, and prints Burn's summary and a sample of generated text.
-A missing text is one line naming the file; `--help` lists the experiments. On a GPU, the GPU
-recipe runs on the default path and on the CUDA-graph fast path in bf16."""
+A run resumed at a validation ends as the uninterrupted run. On a GPU, the GPU recipe runs on the
+default path and on the CUDA-graph fast path in bf16. (A missing text and `--help`: test_app.py.)"""
 
 import json
 import math
-import subprocess
 
 import pytest
 
@@ -15,13 +14,14 @@ from burnlike.record import load_checkpoint
 from tests.helpers.corpus import corpus_text, vocab_size, write_corpus
 from tests.helpers.fit import cuda
 from tests.helpers.nanogpt import get_lr
-from tests.journeys.helpers import app_cmd, app_env, param_bytes, run_app
+from tests.journeys.helpers import param_bytes, run_app
 
-# 12 iterations in epochs of 4 of a 1-layer GPT over 16 characters; the learning rate logged each step
+# 12 iterations in epochs of 4 of a 1-layer GPT over 16 characters; the learning rate logged each step;
+# full-precision checkpoints (the recipe's compact ones keep f16 weights, so a resume from them is not exact)
 TINY = ["experiment=shakespeare_char", f"model.vocab_size={vocab_size()}", "model.block_size=16", "model.n_layer=1",
         "model.n_head=2", "model.n_embd=16", "data.batch_size=4", "learner.num_iterations=12",
         "learner.valid_every=4", "scheduler.warmup_iters=3", "trainer.limit_val_batches=2", "data.sample_length=40",
-        "learner.metrics=[Loss,Learning Rate]"]
+        "learner.metrics=[Loss,Learning Rate]", "learner.recorder=default"]
 
 
 @pytest.fixture(scope="module")
@@ -75,39 +75,18 @@ def test_only_the_2d_weights_decay(recipe_run):
 
 
 @pytest.mark.slow
-def test_a_run_resumed_at_a_validation_ends_with_the_uninterrupted_runs_weights(text_root, tmp_path):
+def test_a_run_resumed_at_a_validation_ends_with_the_uninterrupted_runs_weights(recipe_run, text_root, tmp_path):
     """The first 2 of its 3 epochs (the same schedule), then `learner.checkpoint=2` in the same run dir:
-    the loader goes on from batch 9 of its stream and the schedule from step 9, so the weights are
-    the uninterrupted run's. (Full-precision checkpoints: the recipe's compact ones keep f16 weights.)"""
-    whole = run_app([*TINY, "learner.recorder=default"], tmp_path / "whole", text_root, timeout=280)
-    assert whole.returncode == 0, whole.stderr[-3000:]
-    first = run_app([*TINY, "learner.recorder=default", "learner.num_iterations=8", "scheduler.decay_iters=12"],
-                    tmp_path, text_root, timeout=280)
+    the loader goes on from batch 9 of its stream and the schedule from step 9, so the weights and
+    the last epoch's logs are the uninterrupted run's."""
+    first = run_app([*TINY, "learner.num_iterations=8", "scheduler.decay_iters=12"], tmp_path, text_root, timeout=280)
     assert first.returncode == 0, first.stderr[-3000:]
-    resumed = run_app([*TINY, "learner.recorder=default", "learner.checkpoint=2"], tmp_path, text_root, timeout=280)
+    resumed = run_app([*TINY, "learner.checkpoint=2"], tmp_path, text_root, timeout=280)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
-    assert param_bytes(tmp_path / "run" / "model.mpk") == param_bytes(tmp_path / "whole" / "run" / "model.mpk")
+    whole = recipe_run[1]
+    assert param_bytes(tmp_path / "run" / "model.mpk") == param_bytes(whole / "model.mpk")
     for log in ("Learning_Rate.log", "Loss.log"):
-        assert (tmp_path / "run" / "train" / "epoch-3" / log).read_text() == \
-            (tmp_path / "whole" / "run" / "train" / "epoch-3" / log).read_text()
-
-
-@pytest.mark.slow
-def test_missing_text_is_one_line_naming_the_file(tmp_path):
-    proc = run_app(["experiment=shakespeare_char", "data.root=/nonexistent/text"], tmp_path, tmp_path, timeout=240)
-    assert proc.returncode != 0 and "Traceback" not in proc.stderr
-    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1 and "/nonexistent/text/shakespeare_char/input.txt not found" in errors[0]
-    assert not (tmp_path / "run").exists()
-
-
-@pytest.mark.slow
-def test_help_lists_the_experiments(tmp_path):
-    proc = subprocess.run(app_cmd(["--help"], tmp_path), env=app_env(tmp_path), capture_output=True, text=True,
-                          timeout=120)
-    assert proc.returncode == 0
-    assert "experiment: shakespeare_char, shakespeare_char_gpu" in proc.stdout
-    assert "scheduler: cosine, warmup_cosine" in proc.stdout
+        assert (tmp_path / "run" / "train" / "epoch-3" / log).read_text() == (whole / "train" / "epoch-3" / log).read_text()
 
 
 GPU_TINY = ["experiment=shakespeare_char_gpu", f"model.vocab_size={vocab_size()}", "model.block_size=16",
