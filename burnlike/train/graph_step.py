@@ -1,8 +1,8 @@
 """The CUDA-graph fast path of `StepModule` (`LearnerBuilder.cuda_graph()`).
 
 A small model on a fast GPU is bound by the host launching kernels, not by the GPU: the guide
-model's step is ~0.4 ms of GPU work behind ~2.4 ms of eager PyTorch. Here the whole training step —
-forward, loss, backward, the metrics' batch values, gradient clipping and the optimizer step — is
+model's step keeps the GPU busy for a sixth of the time eager PyTorch takes to launch it. Here the
+whole training step — forward, loss, backward, the metrics' batch values, gradient clipping and the optimizer step — is
 captured once in CUDA graphs and replayed for every batch of the same shapes, one launch each,
 inside Lightning's manual optimization (so checkpoints, callbacks, early stopping, resume and logs
 keep working; callbacks' hooks inside the step, such as `on_after_backward`, run on eager steps

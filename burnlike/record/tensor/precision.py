@@ -148,8 +148,8 @@ def f16_peak(cast: torch.Tensor) -> int | None:
     pass over the source.
 
     Why: a save casts each weight anyway; on the cast the check is two integer maxima over 2-byte
-    words (numpy, vectorised, one thread: 0.009 s per 100M values against 0.023 s for min/max over
-    the f32 source). Sign-magnitude bits: as int16, the largest is the largest positive magnitude;
+    words (numpy, vectorised, one thread), less than half the time of min/max over the f32 source
+    (docs/benchmarks.md). Sign-magnitude bits: as int16, the largest is the largest positive magnitude;
     as uint16, the largest is 0x8000 plus the largest negative magnitude."""
     if cast.dtype != torch.float16 or cast.device.type != "cpu" or not cast.is_contiguous() or not cast.numel():
         return None
