@@ -53,6 +53,7 @@ COVERED = (
     "burnlike.models.mnist",
     "burnlike.models.tabular",
     "burnlike.nn.*",
+    "burnlike.optim.*",
     "burnlike.record.checkpoint.*",
     "burnlike.record.error",
     "burnlike.record.format.*",
