@@ -58,9 +58,15 @@ COVERED = (
     "burnlike.record.error",
     "burnlike.record.format.*",
     "burnlike.record.tensor.*",
+    "burnlike.train.components",
+    "burnlike.train.interrupter",
+    "burnlike.train.learner",
+    "burnlike.train.logger",
     "burnlike.train.metric.*",
     "burnlike.train.output",
     "burnlike.train.step",
+    "burnlike.train.summary",
+    "burnlike.train.supervised",
     "burnlike.vision.*",
 )
 
