@@ -53,7 +53,17 @@ if TYPE_CHECKING:  # pragma: no cover  (burnlike.record is imported when a check
 
 
 class LearnerBuilder:
-    """`LearnerBuilder(artifact_dir)...build(model, optim, lr)` → `Learner` (Burn 0.19)."""
+    """`LearnerBuilder(artifact_dir)...build(model, optim, lr)` → `Learner` (Burn 0.19).
+
+    Each setter returns the builder, so calls chain as Burn's do.
+
+    Args:
+        artifact_dir: The run dir: checkpoints, metric logs and `experiment.log` go there (an fsspec
+            URL such as `s3://` works too).
+
+    Attributes:
+        artifact_dir: The run dir.
+    """
 
     def __init__(self, artifact_dir: str | Path | RemotePath) -> None:
         self.artifact_dir = as_path(artifact_dir)  # an fsspec URL (s3://, gs://, memory://) works too
@@ -84,18 +94,38 @@ class LearnerBuilder:
 
     # Metrics -----------------------------------------------------------------------------------
     def metric_train(self, metric: Metric) -> LearnerBuilder:
+        """Compute `metric` on the training batches and log it (the progress display shows it).
+
+        Args:
+            metric: The metric (`AccuracyMetric()`, `LossMetric()` ...).
+        """
         self._train_metrics.append(_metric(metric))
         return self
 
     def metric_valid(self, metric: Metric) -> LearnerBuilder:
+        """Compute `metric` on the validation batches and log it.
+
+        Args:
+            metric: The metric.
+        """
         self._valid_metrics.append(_metric(metric))
         return self
 
     def metric_train_numeric(self, metric: Metric) -> LearnerBuilder:
+        """`metric_train`, and its epoch values in the summary and the plot (Burn's numeric metrics).
+
+        Args:
+            metric: The metric.
+        """
         self._numeric["train"].append(_metric(metric).name)
         return self.metric_train(metric)
 
     def metric_valid_numeric(self, metric: Metric) -> LearnerBuilder:
+        """`metric_valid`, and its epoch values in the summary, the plot and early stopping.
+
+        Args:
+            metric: The metric.
+        """
         self._numeric["valid"].append(_metric(metric).name)
         return self.metric_valid(metric)
 
@@ -113,18 +143,34 @@ class LearnerBuilder:
 
     # Loop settings -----------------------------------------------------------------------------
     def devices(self, devices: Sequence[Device]) -> LearnerBuilder:
-        """The guide's (Burn ≤ 0.18) device list; several devices let Lightning pick (DDP)."""
+        """The guide's (Burn ≤ 0.18) device list; several devices let Lightning pick (DDP).
+
+        Args:
+            devices: The devices to train on (`"cpu"`, `"cuda:0"`, `torch.device` ...).
+        """
         trainer_devices(list(devices))  # validate now, not at fit time
         self._execution = Execution(tuple(devices))
         return self
 
     def learning_strategy(self, strategy: Execution) -> LearnerBuilder:
         """Burn 0.19: `LearningStrategy.SingleDevice(d)`, `.MultiDeviceNaive(ds)`,
-        `.DistributedDataParallel(devices=ds, config=c)` or `ddp(ds, config)` (0.20/0.21's strategies too)."""
+        `.DistributedDataParallel(devices=ds, config=c)` or `ddp(ds, config)` (0.20/0.21's strategies too).
+
+        Args:
+            strategy: Where and how to train.
+        """
         self._execution = as_execution(strategy)
         return self
 
     def with_interrupter(self, interrupter: Interrupter) -> LearnerBuilder:
+        """Stop the fit at the next step when `interrupter.stop()` is called (from any thread).
+
+        Args:
+            interrupter: The shared stop flag.
+
+        Raises:
+            TypeError: Not an `Interrupter`.
+        """
         if not isinstance(interrupter, Interrupter):
             raise TypeError(f"with_interrupter expects a burnlike.train.Interrupter, got {type(interrupter).__name__}")
         self._interrupter = interrupter
@@ -137,13 +183,22 @@ class LearnerBuilder:
         return self._interrupter
 
     def num_epochs(self, num_epochs: int) -> LearnerBuilder:
+        """Train for `num_epochs` epochs (1 unless set; Lightning's `max_epochs`).
+
+        Args:
+            num_epochs: The number of epochs, >= 1.
+        """
         self._num_epochs = _positive("num_epochs", num_epochs)
         return self
 
     def num_iterations(self, iterations: int) -> LearnerBuilder:
         """Train on `iterations` batches in all, in place of `num_epochs` (Lightning's `max_steps`,
         counted in batches as Burn steps its LR scheduler): one epoch of that many batches, or
-        `iterations / k` epochs of `valid_every(k)`."""
+        `iterations / k` epochs of `valid_every(k)`.
+
+        Args:
+            iterations: The number of training batches, >= 1.
+        """
         self._num_iterations = _positive("num_iterations", iterations)
         return self
 
@@ -153,7 +208,11 @@ class LearnerBuilder:
         row and resume point are the validation's. The train loader continues across these epochs
         instead of restarting (`DataLoaderBuilder`'s loaders: `set_epoch_batches`; any other sized
         loader is wrapped), so no batch repeats before a whole pass is done. With
-        `num_iterations(n)`, n must be a multiple of `iterations`; without, `num_epochs` counts them."""
+        `num_iterations(n)`, n must be a multiple of `iterations`; without, `num_epochs` counts them.
+
+        Args:
+            iterations: Training batches between two validations, >= 1.
+        """
         self._valid_every = _positive("valid_every", iterations)
         return self
 
@@ -166,24 +225,46 @@ class LearnerBuilder:
 
         Lightning's accumulation is still there under its own name: `trainer_kwargs(
         accumulate_grad_batches=n)` averages the n gradients, steps the scheduler per optimizer step
-        and steps on a short last group."""
+        and steps on a short last group.
+
+        Args:
+            accumulation: Batches per optimizer step, >= 1.
+        """
         self._grads_accumulation = _positive("grads_accumulation", accumulation)
         return self
 
     def summary(self) -> LearnerBuilder:
+        """Print Burn's summary table at the end of the fit (each metric's best and worst epoch);
+        it is also `TrainingResult.summary`."""
         self._summary = True
         return self
 
     def early_stopping(self, strategy: MetricEarlyStoppingStrategy) -> LearnerBuilder:
+        """Stop the fit when `strategy` says a metric has stopped improving (checked each epoch).
+
+        Args:
+            strategy: For instance `MetricEarlyStoppingStrategy(LossMetric(), Aggregate.MEAN,
+                Direction.LOWEST, Split.VALID, StoppingCondition.NoImprovementSince(n_epochs=2))`.
+        """
         self._early_stopping.append(strategy)
         return self
 
     def with_checkpointing_strategy(self, strategy: CheckpointingStrategy) -> LearnerBuilder:
+        """Which epochs' checkpoints the file checkpointer keeps (Burn's default: the last two).
+
+        Args:
+            strategy: `KeepLastNCheckpoints(n)`, `MetricCheckpointingStrategy(...)`, or a
+                `ComposedCheckpointingStrategy` of several.
+        """
         self._strategy = strategy
         return self
 
     def with_file_checkpointer(self, recorder: Recorder) -> LearnerBuilder:
-        """Save `checkpoint/model-N.<ext>` through `RecorderCheckpointIO(recorder)`."""
+        """Save `checkpoint/model-N.<ext>` through `RecorderCheckpointIO(recorder)`.
+
+        Args:
+            recorder: The checkpoints' format (`CompactRecorder()` ...).
+        """
         self._recorder = recorder
         return self
 
@@ -191,13 +272,24 @@ class LearnerBuilder:
         """Write the file checkpointer's checkpoints on a writer thread: training waits only for
         the tensors' copy (`RecorderCheckpointIO(recorder, async_save=True)`); a write's error is
         raised at the next save or at the end of the fit, and a kill mid-write leaves the previous
-        checkpoint whole. Needs `with_file_checkpointer(...)`."""
+        checkpoint whole. Needs `with_file_checkpointer(...)`.
+
+        Args:
+            enabled: Whether to write on the writer thread.
+        """
         self._async_checkpoints = bool(enabled)
         return self
 
     def checkpoint(self, epoch: int | str) -> LearnerBuilder:
         """Resume from the checkpoint of `epoch` (training continues at epoch + 1), or `"last"`:
-        the newest complete checkpoint in the run dir, a preemption's mid-epoch one included."""
+        the newest complete checkpoint in the run dir, a preemption's mid-epoch one included.
+
+        Args:
+            epoch: The epoch whose checkpoint to resume from, or `"last"`.
+
+        Raises:
+            ValueError: A string other than `"last"`, or an epoch below 1.
+        """
         if epoch == "last":
             self._checkpoint = "last"
         elif isinstance(epoch, str):
@@ -209,7 +301,11 @@ class LearnerBuilder:
     def with_application_logger(self, logger: ApplicationLoggerInstaller | bool | None) -> LearnerBuilder:
         """Burn's `with_application_logger(Option<Box<dyn ApplicationLoggerInstaller>>)`: None (or
         False) for none, an installer (`FileApplicationLoggerInstaller(path)`, or any object with
-        `install()`) for that one; True (the default) writes `experiment.log` in the artifact dir."""
+        `install()`) for that one; True (the default) writes `experiment.log` in the artifact dir.
+
+        Args:
+            logger: The installer, True, or None/False.
+        """
         self._application_logger = application_logger(logger, "with_application_logger")
         return self
 
@@ -217,7 +313,14 @@ class LearnerBuilder:
                     hyperparams: Mapping[str, Any] | None = None) -> LearnerBuilder:
         """Lightning loggers (TensorBoard, MLflow, W&B, CSV …) that get the metric store's epoch values
         under Burn's names (`train/Accuracy`, step = epoch), the running values every `every_n_steps`
-        batches (0: never), and `hyperparams` once per fit. Resuming continues their runs."""
+        batches (0: never), and `hyperparams` once per fit. Resuming continues their runs.
+
+        Args:
+            *loggers: The Lightning loggers.
+            every_n_steps: Log the running values every that many batches (None: keep the
+                current setting, 0 unless set).
+            hyperparams: Logged once per fit, added to those given before.
+        """
         for logger in loggers:
             if not isinstance(logger, Logger):
                 raise TypeError(f"with_logger expects lightning loggers (e.g. TensorBoardLogger(...)), "
@@ -230,10 +333,19 @@ class LearnerBuilder:
         return self
 
     def with_metric_logger(self, logger: Logger) -> LearnerBuilder:
-        """Burn 0.20's spelling of `with_logger`."""
+        """Burn 0.20's spelling of `with_logger`.
+
+        Args:
+            logger: A Lightning logger.
+        """
         return self.with_logger(logger)
 
     def progress_bar(self, enabled: bool = True) -> LearnerBuilder:
+        """Show the progress display while training (on unless turned off; a `renderer` replaces it).
+
+        Args:
+            enabled: Whether to show it.
+        """
         self._progress_bar = enabled
         return self
 
@@ -242,7 +354,11 @@ class LearnerBuilder:
         progress display. It gets every train and valid step's metric states and progress (one host
         sync per step, as in Burn), `register_metric` before the first step and
         `on_train_end(summary)` at the end; it is `TrainingResult.renderer` afterwards. Under DDP the
-        global-zero process renders (with `ddp_spawn`, a copy of `r` in that process)."""
+        global-zero process renders (with `ddp_spawn`, a copy of `r` in that process).
+
+        Args:
+            renderer: The metrics renderer.
+        """
         self._renderer = check_renderer(renderer)
         return self
 
@@ -254,7 +370,10 @@ class LearnerBuilder:
         Without CUDA it is accepted and the step runs eagerly, with one warning saying why (the
         same for what can't be captured: DDP, fp16, an optimizer without a capturable mode).
         Pair it with `DataLoaderBuilder.on_device(...)` so batches are on the GPU already.
-        `generators`: CUDA generators the step draws from besides torch's default one.
+
+        Args:
+            enabled: Whether to capture (False turns it off again).
+            generators: CUDA generators the step draws from besides torch's default one.
         """
         self._cuda_graph = CudaGraphConfig(generators=tuple(generators)) if enabled else None
         return self
@@ -266,12 +385,30 @@ class LearnerBuilder:
         return self
 
     def callback(self, *callbacks: L.Callback) -> LearnerBuilder:
+        """Add Lightning callbacks to the Trainer, after burnlike's own.
+
+        Args:
+            *callbacks: The callbacks.
+        """
         self._callbacks.extend(callbacks)
         return self
 
     # Build -------------------------------------------------------------------------------------
     def build(self, model: nn.Module, optim: Optimizer | OptimizerConfig | TorchOptimizerFactory,
               lr_or_scheduler: LrOrScheduler) -> Learner:
+        """The learner: these settings as a configured Lightning Trainer around `model`, ready to
+        `fit(train_loader, valid_loader)`.
+
+        Args:
+            model: The model: a module with `train_step` and `valid_step`.
+            optim: An optimizer config (`AdamConfig()`), an `Optimizer`, or a torch factory
+                `(params, lr=...) -> torch.optim.Optimizer`.
+            lr_or_scheduler: A learning rate, or a Burn LR scheduler config or instance.
+
+        Raises:
+            ValueError: Settings that contradict each other (such as `grads_accumulation` with
+                Lightning's `accumulate_grad_batches`, or `async_checkpoints` without a file checkpointer).
+        """
         accumulation = self._grads_accumulation or 1
         if accumulation > 1:  # Burn's accumulation runs in manual optimization (graph_step.ManualStep)
             if self._trainer_kwargs.get("accumulate_grad_batches", 1) != 1:
