@@ -69,6 +69,7 @@ COVERED = (
     "burnlike.train.metric.*",
     "burnlike.train.module",
     "burnlike.train.output",
+    "burnlike.train.renderer.*",
     "burnlike.train.step",
     "burnlike.train.strategy",
     "burnlike.train.summary",
