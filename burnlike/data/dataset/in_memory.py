@@ -100,8 +100,7 @@ class InMemDataset(Dataset[T]):
 
         Args:
             path: The JSON lines file.
-            item_type: A dataclass to build from each object
-                (None: the parsed values as they are).
+            item_type: A dataclass to build from each object (None: the parsed values as they are).
 
         Raises:
             DatasetError: A line that is not valid JSON, or not an object when `item_type` is given.
