@@ -176,7 +176,7 @@ def _has_docstring(obj: griffe.Object) -> bool:
 def _is_enum(cls: griffe.Class) -> bool:
     try:
         return any(base.path in ("enum.Enum", "enum.IntEnum", "enum.StrEnum", "enum.Flag")
-                   for base in cls.mro()) or any(str(b) in ("Enum", "str, Enum") for b in cls.bases)
+                   for base in cls.mro()) or any(str(b) in ("Enum", "str, Enum", "enum.Enum") for b in cls.bases)
     except (ValueError, griffe.AliasResolutionError, griffe.CyclicAliasError):
         return any("Enum" in str(b) for b in cls.bases)
 
