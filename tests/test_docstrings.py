@@ -255,6 +255,26 @@ def test_every_public_name_and_parameter_is_described():
     assert not problems, f"{len(problems)} gaps in the API reference:\n" + "\n".join(problems)
 
 
+# a measurement: a timing, a machine, a count of runs (docs/benchmarks.md holds those, with date and command)
+LAB_NOTE = re.compile(r"\b\d+(?:\.\d+)?(?:-\d+(?:\.\d+)?)? ?(?:ms|us|µs)\b|\b\d+\.\d+ s\b|\bVM\b"
+                      r"|\binterleaved runs\b|\b\d+ of \d+ (?:saves|runs)\b")
+
+
+def test_no_docstring_carries_benchmark_figures():
+    """A docstring says why a piece of code is the way it is; the figures behind it live on
+    docs/benchmarks.md with their date, machine and command."""
+    import ast
+
+    found = []
+    for path in sorted((ROOT / "burnlike").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                doc = ast.get_docstring(node, clean=False) or ""
+                found += [f"{path.relative_to(ROOT)} {getattr(node, 'name', '(module)')}: {m.group(0)!r}"
+                          for m in LAB_NOTE.finditer(doc)]
+    assert not found, "benchmark figures in docstrings (move them to docs/benchmarks.md):\n" + "\n".join(found)
+
+
 def test_a_guide_links_its_first_mention_of_each_public_name_to_the_reference():
     pages = api_pages()
     pages.build()

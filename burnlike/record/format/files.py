@@ -147,10 +147,10 @@ class WritebackFile(io.BufferedWriter):
     file, a fifth of a big durable save. Linux only (`sync_file_range`, asynchronous: it neither waits nor makes anything durable);
     elsewhere a plain buffered file.
 
-    Big writes go to the kernel in pieces of at most `WRITE_PIECE`. Why: on a VM whose host
-    reclaims free pages, writes of several MiB each now and then made a whole save several times
-    slower (its copies into the page cache slow throughout); in 2 MiB pieces that never happens,
-    and the typical save takes as long. The figures are in docs/benchmarks.md ("Why a record's
+    Big writes go to the kernel in pieces of at most `WRITE_PIECE`. Why: on a virtual machine whose
+    host reclaims free pages, writes of several MiB each now and then made a whole save several
+    times slower (its copies into the page cache slow throughout); in 2 MiB pieces that never
+    happens, and the typical save takes as long. The figures are in docs/benchmarks.md ("Why a record's
     save and load are built the way they are").
 
     Args:
