@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     import torch
 
 __version__ = "0.1.0"
+"""The package's version (PEP 440); CHANGELOG.md says what each one changed."""
 
 __all__ = ["__version__", "seed"]
 
@@ -29,7 +30,17 @@ def seed(device_or_seed: str | int | torch.device | None = None, seed: int | Non
 
     Burn ≤ 0.20's `B::seed(seed)` is `seed(42)`; Burn 0.21's `B::seed(&device, seed)` is
     `seed(device, 42)` (`"cpu"`, `"cuda:0"`, a `torch.device` or a CUDA index), with the same effect:
-    torch seeds every device at once."""
+    torch seeds every device at once.
+
+    Args:
+        device_or_seed: The seed, or (with `seed` given) the device Burn 0.21 names; the device is
+            checked, then every device is seeded anyway.
+        seed: The seed when the first argument is a device.
+
+    Raises:
+        TypeError: The seed is not an int, or the device not a device-like value.
+        ValueError: The device string is not one torch knows (`"cuda:x"`).
+    """
     if seed is None:
         device, value = None, device_or_seed
     else:

@@ -27,11 +27,12 @@ from typing_extensions import dataclass_transform
 if TYPE_CHECKING:  # pragma: no cover
     from burnlike.record.format.location import RemotePath
 
-T = TypeVar("T")
+_T = TypeVar("_T")
 
 _CONFIG_MARK = "__burnlike_config__"
-# dataclass field metadata: a burnlike setting Burn's config lacks, left out of the JSON while None
 BURNLIKE_ONLY = "burnlike_only"
+"""A field's metadata key (`dataclasses.field(default=None, metadata={BURNLIKE_ONLY: True})`): a
+burnlike setting Burn's config lacks, left out of the saved JSON while None so Burn reads the file."""
 
 
 class ConfigError(ValueError):
@@ -39,6 +40,11 @@ class ConfigError(ValueError):
 
 
 def is_config(obj: Any) -> bool:
+    """Whether `obj` is a `@config` class or an instance of one (not merely a dataclass).
+
+    Args:
+        obj: Any value.
+    """
     return dataclasses.is_dataclass(obj) and getattr(obj, _CONFIG_MARK, False)
 
 
@@ -55,11 +61,25 @@ def _strip_optional(tp: Any) -> Any:
 
 
 @dataclass_transform()
-def config(cls: type[T]) -> type[T]:
+def config(cls: type[_T]) -> type[_T]:
     """Turn `cls` into a Burn-style config dataclass.
 
     `Optional[...]` fields without a default get `None` (Burn's `Option` rule); defaults that are
-    themselves configs become `default_factory` copies so instances never share state.
+    themselves configs become `default_factory` copies so instances never share state. A defaulted
+    field declared before a required one becomes keyword-only, so the required fields are the
+    constructor's positional arguments in declaration order, as Burn's `new` takes them.
+
+    The class gets Burn's generated methods (where it doesn't define its own):
+    `Cls.new(*required)`; `cfg.with_<field>(value)` and `cfg.with_(**changes)`, copies with fields
+    changed; `cfg.save(path)` and `Cls.load(path)`, pretty JSON in Burn's key order (a local path
+    or an fsspec URL; a bad file raises `ConfigError` naming the key); `cfg.to_dict()` and
+    `Cls.from_dict(data)`, the same JSON values in memory.
+
+    Args:
+        cls: The class, its fields annotated as a dataclass's.
+
+    Returns:
+        `cls` itself, now a dataclass with those methods.
     """
     annotations = cls.__dict__.get("__annotations__", {})
     for name, tp in annotations.items():
@@ -119,7 +139,7 @@ def _copier(value: Any) -> Any:
     return lambda: copy.deepcopy(value)
 
 
-def _new(cls: type[T], *args: Any, **kwargs: Any) -> T:
+def _new(cls: type[_T], *args: Any, **kwargs: Any) -> _T:
     return cls(*args, **kwargs)
 
 
@@ -177,7 +197,7 @@ def _save(self: Any, path: str | Path | RemotePath) -> None:
     target.write_text(json.dumps(_to_plain(self), indent=2) + "\n")
 
 
-def _load(cls: type[T], path: str | Path | RemotePath) -> T:
+def _load(cls: type[_T], path: str | Path | RemotePath) -> _T:
     from burnlike.record.format.location import as_path
 
     path = as_path(path)
@@ -187,12 +207,12 @@ def _load(cls: type[T], path: str | Path | RemotePath) -> T:
         raise ConfigError(f"{path}: config file not found") from None
     except json.JSONDecodeError as e:
         raise ConfigError(f"{path}: not valid JSON ({e})") from None
-    loaded: T = _from_plain(cls, data, where=str(path))
+    loaded: _T = _from_plain(cls, data, where=str(path))
     return loaded
 
 
-def _from_dict(cls: type[T], data: dict[str, Any]) -> T:
-    built: T = _from_plain(cls, data, where=cls.__name__)
+def _from_dict(cls: type[_T], data: dict[str, Any]) -> _T:
+    built: _T = _from_plain(cls, data, where=cls.__name__)
     return built
 
 

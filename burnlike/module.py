@@ -31,8 +31,8 @@ if TYPE_CHECKING:
     from burnlike.record.format.walker import Field, ModuleArray, Visitor
     from burnlike.record.tensor.precision import SettingsLike
 
-M = TypeVar("M", bound="Module")
-N = TypeVar("N", bound=nn.Module)
+_M = TypeVar("_M", bound="Module")
+_N = TypeVar("_N", bound=nn.Module)
 
 @dataclass(frozen=True)
 class ParamMapper:
@@ -45,21 +45,34 @@ class Param:
     """Burn's `Param<Tensor>` as a mapper or visitor gets it: `id` (the ParamId, as the module's
     record writes it) and the tensor (`val()`)."""
 
-    id: str
-    tensor: torch.Tensor
-    mapper: ParamMapper = field(default_factory=ParamMapper)
+    id: str  # the ParamId the module's record writes for this tensor
+    tensor: torch.Tensor  # the module's own tensor, in torch's layout
+    mapper: ParamMapper = field(default_factory=ParamMapper)  # Burn's load/save transforms: none here
 
     @classmethod
     def initialized(cls, id: str, value: torch.Tensor) -> Param:  # noqa: A002 - Burn's argument name
+        """Burn's `Param::initialized(id, value)`: a parameter with no mapper.
+
+        Args:
+            id: The ParamId.
+            value: The tensor.
+        """
         return cls(id, value)
 
     @classmethod
     def from_mapped_value(cls, id: str, value: torch.Tensor, param_mapper: ParamMapper | None = None) -> Param:  # noqa: A002
         """What a mapper returns: the same id with the new tensor (whose `requires_grad` the
-        parameter takes, as Burn's `require_grad` follows the value)."""
+        parameter takes, as Burn's `require_grad` follows the value).
+
+        Args:
+            id: The id of the parameter handed to the mapper.
+            value: The tensor to put in its place.
+            param_mapper: The mapper `consume()` returned, if any.
+        """
         return cls(id, value, param_mapper or ParamMapper())
 
     def val(self) -> torch.Tensor:
+        """The tensor (Burn's `Param::val`)."""
         return self.tensor
 
     def consume(self) -> tuple[str, torch.Tensor, ParamMapper]:
@@ -67,10 +80,15 @@ class Param:
         return self.id, self.tensor, self.mapper
 
     def map(self, func: Callable[[torch.Tensor], torch.Tensor]) -> Param:
-        """Burn's `Param::map`: the same parameter with `func(tensor)`."""
+        """Burn's `Param::map`: the same parameter with `func(tensor)`.
+
+        Args:
+            func: The new tensor from the old one.
+        """
         return Param(self.id, func(self.tensor), self.mapper)
 
     def is_require_grad(self) -> bool:
+        """Whether the tensor requires a gradient (Burn's `Param::is_require_grad`)."""
         return self.tensor.requires_grad
 
 
@@ -82,19 +100,41 @@ class ModuleVisitor:
     `exit_module(name, container_type)` after."""
 
     def visit_float(self, param: Param) -> None:
-        """A float parameter (or running statistic)."""
+        """A float parameter (or running statistic).
+
+        Args:
+            param: Its id and the module's tensor (read it; changing it in place changes the module).
+        """
 
     def visit_int(self, param: Param) -> None:
-        """An integer tensor of the record."""
+        """An integer tensor of the record.
+
+        Args:
+            param: Its id and the module's tensor.
+        """
 
     def visit_bool(self, param: Param) -> None:
-        """A boolean tensor of the record."""
+        """A boolean tensor of the record.
+
+        Args:
+            param: Its id and the module's tensor.
+        """
 
     def enter_module(self, name: str, container_type: str) -> None:
-        """Before a field (or a list entry)."""
+        """Before a field (or a list entry).
+
+        Args:
+            name: The field's name in Burn's record, or the entry's index.
+            container_type: `"Struct:<type of the module holding it>"`, or `"Vec"` for a list entry.
+        """
 
     def exit_module(self, name: str, container_type: str) -> None:
-        """After that field."""
+        """After that field.
+
+        Args:
+            name: As `enter_module` got it.
+            container_type: As `enter_module` got it.
+        """
 
 
 class ModuleMapper:
@@ -109,28 +149,75 @@ class ModuleMapper:
     `Param::from_mapped_value`)."""
 
     def map_float(self, param: Param) -> Param:
+        """A float parameter (or running statistic) and what to put in its place.
+
+        Args:
+            param: Its id and the module's tensor.
+
+        Returns:
+            `Param.from_mapped_value(param.id, new_tensor)`, or `param` to leave it.
+        """
         return param
 
     def map_int(self, param: Param) -> Param:
+        """An integer tensor of the record and what to put in its place.
+
+        Args:
+            param: Its id and the module's tensor.
+
+        Returns:
+            The parameter to put in its place (`param` to leave it).
+        """
         return param
 
     def map_bool(self, param: Param) -> Param:
+        """A boolean tensor of the record and what to put in its place.
+
+        Args:
+            param: Its id and the module's tensor.
+
+        Returns:
+            The parameter to put in its place (`param` to leave it).
+        """
         return param
 
     def enter_module(self, name: str, container_type: str) -> None:
-        """Before a field (or a list entry)."""
+        """Before a field (or a list entry).
+
+        Args:
+            name: The field's name in Burn's record, or the entry's index.
+            container_type: `"Struct:<type of the module holding it>"`, or `"Vec"` for a list entry.
+        """
 
     def exit_module(self, name: str, container_type: str) -> None:
-        """After that field."""
+        """After that field.
+
+        Args:
+            name: As `enter_module` got it.
+            container_type: As `enter_module` got it.
+        """
 
 
 def visit_module(module: nn.Module, visitor: ModuleVisitor) -> None:
-    """Burn's `module.visit(&mut visitor)`, for any `nn.Module`."""
+    """Burn's `module.visit(&mut visitor)`, for any `nn.Module`.
+
+    Args:
+        module: Any torch module; its record fields are walked in Burn's order.
+        visitor: Gets each tensor and each field's enter/exit.
+    """
     _walk(module, visitor, None)
 
 
-def map_module(module: N, mapper: ModuleMapper) -> N:
-    """Burn's `module.map(&mut mapper)`, for any `nn.Module`: the module, its tensors mapped in place."""
+def map_module(module: _N, mapper: ModuleMapper) -> _N:
+    """Burn's `module.map(&mut mapper)`, for any `nn.Module`: the module, its tensors mapped in place.
+
+    Args:
+        module: Any torch module; its record fields are walked in Burn's order.
+        mapper: Returns each tensor's replacement.
+
+    Raises:
+        TypeError: A `map_*` method returned something other than a `Param` holding a tensor.
+    """
     _walk(module, mapper, mapper)
     return module
 
@@ -139,12 +226,20 @@ class Module(nn.Module):
     """An `nn.Module` with Burn's `Module` trait: records, mappers and visitors, inference helpers."""
 
     def visit(self, visitor: ModuleVisitor) -> None:
-        """Visit each tensor of the module's record (Burn's `Module::visit`)."""
+        """Visit each tensor of the module's record (Burn's `Module::visit`).
+
+        Args:
+            visitor: Gets each tensor and each field's enter/exit.
+        """
         visit_module(self, visitor)
 
-    def map(self: M, mapper: ModuleMapper) -> M:
+    def map(self: _M, mapper: ModuleMapper) -> _M:
         """Map each tensor of the module's record in place and return the module (Burn's
-        `Module::map`, which consumes and returns it: `critic = critic.map(clip)` ports as is)."""
+        `Module::map`, which consumes and returns it: `critic = critic.map(clip)` ports as is).
+
+        Args:
+            mapper: Returns each tensor's replacement.
+        """
         return map_module(self, mapper)
 
     def num_params(self) -> int:
@@ -154,13 +249,13 @@ class Module(nn.Module):
         self.visit(counter)
         return counter.count
 
-    def no_grad(self: M) -> M:
+    def no_grad(self: _M) -> _M:
         """Burn's `Module::no_grad`: no parameter requires a gradient any more (kept through
         `valid()`); the module itself, for partial fine-tuning."""
         self.requires_grad_(False)
         return self
 
-    def valid(self: M) -> M:
+    def valid(self: _M) -> _M:
         """A detached inference copy: eval mode (dropout off, batch norm on its running statistics),
         no autograd (Burn's `AutodiffModule::valid`).
 
@@ -180,14 +275,22 @@ class Module(nn.Module):
                 seen.append(t.device)
         return seen
 
-    def fork(self: M, device: torch.device | str | int) -> M:
+    def fork(self: _M, device: torch.device | str | int) -> _M:
         """Burn's `Module::fork`: the module on `device`, its parameters leaves of their own graph
-        (torch moves them in place, the module is returned)."""
+        (torch moves them in place, the module is returned).
+
+        Args:
+            device: A torch device, its name (`"cuda:0"`) or a CUDA index.
+        """
         return self.to(device)
 
-    def to_device(self: M, device: torch.device | str | int) -> M:
+    def to_device(self: _M, device: torch.device | str | int) -> _M:
         """Burn's `Module::to_device`. Burn keeps the move on the autodiff graph; a torch module's
-        parameters are always leaves, so this is `fork`: `module.to(device)`."""
+        parameters are always leaves, so this is `fork`: `module.to(device)`.
+
+        Args:
+            device: A torch device, its name (`"cuda:0"`) or a CUDA index.
+        """
         return self.to(device)
 
     # Records -----------------------------------------------------------------------------------
@@ -195,29 +298,66 @@ class Module(nn.Module):
         """Save the weights with `recorder` (default `DefaultRecorder`); the extension is replaced
         by the recorder's, like Burn's `FileRecorder`. Returns the path written (`path` may be an
         fsspec URL such as `s3://bucket/model`: a `RemotePath` then). Always atomic (temp file,
-        rename); `durable=True` also waits until the file is on the disk (fsync), as checkpoints do."""
+        rename); `durable=True` also waits until the file is on the disk (fsync), as checkpoints do.
+
+        Args:
+            path: Where to write, a local path or an fsspec URL; its extension is replaced.
+            recorder: The format and precision; `DefaultRecorder()` (full-precision named MessagePack)
+                when None.
+            durable: fsync the file before the rename and its folder after.
+
+        Returns:
+            The path written, with the recorder's extension.
+        """
         from burnlike.record import DefaultRecorder
 
         return (recorder or DefaultRecorder()).save_module(self, path, durable=durable)
 
     def load_file(
-        self: M, path: str | Path, recorder: Recorder | None = None, device: torch.device | str | None = None
-    ) -> M:
+        self: _M, path: str | Path, recorder: Recorder | None = None, device: torch.device | str | None = None
+    ) -> _M:
         """Load weights in place from a record or a burnlike training checkpoint and return self
-        (`recorder` None: the format is told from the file)."""
+        (`recorder` None: the format is told from the file).
+
+        Args:
+            path: A record Burn or burnlike wrote (with or without its extension), or a training
+                checkpoint (`trainer-N`, a Lightning `.ckpt`).
+            recorder: The recorder that wrote it, to read only that format; None tells the format
+                from the file's bytes.
+            device: Move the module there once loaded; None leaves it where it is (each tensor is
+                loaded onto its parameter's device).
+
+        Raises:
+            RecordError: The file is not a record of this module (a missing or extra field, a
+                shape that differs), naming the file and the key.
+        """
         from burnlike.record.checkpoint.weights import load_weights
 
         load_weights(self, path, recorder, device)
         return self
 
     def into_record(self, settings: SettingsLike = None) -> dict[str, Any]:
-        """The module's Burn record item (nested dict of `ParamSerde`/`TensorData`)."""
+        """The module's Burn record item (nested dict of `ParamSerde`/`TensorData`).
+
+        Args:
+            settings: The precision to record floats at (Burn's `PrecisionSettings`, a class or an
+                instance); full precision when None.
+        """
         from burnlike.record.format.module_record import module_to_record
 
         record: dict[str, Any] = module_to_record(self, settings)
         return record
 
-    def load_record(self: M, record: dict[str, Any]) -> M:
+    def load_record(self: _M, record: dict[str, Any]) -> _M:
+        """Load a record item (what `into_record` or a recorder's `load` returns) in place and return
+        the module (Burn's `Module::load_record`).
+
+        Args:
+            record: The record item, at any precision.
+
+        Raises:
+            RecordError: The record does not fit the module, naming the key.
+        """
         from burnlike.record.format.module_record import load_module_record
 
         load_module_record(self, record)

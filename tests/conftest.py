@@ -1,6 +1,6 @@
 """Fixtures the test folders share: the app's config composed as train.py composes it (`conf`), a
-one-rank process group, spies on a save's disk calls, terminals for the displays, tiny MNIST files
-and the hostile record files.
+one-rank process group, spies on a save's disk calls, terminals for the displays, tiny MNIST files,
+the hostile record files and torch's fake CUDA tensors.
 
 Under `make mutation`, a mutant's run leaves out the tests marked `slow` (subprocess and
 integration runs, 5-60 s each here): a surviving mutant runs every test that covers it, and with them
@@ -174,3 +174,20 @@ def tiny_app(tmp_path_factory):
 @pytest.fixture(scope="module")
 def hostile(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return {name: build(tmp_path_factory.mktemp(name.replace(".", "-"))) for name, (build, _) in CASES.items()}
+
+
+@pytest.fixture
+def fake_cuda():
+    """torch's fake-tensor mode, in which `device="cuda"` makes CUDA tensors without a GPU: they hold
+    no values, but shapes, dtypes and devices are checked as on a GPU (a CPU operand is refused where
+    CUDA refuses it). `with fake_cuda: ...`; skipped where this torch makes none."""
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    mode = FakeTensorMode()
+    try:
+        with mode:
+            torch.empty(1, device="cuda")
+    except (RuntimeError, AssertionError) as e:
+        pytest.skip(f"this torch makes no fake CUDA tensors ({e})")
+    return mode

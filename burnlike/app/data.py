@@ -248,7 +248,12 @@ def _shakespeare_char(cfg: DictConfig) -> tuple[Any, Any]:
 
 def generated_sample(cfg: DictConfig, model: Any) -> str | None:
     """The text the trained `model` writes after `data.sample_prompt` (a `data=shakespeare_char` run
-    whose model has `generate`), seeded by `seed`; None for other runs."""
+    whose model has `generate`), seeded by `seed`; None for other runs.
+
+    Args:
+        cfg: The run's composed config (`data`, `seed`).
+        model: The trained model.
+    """
     if OmegaConf.get_type(cfg.data) is not ShakespeareCharDataConfig or cfg.data.sample_length <= 0:
         return None
     generate = getattr(model, "generate", None)
@@ -306,7 +311,14 @@ def _check_model(cfg: DictConfig, wanted: dict[str, tuple[int, str]]) -> None:
 
 
 def build_loaders(cfg: DictConfig) -> tuple[Any, Any]:
-    """`(train_loader, valid_loader)` for `cfg.data`, after checking `cfg.model` fits the data."""
+    """`(train_loader, valid_loader)` for `cfg.data`, after checking `cfg.model` fits the data.
+
+    Args:
+        cfg: The run's composed config (`data`, `model`).
+
+    Raises:
+        DataConfigError: `cfg.data` is no data option of the app, or the model doesn't fit the data.
+    """
     data_type = OmegaConf.get_type(cfg.data)
     if data_type not in _OPTIONS:
         raise DataConfigError(f"data: {getattr(data_type, '__name__', data_type)} is not a data option this app "

@@ -27,6 +27,12 @@ class CosineScheduler:
     num_iters: int | None = None  # null: the run's iterations
 
     def scheduler(self, lr: float, iterations: int) -> LrOrScheduler:
+        """The scheduler's config, from `lr` down to `min_lr`.
+
+        Args:
+            lr: The initial learning rate (`optimizer.lr`).
+            iterations: The run's training iterations (used when `num_iters` is null).
+        """
         from burnlike.optim import CosineAnnealingLrSchedulerConfig
 
         return CosineAnnealingLrSchedulerConfig(lr, self.num_iters or iterations, self.min_lr)
@@ -42,6 +48,12 @@ class WarmupCosineScheduler:
     min_lr: float = 0.0  # the learning rate at decay_iters and after
 
     def scheduler(self, lr: float, iterations: int) -> LrOrScheduler:
+        """The scheduler's config: the warmup up to `lr`, then the cosine.
+
+        Args:
+            lr: The peak learning rate (`optimizer.lr`).
+            iterations: The run's training iterations (used when `decay_iters` is null).
+        """
         from burnlike.optim import warmup_cosine
 
         return warmup_cosine(lr, self.warmup_iters, self.decay_iters or iterations, self.min_lr)
@@ -49,7 +61,13 @@ class WarmupCosineScheduler:
 
 def learning_rate(scheduler: object, lr: float, iterations: int) -> LrOrScheduler:
     """What `build(model, optim, lr_or_scheduler)` gets: `lr` without a scheduler option, else the
-    option's scheduler config, checked now (`init()`), so a bad value fails before training."""
+    option's scheduler config, checked now (`init()`), so a bad value fails before training.
+
+    Args:
+        scheduler: The `scheduler` option (a config with a `scheduler(lr, iterations)` method), or None.
+        lr: The learning rate (`optimizer.lr`).
+        iterations: The run's training iterations.
+    """
     if scheduler is None:
         return lr
     built = getattr(scheduler, "scheduler")(lr, iterations)  # noqa: B009 - any option's method

@@ -22,7 +22,14 @@ class TensorBatch:
         return dataclasses.replace(self, **changes)  # type: ignore[type-var]
 
     def to(self: B, device: Any, non_blocking: bool = False) -> B:
+        """A copy with every tensor on `device` (what Lightning calls to move a batch).
+
+        Args:
+            device: The device.
+            non_blocking: Copy asynchronously where the source is pinned.
+        """
         return self._map(lambda t: t.to(device, non_blocking=non_blocking))
 
     def pin_memory(self: B) -> B:
+        """A copy with every tensor in page-locked memory (what a pinning DataLoader calls)."""
         return self._map(lambda t: t.pin_memory())

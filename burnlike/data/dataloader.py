@@ -45,7 +45,14 @@ class Batcher(Protocol[I, O]):
     without the parameter, never.
     """
 
-    def batch(self, items: list[I], device: Any = None) -> O: ...
+    def batch(self, items: list[I], device: Any = None) -> O:
+        """The batch of `items`.
+
+        Args:
+            items: The batch's items (or the dataset's `__getitems__` result).
+            device: Where the batch should be (see above for when it is given).
+        """
+        ...
 
 
 _CPU = torch.device("cpu")
@@ -122,6 +129,12 @@ class DataLoaderBuilder(Generic[T]):
     """`DataLoaderBuilder(batcher).batch_size(64).shuffle(seed).num_workers(4).build(dataset)`.
 
     Each method returns the builder. Without `shuffle`, items come in dataset order.
+
+    Args:
+        batcher: Makes a batch of the items.
+
+    Raises:
+        TypeError: `batcher` has no `batch` method.
     """
 
     def __init__(self, batcher: Batcher[Any, T]) -> None:
@@ -141,31 +154,58 @@ class DataLoaderBuilder(Generic[T]):
         self._batch_device: torch.device | None = None
 
     def batch_size(self, batch_size: int) -> DataLoaderBuilder[T]:
+        """Items per batch (1 unless set).
+
+        Args:
+            batch_size: The number of items, >= 1.
+        """
         self._batch_size = positive_int(batch_size, "batch_size")
         return self
 
     def shuffle(self, seed: int) -> DataLoaderBuilder[T]:
-        """Shuffle every epoch from `seed`: the same orders on every run, a new order each epoch (as Burn)."""
+        """Shuffle every epoch from `seed`: the same orders on every run, a new order each epoch (as Burn).
+
+        Args:
+            seed: The shuffle's seed.
+        """
         self._seed = int(seed)
         return self
 
     def num_workers(self, num_workers: int) -> DataLoaderBuilder[T]:
+        """Worker processes that load and batch (0, the default: in the training process).
+
+        Args:
+            num_workers: The number of workers, >= 0.
+        """
         if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 0:
             raise ValueError(f"num_workers must be an integer >= 0, got {num_workers!r}")
         self._num_workers = num_workers
         return self
 
     def pin_memory(self, enabled: bool = True) -> DataLoaderBuilder[T]:
-        """Page-locked batches, for faster `non_blocking` copies to a GPU."""
+        """Page-locked batches, for faster `non_blocking` copies to a GPU.
+
+        Args:
+            enabled: Whether to pin.
+        """
         self._pin_memory = enabled
         return self
 
     def drop_last(self, enabled: bool = True) -> DataLoaderBuilder[T]:
+        """Leave out a short last batch.
+
+        Args:
+            enabled: Whether to drop it.
+        """
         self._drop_last = enabled
         return self
 
     def persistent_workers(self, enabled: bool = True) -> DataLoaderBuilder[T]:
-        """Keep workers alive between epochs (on by default when there are workers: no restart cost)."""
+        """Keep workers alive between epochs (on by default when there are workers: no restart cost).
+
+        Args:
+            enabled: Whether to keep them.
+        """
         self._persistent = enabled
         return self
 
@@ -177,7 +217,11 @@ class DataLoaderBuilder(Generic[T]):
     def set_device(self, device: str | torch.device) -> DataLoaderBuilder[T]:
         """Burn's `set_device`: batches come out on `device`. A batcher that takes a device gets it
         (with workers and a non-CPU device, the batcher gets the CPU in the workers and the loader
-        moves each batch to `device`)."""
+        moves each batch to `device`).
+
+        Args:
+            device: The device.
+        """
         self._batch_device = torch.device(device)
         return self
 
@@ -190,6 +234,12 @@ class DataLoaderBuilder(Generic[T]):
         `items[k]` only: stacking, normalising) and a dataset that fits in the device's memory.
         Workers, pinning and `dataloader_kwargs` don't apply, and as the result is not a
         `DataLoader`, Lightning can't shard it for DDP: a single-device option.
+
+        Args:
+            device: The device.
+
+        Raises:
+            ValueError: A CUDA device where torch sees none.
         """
         target = torch.device(device)
         if target.type == "cuda" and not torch.cuda.is_available():
@@ -201,7 +251,14 @@ class DataLoaderBuilder(Generic[T]):
     def build(self, dataset: Dataset[Any] | Any) -> ResumableDataLoader[T] | DeviceDataLoader[T]:
         """The loader over `dataset`: a torch dataset, a burnlike `Dataset`, or any object with Burn's
         `get(index)` and `len()` (or `__len__`), read through `get`; anything else is refused here,
-        naming what it lacks."""
+        naming what it lacks.
+
+        Args:
+            dataset: The dataset.
+
+        Raises:
+            TypeError: `dataset` is none of those.
+        """
         dataset = loader_dataset(dataset)
         sampler = None
         worker_seeds = None
@@ -270,9 +327,12 @@ class StreamEpochs(Generic[T]):
     (pass `number` past its first `skip` batches); `start_epoch`/`skip`/`_passes` are its resume state."""
 
     start_epoch: int
+    """The epoch the next pass resumes at (0-based)."""
     skip: int
+    """The batches the next pass skips."""
     _passes: int
     epoch_batches: int | None = None
+    """Batches per epoch when epochs are cut from a stream (None: an epoch is a pass)."""
     _stream: EpochStream[T] | None = None
 
     def set_epoch_batches(self, batches: int | None) -> None:
@@ -280,7 +340,11 @@ class StreamEpochs(Generic[T]):
         continues where the last one stopped (a pass that ends mid-epoch is followed by the next
         pass, in its own order), so no batch is seen twice before a whole pass is done. None: an
         epoch is a pass (the default). `resume_at(epoch, skip)` then starts at batch
-        `epoch * batches + skip` of the stream."""
+        `epoch * batches + skip` of the stream.
+
+        Args:
+            batches: The batches per epoch (None: an epoch is a pass).
+        """
         self.epoch_batches = _epoch_batches(batches)
         self._stream = EpochStream(self.epoch_batches) if self.epoch_batches is not None else None
 
@@ -515,11 +579,35 @@ class DeviceDataLoader(StreamEpochs[T]):
     The order comes from the same `RandomSampler` (same generator, same draws each epoch) the host
     loader would use, so both give the same batches for a seed, epoch after epoch. Built by
     `DataLoaderBuilder(...).on_device(device).build(dataset)`.
+
+    Args:
+        batcher: Batches the whole dataset once.
+        dataset: The dataset.
+        batch_size: Items per batch.
+        sampler: The order (None: dataset order).
+        drop_last: Leave out a short last batch.
+        device: Where the data is kept.
+        shuffle_seed: The shuffle's seed, kept for `slice` (None: no shuffle).
+
+    Attributes:
+        data: The whole dataset as one batch, on `device`.
+        device: Where the data is.
+        items: The number of items.
+        batch_size: Items per batch.
+        sampler: The order (None: dataset order).
+        drop_last: Whether a short last batch is left out.
+        shuffle_seed: The shuffle's seed (None: no shuffle).
+        start_epoch: The epoch the next pass resumes at.
+        skip: The batches the next pass skips.
+
+    Raises:
+        TypeError: The batcher returns no tensors.
+        ValueError: The batcher doesn't batch item by item.
     """
 
-    # As a DataLoader whose order comes from `sampler`: Lightning reads both to tell whether a
-    # valid loader shuffles.
     batch_sampler: None = None
+    """None, as a DataLoader whose order comes from `sampler` has: Lightning reads both to tell
+    whether a valid loader shuffles."""
 
     def __init__(self, batcher: Batcher[Any, T], dataset: Dataset[Any], batch_size: int,
                  sampler: Sampler[int] | None, drop_last: bool, device: torch.device,
@@ -547,7 +635,12 @@ class DeviceDataLoader(StreamEpochs[T]):
         self.start_epoch = self.skip = self._passes = 0
 
     def resume_at(self, epoch: int, skip: int = 0) -> None:
-        """As `ResumableDataLoader.resume_at`: the next pass is epoch `epoch`'s, past `skip` batches."""
+        """As `ResumableDataLoader.resume_at`: the next pass is epoch `epoch`'s, past `skip` batches.
+
+        Args:
+            epoch: The epoch, from 0.
+            skip: The batches to skip.
+        """
         self.start_epoch, self.skip, self._passes = epoch, skip, 0
 
     # Burn's DataLoader trait ---------------------------------------------------------------------
@@ -560,13 +653,22 @@ class DeviceDataLoader(StreamEpochs[T]):
         return self.items
 
     def to_device(self, device: str | torch.device) -> DeviceDataLoader[T]:
-        """Burn's `to_device(device)`: the same loader with its data moved to `device`."""
+        """Burn's `to_device(device)`: the same loader with its data moved to `device`.
+
+        Args:
+            device: The device.
+        """
         target = torch.device(device)
         return self._with(map_tensors(lambda t: t.to(target), self.data), self.items, target)
 
     def slice(self, start: int, end: int) -> DeviceDataLoader[T]:
         """Burn's `slice(start, end)`: items `start..end` (rows of the data, which the batcher built item
-        by item); a shuffle draws from the same seed over those items."""
+        by item); a shuffle draws from the same seed over those items.
+
+        Args:
+            start: The first item.
+            end: The item past the last (both clipped to the data).
+        """
         start, end = max(0, min(start, self.items)), max(0, min(end, self.items))
         end = max(start, end)
         return self._with(map_tensors(lambda t: t[start:end], self.data), end - start, self.device)

@@ -94,7 +94,7 @@ class MnistItem:
     """One digit, as Burn's `MnistItem`; the image stays uint8 until the batcher."""
 
     image: Tensor  # uint8 [28, 28]
-    label: int
+    label: int  # the digit, 0 to 9
 
 
 @dataclass
@@ -113,7 +113,20 @@ class MnistItems(BatchedItems[MnistItem]):
 
 
 class MnistDataset(Dataset[MnistItem]):
-    """Burn's `MnistDataset::train()` / `::test()`; `root` holds `MNIST/raw/`."""
+    """Burn's `MnistDataset::train()` / `::test()`; `root` holds `MNIST/raw/`.
+
+    Args:
+        images: uint8 `[N, 28, 28]`.
+        labels: `[N]` digits.
+
+    Attributes:
+        images: uint8 `[N, 28, 28]`, on the CPU.
+        labels: int64 `[N]`, on the CPU.
+
+    Raises:
+        ValueError: `images` is not uint8 `[N, 28, 28]`.
+        MnistFormatError: Different counts of images and labels.
+    """
 
     def __init__(self, images: Tensor, labels: Tensor) -> None:
         if images.dtype != torch.uint8 or images.dim() != 3:
@@ -135,18 +148,40 @@ class MnistDataset(Dataset[MnistItem]):
 
     @classmethod
     def train(cls, root: str | os.PathLike[str] | None = None, download: bool | None = None) -> MnistDataset:
-        """The 60,000 training digits. `download=None` defers to `BURNLIKE_DOWNLOAD=1`."""
+        """The 60,000 training digits.
+
+        Args:
+            root: The folder holding `MNIST/raw/` (None: `$BURNLIKE_DATA`, else `./data`).
+            download: Download through torchvision when the files are missing (None: only with
+                `BURNLIKE_DOWNLOAD=1`).
+        """
         return cls.load("train", root, download)
 
     @classmethod
     def test(cls, root: str | os.PathLike[str] | None = None, download: bool | None = None) -> MnistDataset:
-        """The 10,000 test digits (Burn's guide validates on these)."""
+        """The 10,000 test digits (Burn's guide validates on these).
+
+        Args:
+            root: The folder holding `MNIST/raw/` (None: `$BURNLIKE_DATA`, else `./data`).
+            download: Download when the files are missing (None: only with `BURNLIKE_DOWNLOAD=1`).
+        """
         return cls.load("test", root, download)
 
     @classmethod
     def load(cls, split: str, root: str | os.PathLike[str] | None = None,
              download: bool | None = None) -> MnistDataset:
-        """Read one split's two IDX files (download first only if allowed and they are missing)."""
+        """Read one split's two IDX files (download first only if allowed and they are missing).
+
+        Args:
+            split: "train" or "test".
+            root: The folder holding `MNIST/raw/` (None: `$BURNLIKE_DATA`, else `./data`).
+            download: Download when the files are missing (None: only with `BURNLIKE_DOWNLOAD=1`).
+
+        Raises:
+            ValueError: Another split.
+            MnistNotFoundError: The files are missing (and weren't downloaded), naming where they were looked for.
+            MnistFormatError: The files are not MNIST's IDX files, or don't match each other.
+        """
         if split not in FILES:
             raise ValueError(f"split must be 'train' or 'test', got {split!r}")
         base = data_root(root)
@@ -209,6 +244,12 @@ class MnistBatch:
     targets: Tensor  # int64 [B]
 
     def to(self, device: Any, non_blocking: bool = False) -> MnistBatch:
+        """A copy on `device`.
+
+        Args:
+            device: The device.
+            non_blocking: Copy asynchronously where the source is pinned.
+        """
         return MnistBatch(self.images.to(device, non_blocking=non_blocking),
                           self.targets.to(device, non_blocking=non_blocking))
 
@@ -221,6 +262,12 @@ class MnistBatcher:
     """Normalises a whole batch at once: ((x / 255) - 0.1307) / 0.3081."""
 
     def batch(self, items: MnistItems | list[MnistItem], device: Any = None) -> MnistBatch:
+        """The normalised images and their labels.
+
+        Args:
+            items: The items, or the dataset's batched fetch.
+            device: Where the batch goes (None: where the images are).
+        """
         if isinstance(items, MnistItems):
             images, targets = items.images, items.labels
         else:

@@ -25,7 +25,11 @@ SOURCE = "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinysh
 
 
 def shakespeare_char_file(root: str | os.PathLike[str] | None = None) -> Path:
-    """`<root>/shakespeare_char/input.txt` (root: `data_root(root)`)."""
+    """`<root>/shakespeare_char/input.txt` (root: `data_root(root)`).
+
+    Args:
+        root: The data folder (None: `$BURNLIKE_DATA`, else `./data`).
+    """
     return data_root(root) / "shakespeare_char" / "input.txt"
 
 
@@ -33,13 +37,23 @@ def shakespeare_char_file(root: str | os.PathLike[str] | None = None) -> Path:
 class ShakespeareChar:
     """The corpus as ids (`tokens`, int64), its `vocab`, and where the train split ends (`split`)."""
 
-    tokens: Tensor
-    vocab: CharVocab
-    split: int
-    path: Path
+    tokens: Tensor  # the whole corpus as int64 ids
+    vocab: CharVocab  # the corpus's characters, sorted (nanoGPT's ids)
+    split: int  # the first id of the validation split
+    path: Path  # the file it was read from
 
     @classmethod
     def load(cls, root: str | os.PathLike[str] | None = None, train_fraction: float = 0.9) -> ShakespeareChar:
+        """The corpus of `<root>/shakespeare_char/input.txt`.
+
+        Args:
+            root: The data folder (None: `$BURNLIKE_DATA`, else `./data`).
+            train_fraction: The share of the text that is the train split (nanoGPT's 0.9).
+
+        Raises:
+            DatasetNotFoundError: No file there, saying where to get it.
+            DatasetError: `train_fraction` outside (0, 1).
+        """
         path = shakespeare_char_file(root)
         if not path.is_file():
             raise DatasetNotFoundError(f"Tiny Shakespeare: {path} not found. Put the text there (nanoGPT's "
@@ -49,17 +63,41 @@ class ShakespeareChar:
 
     @classmethod
     def from_text(cls, text: str, train_fraction: float = 0.9, path: Path = Path("<text>")) -> ShakespeareChar:
+        """The corpus of `text`.
+
+        Args:
+            text: The whole text.
+            train_fraction: The share of the text that is the train split.
+            path: Where the text came from, for messages.
+
+        Raises:
+            DatasetError: `train_fraction` outside (0, 1).
+        """
         if not 0.0 < train_fraction < 1.0:
             raise DatasetError(f"{path}: train_fraction must be in (0, 1), got {train_fraction}")
         vocab = CharVocab.from_text(text)
         return cls(vocab.encode_tensor(text), vocab, int(len(text) * train_fraction), path)
 
     def train(self, window: int) -> TokenWindowsDataset:
-        """Every window of `window` tokens of the train split."""
+        """Every window of `window` tokens of the train split.
+
+        Args:
+            window: The window length (the model's block size + 1).
+
+        Raises:
+            DatasetError: The split is shorter than one window.
+        """
         return self._windows(self.tokens[:self.split], window, "train")
 
     def valid(self, window: int) -> TokenWindowsDataset:
-        """Every window of `window` tokens of the validation split."""
+        """Every window of `window` tokens of the validation split.
+
+        Args:
+            window: The window length (the model's block size + 1).
+
+        Raises:
+            DatasetError: The split is shorter than one window.
+        """
         return self._windows(self.tokens[self.split:], window, "validation")
 
     def _windows(self, tokens: Tensor, window: int, split: str) -> TokenWindowsDataset:

@@ -18,13 +18,27 @@ __all__ = ["TabularBatch", "TabularBatcher"]
 
 @dataclasses.dataclass
 class TabularBatch(TensorBatch):
+    """A table's batch: the scaled features and the targets."""
+
     inputs: Tensor  # float32 [B, F]
     targets: Tensor  # int64 [B] (class ids) or float32 [B, T]
 
 
 class TabularBatcher:
     """`(features - shift) / scale`; `fit(dataset)` takes the train split's mean and std (a constant
-    feature keeps scale 1), `fit(dataset, "min_max")` its min and range (Burn's example)."""
+    feature keeps scale 1), `fit(dataset, "min_max")` its min and range (Burn's example).
+
+    Args:
+        shift: Subtracted from each feature (None: nothing).
+        scale: Each feature divided by it, > 0 (None: nothing).
+
+    Attributes:
+        shift: float32 `[F]` (None: no shift).
+        scale: float32 `[F]` (None: no scaling).
+
+    Raises:
+        ValueError: A scale value <= 0.
+    """
 
     def __init__(self, shift: Sequence[float] | Tensor | None = None, scale: Sequence[float] | Tensor | None = None) -> None:
         self.shift = None if shift is None else torch.as_tensor(shift, dtype=torch.float32)
@@ -34,7 +48,15 @@ class TabularBatcher:
 
     @classmethod
     def fit(cls, data: TabularDataset | Tensor, how: str = "standard") -> TabularBatcher:
-        """Per-feature constants from a dataset's (or a `[N, F]` tensor's) rows."""
+        """Per-feature constants from a dataset's (or a `[N, F]` tensor's) rows.
+
+        Args:
+            data: The train split (or its features).
+            how: "standard" (mean and std) or "min_max" (min and range).
+
+        Raises:
+            ValueError: Another `how`.
+        """
         x = data.features if isinstance(data, TabularDataset) else data.float()
         if how == "standard":
             shift, scale = x.mean(0), x.std(0, unbiased=False)
@@ -45,6 +67,12 @@ class TabularBatcher:
         return cls(shift, torch.where(scale > 0, scale, torch.ones_like(scale)))
 
     def batch(self, items: TabularItems | list[TabularItem], device: Any = None) -> TabularBatch:
+        """The scaled features and the targets.
+
+        Args:
+            items: The rows, or the dataset's batched fetch.
+            device: Where the batch goes (None: the CPU).
+        """
         if isinstance(items, TabularItems):
             x, y = items.features, items.targets
         else:

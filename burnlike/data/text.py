@@ -46,33 +46,71 @@ PAD, CLS, UNK = 0, 1, 2  # the built-in tokenizers' special tokens
 class Tokenizer(Protocol):
     """Burn's `Tokenizer` trait (the text-classification example's)."""
 
-    def encode(self, value: str) -> list[int]: ...
+    def encode(self, value: str) -> list[int]:
+        """Token ids of `value`.
 
-    def decode(self, tokens: Sequence[int]) -> str: ...
+        Args:
+            value: The text.
+        """
+        ...
 
-    def vocab_size(self) -> int: ...
+    def decode(self, tokens: Sequence[int]) -> str:
+        """The text of `tokens` (special tokens left out).
 
-    def pad_token(self) -> int: ...
+        Args:
+            tokens: Token ids.
+        """
+        ...
+
+    def vocab_size(self) -> int:
+        """The number of token ids, special tokens included."""
+        ...
+
+    def pad_token(self) -> int:
+        """The padding token's id."""
+        ...
 
 
 class ByteTokenizer:
     """UTF-8 bytes: token `3 + b` for byte `b`, after a class token; 259 tokens, nothing to learn."""
 
     def encode(self, value: str) -> list[int]:
+        """The class token, then `3 + b` per UTF-8 byte `b` of `value`.
+
+        Args:
+            value: The text.
+        """
         return [CLS, *(b + 3 for b in value.encode("utf-8"))]
 
     def decode(self, tokens: Sequence[int]) -> str:
+        """The text of the byte tokens (special tokens left out; bad UTF-8 replaced).
+
+        Args:
+            tokens: Token ids.
+        """
         return bytes(t - 3 for t in tokens if 3 <= t < 259).decode("utf-8", errors="replace")
 
     def vocab_size(self) -> int:
+        """259: three special tokens and 256 bytes."""
         return 259
 
     def pad_token(self) -> int:
+        """The padding token, 0."""
         return PAD
 
 
 class CharTokenizer:
-    """One token per character of `alphabet` (token `3 + i`); unseen characters are `UNK` (2)."""
+    """One token per character of `alphabet` (token `3 + i`); unseen characters are `UNK` (2).
+
+    Args:
+        alphabet: The characters, in id order (repeats dropped).
+
+    Attributes:
+        alphabet: The characters, in id order.
+
+    Raises:
+        ValueError: An entry that is not a single character.
+    """
 
     def __init__(self, alphabet: Iterable[str]) -> None:
         self.alphabet = list(dict.fromkeys(alphabet))
@@ -82,28 +120,55 @@ class CharTokenizer:
 
     @classmethod
     def from_texts(cls, texts: Iterable[str], min_count: int = 1) -> CharTokenizer:
-        """The characters seen at least `min_count` times, most frequent first."""
+        """The characters seen at least `min_count` times, most frequent first.
+
+        Args:
+            texts: The texts to count in.
+            min_count: The fewest times a character must occur.
+        """
         counts = Counter(c for text in texts for c in text)
         return cls(c for c, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])) if n >= min_count)
 
     def encode(self, value: str) -> list[int]:
+        """The class token, then one token per character (`UNK` for one outside the alphabet).
+
+        Args:
+            value: The text.
+        """
         ids = self._ids
         return [CLS, *(ids.get(c, UNK) for c in value)]
 
     def decode(self, tokens: Sequence[int]) -> str:
+        """The text of the character tokens (special tokens left out).
+
+        Args:
+            tokens: Token ids.
+        """
         return "".join(self.alphabet[t - 3] for t in tokens if 3 <= t < len(self.alphabet) + 3)
 
     def vocab_size(self) -> int:
+        """The alphabet's size plus the three special tokens."""
         return len(self.alphabet) + 3
 
     def pad_token(self) -> int:
+        """The padding token, 0."""
         return PAD
 
 
 class CharVocab:
     """Characters as ids `0 .. n-1` in sorted order, no special tokens: nanoGPT's shakespeare_char
     encoding (`stoi`/`itos`), so a model trained on it reads the same ids. `encode` refuses a
-    character outside the vocabulary (naming it): a prompt must use the corpus's characters."""
+    character outside the vocabulary (naming it): a prompt must use the corpus's characters.
+
+    Args:
+        chars: The characters (sorted and deduplicated here).
+
+    Attributes:
+        chars: The characters, sorted: id `i` is `chars[i]`.
+
+    Raises:
+        ValueError: An entry that is not a single character.
+    """
 
     def __init__(self, chars: Iterable[str]) -> None:
         self.chars = sorted(set(chars))
@@ -116,9 +181,22 @@ class CharVocab:
 
     @classmethod
     def from_text(cls, text: str) -> CharVocab:
+        """The vocabulary of the characters in `text`.
+
+        Args:
+            text: The corpus.
+        """
         return cls(text)
 
     def encode(self, value: str) -> list[int]:
+        """The id of each character of `value`.
+
+        Args:
+            value: The text.
+
+        Raises:
+            ValueError: A character outside the vocabulary, naming it.
+        """
         ids = self._ids
         try:
             return [ids[c] for c in value]
@@ -127,7 +205,14 @@ class CharVocab:
                              "characters") from None
 
     def encode_tensor(self, text: str) -> Tensor:
-        """`encode(text)` as an int64 tensor, through numpy (a whole corpus at once)."""
+        """`encode(text)` as an int64 tensor, through numpy (a whole corpus at once).
+
+        Args:
+            text: The text.
+
+        Raises:
+            ValueError: A character outside the vocabulary, naming it.
+        """
         codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32).astype(np.int64)
         ids = self._table[np.minimum(codes, self._table.size - 1)]
         ids[codes >= self._table.size] = -1
@@ -136,10 +221,16 @@ class CharVocab:
         return torch.from_numpy(ids)
 
     def decode(self, tokens: Sequence[int] | Tensor) -> str:
+        """The text of `tokens`.
+
+        Args:
+            tokens: Ids, a sequence or a tensor.
+        """
         values = tokens.tolist() if isinstance(tokens, Tensor) else tokens
         return "".join(self.chars[int(t)] for t in values)
 
     def vocab_size(self) -> int:
+        """The number of characters."""
         return len(self.chars)
 
 
@@ -148,8 +239,8 @@ class TokenWindowBatch(TensorBatch):
     """A language model's batch: `inputs` `[B, T]` and `targets` `[B, T]` (the inputs shifted by one:
     `targets[:, t]` is the token after `inputs[:, t]`), both int64."""
 
-    inputs: Tensor
-    targets: Tensor
+    inputs: Tensor  # int64 [B, T]: each window's first T tokens
+    targets: Tensor  # int64 [B, T]: each window's last T tokens
 
 
 class TokenWindowsBatcher:
@@ -157,6 +248,15 @@ class TokenWindowsBatcher:
     `TokenWindowBatch`: each window's first `T` tokens are the inputs, its last `T` the targets."""
 
     def batch(self, items: Sequence[Tensor], device: Any = None) -> TokenWindowBatch:
+        """The batch of the windows.
+
+        Args:
+            items: Windows of `T + 1` tokens each, or a `TokenWindows` batched fetch.
+            device: Where the batch goes (None: where the windows are).
+
+        Raises:
+            ValueError: No window, or windows shorter than 2 tokens.
+        """
         if not len(items):
             raise ValueError("cannot batch zero windows")
         windows = getattr(items, "tensor", None)  # TokenWindows: already one [B, T + 1] tensor
@@ -172,6 +272,8 @@ class TokenWindowsBatcher:
 
 @dataclasses.dataclass
 class TextClassificationBatch(TensorBatch):
+    """A text-classification training batch: token ids, labels and the padding mask."""
+
     tokens: Tensor  # int64 [B, L]
     labels: Tensor  # int64 [B]
     mask_pad: Tensor  # bool [B, L], True at padding
@@ -179,8 +281,10 @@ class TextClassificationBatch(TensorBatch):
 
 @dataclasses.dataclass
 class TextClassificationInferenceBatch(TensorBatch):
-    tokens: Tensor
-    mask_pad: Tensor
+    """A text-classification inference batch: token ids and the padding mask, no labels."""
+
+    tokens: Tensor  # int64 [B, L]
+    mask_pad: Tensor  # bool [B, L], True at padding
 
 
 class TextClassificationBatcher:
@@ -188,6 +292,20 @@ class TextClassificationBatcher:
 
     `tokenizer` is a `Tokenizer` (its pad token is used) or a callable `str -> list[int]` with
     `pad_token` given (0 by default).
+
+    Args:
+        tokenizer: A `Tokenizer`, or a callable `str -> token ids`.
+        seq_length: How long the batch's sequences are: `SeqLengthOption.NoMax` (the longest, the
+            default), `Max(n)`, `Fixed(n)`, or an int for `Max` (Burn's `From<Option<usize>>`).
+        pad_token: The padding id (None: the tokenizer's, or 0 for a callable).
+
+    Attributes:
+        pad: The padding id.
+        tokenizer: The tokenizer as given.
+        seq_length: The sequence-length rule.
+
+    Raises:
+        TypeError: `tokenizer` is neither.
     """
 
     def __init__(self, tokenizer: Tokenizer | Callable[[str], Sequence[int]],
@@ -203,6 +321,15 @@ class TextClassificationBatcher:
         self.seq_length = SeqLengthOption.of(seq_length)
 
     def batch(self, items: Sequence[Any], device: Any = None) -> TextClassificationBatch | TextClassificationInferenceBatch:
+        """A training batch of items with `.text` and `.label`, or an inference batch of strings.
+
+        Args:
+            items: The items, or plain strings.
+            device: Where the batch goes (None: the CPU).
+
+        Raises:
+            ValueError: No item.
+        """
         if not items:
             raise ValueError("cannot batch zero texts")
         if all(isinstance(item, str) for item in items):

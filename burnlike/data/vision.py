@@ -27,8 +27,14 @@ from burnlike.data.dataset.vision import (
 
 __all__ = ["CIFAR10_MEAN", "CIFAR10_STD", "IMAGENET_MEAN", "IMAGENET_STD", "ImageBatch", "ImageBatcher"]
 
-IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
-CIFAR10_MEAN, CIFAR10_STD = (0.4914, 0.48216, 0.44653), (0.24703, 0.24349, 0.26159)  # Burn's example
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+"""ImageNet's per-channel (RGB) mean, for `ImageBatcher(mean=...)` with pretrained torchvision models."""
+IMAGENET_STD = (0.229, 0.224, 0.225)
+"""ImageNet's per-channel (RGB) standard deviation."""
+CIFAR10_MEAN = (0.4914, 0.48216, 0.44653)
+"""CIFAR-10's per-channel (RGB) mean, as Burn's example normalises."""
+CIFAR10_STD = (0.24703, 0.24349, 0.26159)
+"""CIFAR-10's per-channel (RGB) standard deviation, as Burn's example normalises."""
 _RANGE = {torch.uint8: 255.0, torch.uint16: 65535.0}  # full scale of each depth (floats: 1)
 
 
@@ -37,15 +43,28 @@ class ImageBatch(TensorBatch):
     """`images` float32 `[B, C, H, W]`; `targets` int64 `[B]` (labels), `[B, classes]` (multi-hot)
     or `[B, H, W]` (segmentation masks); `image_paths` for tracing a sample back to its file."""
 
-    images: Tensor
-    targets: Tensor
-    image_paths: list[str]
+    images: Tensor  # float32 [B, C, H, W], normalised
+    targets: Tensor  # int64: [B] labels, [B, classes] multi-hot or [B, H, W] masks
+    image_paths: list[str]  # each image's file
 
 
 class ImageBatcher:
     """`(x / full_scale - mean) / std` per channel; `mean`/`std` of one value apply to every channel.
 
     `num_classes` is needed for multi-label annotations (the width of the multi-hot targets).
+
+    Args:
+        mean: Per-channel means, on the 0-1 scale (one value: every channel).
+        std: Per-channel standard deviations, > 0.
+        num_classes: The number of classes, for multi-hot targets (None: not multi-label).
+
+    Attributes:
+        mean: Per-channel means.
+        std: Per-channel standard deviations.
+        num_classes: The width of multi-hot targets (None: not multi-label).
+
+    Raises:
+        ValueError: `mean` and `std` of different lengths, or a std <= 0.
     """
 
     def __init__(self, mean: Sequence[float] = (0.0,), std: Sequence[float] = (1.0,),
@@ -73,7 +92,14 @@ class ImageBatcher:
         return torch.stack([item.image for item in items])
 
     def normalise(self, images: Tensor) -> Tensor:
-        """`[B, H, W, C]` pixels of any depth -> normalised float32 `[B, C, H, W]`."""
+        """`[B, H, W, C]` pixels of any depth -> normalised float32 `[B, C, H, W]`.
+
+        Args:
+            images: The pixels (uint8, uint16 or float).
+
+        Raises:
+            ValueError: `mean`/`std` have neither one value nor one per channel.
+        """
         channels = images.shape[-1]
         if len(self.mean) not in (1, channels):
             raise ValueError(f"mean/std have {len(self.mean)} values but the images have {channels} channels")
@@ -92,6 +118,14 @@ class ImageBatcher:
         return torch.from_numpy(out)
 
     def targets(self, annotations: Sequence[Annotation]) -> Tensor:
+        """The targets of the batch's annotations: labels, multi-hot rows or masks.
+
+        Args:
+            annotations: One per image, all of one kind.
+
+        Raises:
+            ValueError: Mixed kinds, multi-label without `num_classes`, or bounding boxes.
+        """
         kinds = {type(a) for a in annotations}
         if len(kinds) != 1:
             raise ValueError(f"one batch mixes annotation kinds {sorted(k.__name__ for k in kinds)}")
@@ -110,6 +144,15 @@ class ImageBatcher:
         raise ValueError(f"unsupported annotation {kind.__name__}")
 
     def batch(self, items: ImageItems | list[ImageDatasetItem], device: Any = None) -> ImageBatch:
+        """The normalised images, their targets and files.
+
+        Args:
+            items: The items, or the dataset's batched fetch.
+            device: Where the batch goes (None: where the images are).
+
+        Raises:
+            ValueError: No item, or images of different sizes or depths.
+        """
         if isinstance(items, ImageItems):
             images, annotations, paths = items.images, items.annotations, items.image_paths
         else:

@@ -76,6 +76,22 @@ class Block(nn.Module):
 
 
 class Gpt(Module, TrainStep[TokenWindowBatch, SequenceOutput], ValidStep[TokenWindowBatch, SequenceOutput]):
+    """nanoGPT's GPT: predicts each next token of a window. Build it with `GptConfig(...).init(device)`.
+
+    Args:
+        config: The sizes (`GptConfig`).
+
+    Attributes:
+        block_size: The longest context, in tokens.
+        token_embedding: Token ids → vectors; its weight is also `lm_head`'s (weight tying).
+        position_embedding: Positions `0..block_size-1` → vectors.
+        dropout: Dropout on the summed embeddings.
+        blocks: The `n_layer` transformer blocks.
+        ln_f: The LayerNorm before the output projection.
+        lm_head: Vectors → logits over the vocabulary.
+        loss: Cross-entropy over every position.
+    """
+
     def __init__(self, config: GptConfig) -> None:
         super().__init__()
         c = config
@@ -99,7 +115,14 @@ class Gpt(Module, TrainStep[TokenWindowBatch, SequenceOutput], ValidStep[TokenWi
                 nn.init.normal_(proj.weight, mean=0.0, std=0.02 / math.sqrt(2 * c.n_layer))
 
     def forward(self, tokens: Tensor) -> Tensor:
-        """Logits `[B, T, vocab]` for tokens `[B, T]` (T at most `block_size`)."""
+        """Logits `[B, T, vocab]` for tokens `[B, T]` (T at most `block_size`).
+
+        Args:
+            tokens: Token ids, int64 `[B, T]`.
+
+        Raises:
+            ValueError: The sequence is longer than `block_size`.
+        """
         t = tokens.shape[1]
         if t > self.block_size:
             raise ValueError(f"Gpt: a sequence of {t} tokens is longer than the block size {self.block_size}")
@@ -111,6 +134,12 @@ class Gpt(Module, TrainStep[TokenWindowBatch, SequenceOutput], ValidStep[TokenWi
         return logits
 
     def forward_lm(self, inputs: Tensor, targets: Tensor) -> SequenceOutput:
+        """The logits and their cross-entropy against the next tokens, for the metrics.
+
+        Args:
+            inputs: Token ids `[B, T]`.
+            targets: The next token of each position, `[B, T]`.
+        """
         logits = self.forward(inputs)
         loss = self.loss(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
         return SequenceOutput(loss, logits, None, targets)
@@ -128,7 +157,21 @@ class Gpt(Module, TrainStep[TokenWindowBatch, SequenceOutput], ValidStep[TokenWi
         """`prompt` (token ids `[T]` or `[B, T]`) followed by `max_new_tokens` sampled tokens, each
         from the softmax of the last position's logits / `temperature`, among the `top_k` likeliest
         (all when None); the context is the last `block_size` tokens. Runs in eval mode (dropout off)
-        and puts the model's mode back."""
+        and puts the model's mode back.
+
+        Args:
+            prompt: Token ids `[T]` or `[B, T]`, at least one.
+            max_new_tokens: How many tokens to sample.
+            temperature: Divides the logits: below 1 sharper, above 1 flatter (> 0).
+            top_k: Sample among the `top_k` likeliest tokens only (None: all).
+            generator: The random source for sampling (None: torch's global one).
+
+        Returns:
+            The prompt followed by the new tokens, with the prompt's shape (`[T + n]` or `[B, T + n]`).
+
+        Raises:
+            ValueError: `temperature` <= 0, or an empty prompt.
+        """
         if temperature <= 0:
             raise ValueError(f"Gpt.generate: temperature must be > 0, got {temperature}")
         device = self.token_embedding.weight.device
@@ -166,6 +209,14 @@ class GptConfig:
     bias: bool = False  # biases in the Linears and LayerNorms
 
     def init(self, device: Any = None) -> Gpt:
+        """The model, initialised as GPT-2 is, after checking the sizes.
+
+        Args:
+            device: Where the parameters are created (`"cpu"` when None).
+
+        Raises:
+            ValueError: A size below 1, `n_embd` not a multiple of `n_head`, or `dropout` outside [0, 1).
+        """
         for name in ("vocab_size", "block_size", "n_layer", "n_head", "n_embd"):
             positive_int(getattr(self, name), f"GptConfig.{name}")
         if self.n_embd % self.n_head:

@@ -27,6 +27,26 @@ class Model(
     TrainStep[MnistBatch, ClassificationOutput],
     ValidStep[MnistBatch, ClassificationOutput],
 ):
+    """The guide's model: two 3×3 convolutions (1 → 8 → 16 channels), an adaptive average pool to
+    8×8, then two linear layers, with dropout after each convolution and after `linear1`. Build it
+    with `ModelConfig(num_classes, hidden_size).init(device)`.
+
+    Args:
+        num_classes: Output classes.
+        hidden_size: Width of `linear1`.
+        dropout: Dropout probability.
+        device: Where the parameters are created.
+
+    Attributes:
+        conv1: 3×3 convolution, 1 → 8 channels.
+        conv2: 3×3 convolution, 8 → 16 channels.
+        pool: Adaptive average pool to 8×8.
+        dropout: Dropout after each convolution and after `linear1`.
+        linear1: 16·8·8 → `hidden_size`.
+        linear2: `hidden_size` → `num_classes`.
+        activation: ReLU.
+    """
+
     __burn_fields__ = ("conv1", "conv2", "pool", "dropout", "linear1", "linear2", "activation")
 
     def __init__(self, num_classes: int, hidden_size: int, dropout: float, device: Any = None) -> None:
@@ -40,7 +60,14 @@ class Model(
         self.dropout = DropoutConfig(dropout).init()
 
     def forward(self, images: Tensor) -> Tensor:
-        """Images `[batch_size, height, width]` → logits `[batch_size, num_classes]`."""
+        """Images → logits.
+
+        Args:
+            images: Grayscale images, float `[batch_size, height, width]`.
+
+        Returns:
+            Logits `[batch_size, num_classes]`.
+        """
         batch_size, height, width = images.shape
         x = images.reshape(batch_size, 1, height, width)  # create a channel
         x = self.conv1(x)  # [batch_size, 8, _, _]
@@ -57,24 +84,46 @@ class Model(
         return logits
 
     def forward_classification(self, images: Tensor, targets: Tensor) -> ClassificationOutput:
+        """The logits and their cross-entropy loss, as Burn's guide computes them.
+
+        Args:
+            images: Grayscale images, float `[batch_size, height, width]`.
+            targets: Class indices, int64 `[batch_size]`.
+        """
         output = self.forward(images)
         loss = CrossEntropyLossConfig().init(output.device).forward(output, targets)
         return ClassificationOutput(loss, output, targets)
 
     def train_step(self, batch: MnistBatch) -> TrainOutput[ClassificationOutput]:
+        """The training step: the loss and its gradients, the output for the metrics.
+
+        Args:
+            batch: A batch of MNIST images and their labels.
+        """
         item = self.forward_classification(batch.images, batch.targets)
         return TrainOutput(self, backward(item.loss), item)
 
     def valid_step(self, batch: MnistBatch) -> ClassificationOutput:
+        """The validation step: the output for the metrics.
+
+        Args:
+            batch: A batch of MNIST images and their labels.
+        """
         return self.forward_classification(batch.images, batch.targets)
 
 
 @config
 class ModelConfig:
+    """The guide's `ModelConfig`: `ModelConfig(10, 512).init(device)` is the book's model."""
+
     num_classes: int  # output classes (10 digits for MNIST)
     hidden_size: int  # width of linear1 (1024 -> hidden_size -> num_classes); the guide's is 512
     dropout: float = 0.5  # dropout probability after each conv and after linear1
 
     def init(self, device: Any = None) -> Model:
-        """Returns the initialized model."""
+        """Returns the initialized model.
+
+        Args:
+            device: Where the parameters are created (`"cpu"` when None).
+        """
         return Model(self.num_classes, self.hidden_size, self.dropout, device or "cpu")

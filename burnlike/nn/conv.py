@@ -44,8 +44,12 @@ class _Conv(Module):
     """What Burn's convolutions share: their init, their record, their padding."""
 
     weight: Any
+    """The kernel: `[channels_out, channels_in/groups, k...]` (transposed: `[channels_in,
+    channels_out/groups, k...]`), in the record as is."""
     bias: Any
+    """`[channels_out]`, or None without a bias."""
     initializer: Initializer
+    """How `reset_parameters` draws the weight and bias."""
 
     def _burn_init(self, fan_in: int, fan_out: int | None) -> None:
         with torch.no_grad():
@@ -59,41 +63,74 @@ class _Conv(Module):
 
 
 class _ForwardConv(_Conv):
-    dims: int
+    _dims: int
     burn_padding: PaddingConfig1d | PaddingConfig2d | PaddingConfig3d
+    """Burn's padding config (torch's own `padding` stays 0: the forward pads)."""
     kernel_size: tuple[int, ...]
+    """The kernel's size per spatial dimension."""
     stride: tuple[int, ...]
+    """The stride per spatial dimension."""
     dilation: tuple[int, ...]
+    """The dilation per spatial dimension."""
     groups: int
+    """The number of groups the channels are split into."""
     in_channels: int
+    """Input channels."""
     out_channels: int
+    """Output channels."""
 
     def reset_parameters(self) -> None:
+        """Draw the weight and bias again with `initializer`, with Burn's fans (fan_in =
+        channels_in/groups · kernel elements)."""
         k = 1
         for size in self.kernel_size:
             k *= size
-        fan_out = None if self.dims == 1 else self.out_channels // self.groups * k  # Conv1d: Burn gives none
+        fan_out = None if self._dims == 1 else self.out_channels // self.groups * k  # Conv1d: Burn gives none
         self._burn_init(self.in_channels // self.groups * k, fan_out)
 
     def forward(self, input: Tensor) -> Tensor:
+        """Convolve, padding first as Burn's padding config says.
+
+        Args:
+            input: `[batch, channels_in, *spatial]`.
+
+        Returns:
+            `[batch, channels_out, *spatial_out]`.
+        """
         pairs = self.burn_padding.pairs(tuple(input.shape[2:]), self.kernel_size, self.stride)
         x, padding = symmetric_or_pad(input, pairs)
-        out: Tensor = _CONV[self.dims](x, self.weight, self.bias, self.stride, padding, self.dilation, self.groups)
+        out: Tensor = _CONV[self._dims](x, self.weight, self.bias, self.stride, padding, self.dilation,
+            self.groups)
         return out
 
     def burn_record_fields(self, version: str) -> list[Field]:
-        return self._weight_fields() + _geometry(version, self.dims, ("stride", "kernel_size", "dilation"),
-                                                 self.dims > 1) + [Field("groups", "nil"), Field("padding", "nil")]
+        return self._weight_fields() + _geometry(version, self._dims, ("stride", "kernel_size", "dilation"),
+                                                 self._dims > 1) + [Field("groups", "nil"), Field("padding", "nil")]
 
 
 class Conv1d(_ForwardConv, nn.Conv1d):
-    """Burn's `Conv1d`: input `[batch, channels_in, length]`."""
+    """Burn's `Conv1d`: input `[batch, channels_in, length]`.
 
-    dims = 1
+    Args:
+        channels_in: Input channels.
+        channels_out: Output channels.
+        kernel_size: The kernel's size.
+        stride: The stride.
+        dilation: The spacing between kernel elements.
+        groups: Blocked connections: both channel counts must divide by it.
+        padding: Burn's padding: `Valid` (none), `Same` (out = ceil(size/stride)) or `Explicit(...)`.
+        bias: Whether there is a bias.
+        initializer: How the weight and bias are drawn.
+        device: Where the parameters are created.
+        dtype: The parameters' dtype (torch's default when None).
+    """
+
+    _dims = 1
 
     def __init__(self, channels_in: int, channels_out: int, kernel_size: int, stride: int = 1, dilation: int = 1,
                  groups: int = 1, padding: PaddingConfig1d = PaddingConfig1d.Valid, bias: bool = True,
-                 initializer: Initializer = KAIMING_DEFAULT, *, device: Any = None, dtype: torch.dtype | None = None) -> None:
+                 initializer: Initializer = KAIMING_DEFAULT, *, device: Any = None, dtype: torch.dtype | None
+                     = None) -> None:
         _check_groups(channels_in, channels_out, groups)
         self.initializer, self.burn_padding = initializer, padding
         super().__init__(channels_in, channels_out, kernel_size, stride, 0, dilation, groups, bias,
@@ -101,14 +138,28 @@ class Conv1d(_ForwardConv, nn.Conv1d):
 
 
 class Conv2d(_ForwardConv, nn.Conv2d):
-    """Burn's `Conv2d`: input `[batch, channels_in, height, width]`."""
+    """Burn's `Conv2d`: input `[batch, channels_in, height, width]`.
 
-    dims = 2
+    Args:
+        channels: `[channels_in, channels_out]`.
+        kernel_size: The kernel's size per spatial dimension.
+        stride: The stride per spatial dimension.
+        dilation: The spacing between kernel elements per spatial dimension.
+        groups: Blocked connections: both channel counts must divide by it.
+        padding: Burn's padding: `Valid` (none), `Same` (out = ceil(size/stride)) or `Explicit(...)`.
+        bias: Whether there is a bias.
+        initializer: How the weight and bias are drawn.
+        device: Where the parameters are created.
+        dtype: The parameters' dtype (torch's default when None).
+    """
+
+    _dims = 2
 
     def __init__(self, channels: tuple[int, int] | list[int], kernel_size: tuple[int, int] | list[int],
                  stride: tuple[int, int] | list[int] = (1, 1), dilation: tuple[int, int] | list[int] = (1, 1),
                  groups: int = 1, padding: PaddingConfig2d = PaddingConfig2d.Valid, bias: bool = True,
-                 initializer: Initializer = KAIMING_DEFAULT, *, device: Any = None, dtype: torch.dtype | None = None) -> None:
+                 initializer: Initializer = KAIMING_DEFAULT, *, device: Any = None, dtype: torch.dtype | None
+                     = None) -> None:
         _check_groups(channels[0], channels[1], groups)
         self.initializer, self.burn_padding = initializer, padding
         super().__init__(channels[0], channels[1], tuple(kernel_size), tuple(stride), 0, tuple(dilation),  # type: ignore[arg-type]
@@ -116,15 +167,29 @@ class Conv2d(_ForwardConv, nn.Conv2d):
 
 
 class Conv3d(_ForwardConv, nn.Conv3d):
-    """Burn's `Conv3d`: input `[batch, channels_in, depth, height, width]`."""
+    """Burn's `Conv3d`: input `[batch, channels_in, depth, height, width]`.
 
-    dims = 3
+    Args:
+        channels: `[channels_in, channels_out]`.
+        kernel_size: The kernel's size per spatial dimension.
+        stride: The stride per spatial dimension.
+        dilation: The spacing between kernel elements per spatial dimension.
+        groups: Blocked connections: both channel counts must divide by it.
+        padding: Burn's padding: `Valid` (none), `Same` (out = ceil(size/stride)) or `Explicit(...)`.
+        bias: Whether there is a bias.
+        initializer: How the weight and bias are drawn.
+        device: Where the parameters are created.
+        dtype: The parameters' dtype (torch's default when None).
+    """
+
+    _dims = 3
 
     def __init__(self, channels: tuple[int, int] | list[int], kernel_size: tuple[int, int, int] | list[int],
                  stride: tuple[int, int, int] | list[int] = (1, 1, 1),
                  dilation: tuple[int, int, int] | list[int] = (1, 1, 1), groups: int = 1,
                  padding: PaddingConfig3d = PaddingConfig3d.Valid, bias: bool = True,
-                 initializer: Initializer = KAIMING_DEFAULT, *, device: Any = None, dtype: torch.dtype | None = None) -> None:
+                 initializer: Initializer = KAIMING_DEFAULT, *, device: Any = None, dtype: torch.dtype | None
+                     = None) -> None:
         _check_groups(channels[0], channels[1], groups)
         if padding.kind == "Same" and any(k % 2 == 0 for k in kernel_size):
             raise ValueError("Conv3d: Same padding with an even kernel size is not supported (as in Burn)")
@@ -134,21 +199,26 @@ class Conv3d(_ForwardConv, nn.Conv3d):
 
 
 class _TransposeConv(_Conv):
-    dims: int
+    _dims: int
     kernel_size: tuple[int, ...]
+    """The kernel's size per spatial dimension."""
     groups: int
+    """The number of groups the channels are split into."""
     out_channels: int
+    """Output channels."""
 
     def reset_parameters(self) -> None:
+        """Draw the weight and bias again with `initializer`, with Burn's fan_in (channels_out/groups
+        · kernel elements, as Burn counts it for a transposed convolution)."""
         k = 1
         for size in self.kernel_size:
             k *= size
         self._burn_init(self.out_channels // self.groups * k, None)
 
     def burn_record_fields(self, version: str) -> list[Field]:
-        arrays = self.dims > 1
-        return (self._weight_fields() + _geometry(version, self.dims, ("stride", "kernel_size", "dilation"), arrays)
-                + [Field("groups", "nil")] + _geometry(version, self.dims, ("padding", "padding_out"), arrays)
+        arrays = self._dims > 1
+        return (self._weight_fields() + _geometry(version, self._dims, ("stride", "kernel_size", "dilation"), arrays)
+                + [Field("groups", "nil")] + _geometry(version, self._dims, ("padding", "padding_out"), arrays)
                 + _geometry(version, 2, ("channels",), True))
 
 
@@ -158,13 +228,28 @@ def _transpose_args(channels: tuple[int, int] | list[int], groups: int) -> tuple
 
 
 class ConvTranspose1d(_TransposeConv, nn.ConvTranspose1d):
-    """Burn's `ConvTranspose1d`: `padding`/`padding_out` are sizes (torch's `padding`/`output_padding`)."""
+    """Burn's `ConvTranspose1d`: `padding`/`padding_out` are sizes (torch's `padding`/`output_padding`).
 
-    dims = 1
+    Args:
+        channels: `[channels_in, channels_out]`.
+        kernel_size: The kernel's size.
+        stride: The stride.
+        dilation: The spacing between kernel elements.
+        groups: Blocked connections: both channel counts must divide by it.
+        padding: Zeros removed from each side of the output (torch's `padding`).
+        padding_out: Extra size added to one side of the output (torch's `output_padding`).
+        bias: Whether there is a bias.
+        initializer: How the weight and bias are drawn.
+        device: Where the parameters are created.
+        dtype: The parameters' dtype (torch's default when None).
+    """
+
+    _dims = 1
 
     def __init__(self, channels: tuple[int, int] | list[int], kernel_size: int, stride: int = 1, dilation: int = 1,
                  groups: int = 1, padding: int = 0, padding_out: int = 0, bias: bool = True,
-                 initializer: Initializer = KAIMING_DEFAULT, *, device: Any = None, dtype: torch.dtype | None = None) -> None:
+                 initializer: Initializer = KAIMING_DEFAULT, *, device: Any = None, dtype: torch.dtype | None
+                     = None) -> None:
         self.initializer = initializer
         c_in, c_out = _transpose_args(channels, groups)
         super().__init__(c_in, c_out, kernel_size, stride, padding, padding_out, groups, bias, dilation,
@@ -172,15 +257,31 @@ class ConvTranspose1d(_TransposeConv, nn.ConvTranspose1d):
 
 
 class ConvTranspose2d(_TransposeConv, nn.ConvTranspose2d):
-    """Burn's `ConvTranspose2d`."""
+    """Burn's `ConvTranspose2d`.
 
-    dims = 2
+    Args:
+        channels: `[channels_in, channels_out]`.
+        kernel_size: The kernel's size per spatial dimension.
+        stride: The stride per spatial dimension.
+        dilation: The spacing between kernel elements per spatial dimension.
+        groups: Blocked connections: both channel counts must divide by it.
+        padding: Zeros removed from each side of the output per spatial dimension (torch's `padding`).
+        padding_out: Extra size added to one side of the output per spatial dimension (torch's
+            `output_padding`).
+        bias: Whether there is a bias.
+        initializer: How the weight and bias are drawn.
+        device: Where the parameters are created.
+        dtype: The parameters' dtype (torch's default when None).
+    """
+
+    _dims = 2
 
     def __init__(self, channels: tuple[int, int] | list[int], kernel_size: tuple[int, int] | list[int],
                  stride: tuple[int, int] | list[int] = (1, 1), dilation: tuple[int, int] | list[int] = (1, 1),
                  groups: int = 1, padding: tuple[int, int] | list[int] = (0, 0),
                  padding_out: tuple[int, int] | list[int] = (0, 0), bias: bool = True,
-                 initializer: Initializer = KAIMING_DEFAULT, *, device: Any = None, dtype: torch.dtype | None = None) -> None:
+                 initializer: Initializer = KAIMING_DEFAULT, *, device: Any = None, dtype: torch.dtype | None
+                     = None) -> None:
         self.initializer = initializer
         c_in, c_out = _transpose_args(channels, groups)
         super().__init__(c_in, c_out, tuple(kernel_size), tuple(stride), tuple(padding),  # type: ignore[arg-type]
@@ -188,16 +289,32 @@ class ConvTranspose2d(_TransposeConv, nn.ConvTranspose2d):
 
 
 class ConvTranspose3d(_TransposeConv, nn.ConvTranspose3d):
-    """Burn's `ConvTranspose3d`."""
+    """Burn's `ConvTranspose3d`.
 
-    dims = 3
+    Args:
+        channels: `[channels_in, channels_out]`.
+        kernel_size: The kernel's size per spatial dimension.
+        stride: The stride per spatial dimension.
+        dilation: The spacing between kernel elements per spatial dimension.
+        groups: Blocked connections: both channel counts must divide by it.
+        padding: Zeros removed from each side of the output per spatial dimension (torch's `padding`).
+        padding_out: Extra size added to one side of the output per spatial dimension (torch's
+            `output_padding`).
+        bias: Whether there is a bias.
+        initializer: How the weight and bias are drawn.
+        device: Where the parameters are created.
+        dtype: The parameters' dtype (torch's default when None).
+    """
+
+    _dims = 3
 
     def __init__(self, channels: tuple[int, int] | list[int], kernel_size: tuple[int, int, int] | list[int],
                  stride: tuple[int, int, int] | list[int] = (1, 1, 1),
                  dilation: tuple[int, int, int] | list[int] = (1, 1, 1), groups: int = 1,
                  padding: tuple[int, int, int] | list[int] = (0, 0, 0),
                  padding_out: tuple[int, int, int] | list[int] = (0, 0, 0), bias: bool = True,
-                 initializer: Initializer = KAIMING_DEFAULT, *, device: Any = None, dtype: torch.dtype | None = None) -> None:
+                 initializer: Initializer = KAIMING_DEFAULT, *, device: Any = None, dtype: torch.dtype | None
+                     = None) -> None:
         self.initializer = initializer
         c_in, c_out = _transpose_args(channels, groups)
         super().__init__(c_in, c_out, tuple(kernel_size), tuple(stride), tuple(padding),  # type: ignore[arg-type]
@@ -209,17 +326,23 @@ class ConvTranspose3d(_TransposeConv, nn.ConvTranspose3d):
 class Conv1dConfig:
     """Burn's `Conv1dConfig` (its Xavier initializers need a fan_out Burn doesn't give: they fail, as in Burn)."""
 
-    channels_in: int
-    channels_out: int
-    kernel_size: int
-    stride: int = 1
-    dilation: int = 1
-    groups: int = 1
+    channels_in: int  # input channels
+    channels_out: int  # output channels
+    kernel_size: int  # the kernel's size
+    stride: int = 1  # the stride
+    dilation: int = 1  # the spacing between kernel elements
+    groups: int = 1  # blocked connections: both channel counts must divide by it
+    # Burn's padding: `Valid` (none), `Same` (out = ceil(size/stride)) or `Explicit(...)`
     padding: PaddingConfig1d = PaddingConfig1d.Valid
-    bias: bool = True
-    initializer: Initializer = KAIMING_DEFAULT
+    bias: bool = True  # whether there is a bias
+    initializer: Initializer = KAIMING_DEFAULT  # how the weight and bias are drawn
 
     def init(self, device: Any = None) -> Conv1d:
+        """The layer, its parameters created on `device` (Burn's `init`).
+
+        Args:
+            device: Where the parameters are created.
+        """
         return Conv1d(self.channels_in, self.channels_out, self.kernel_size, self.stride, self.dilation, self.groups,
                       self.padding, self.bias, self.initializer, device=device)
 
@@ -228,16 +351,22 @@ class Conv1dConfig:
 class Conv2dConfig:
     """Burn's `Conv2dConfig`."""
 
-    channels: list[int]
-    kernel_size: list[int]
-    stride: list[int] = [1, 1]
-    dilation: list[int] = [1, 1]
-    groups: int = 1
+    channels: list[int]  # `[channels_in, channels_out]`
+    kernel_size: list[int]  # the kernel's size per spatial dimension
+    stride: list[int] = [1, 1]  # the stride per spatial dimension
+    dilation: list[int] = [1, 1]  # the spacing between kernel elements per spatial dimension
+    groups: int = 1  # blocked connections: both channel counts must divide by it
+    # Burn's padding: `Valid` (none), `Same` (out = ceil(size/stride)) or `Explicit(...)`
     padding: PaddingConfig2d = PaddingConfig2d.Valid
-    bias: bool = True
-    initializer: Initializer = KAIMING_DEFAULT
+    bias: bool = True  # whether there is a bias
+    initializer: Initializer = KAIMING_DEFAULT  # how the weight and bias are drawn
 
     def init(self, device: Any = None) -> Conv2d:
+        """The layer, its parameters created on `device` (Burn's `init`).
+
+        Args:
+            device: Where the parameters are created.
+        """
         return Conv2d(self.channels, self.kernel_size, self.stride, self.dilation, self.groups, self.padding,
                       self.bias, self.initializer, device=device)
 
@@ -246,16 +375,22 @@ class Conv2dConfig:
 class Conv3dConfig:
     """Burn's `Conv3dConfig`."""
 
-    channels: list[int]
-    kernel_size: list[int]
-    stride: list[int] = [1, 1, 1]
-    dilation: list[int] = [1, 1, 1]
-    groups: int = 1
+    channels: list[int]  # `[channels_in, channels_out]`
+    kernel_size: list[int]  # the kernel's size per spatial dimension
+    stride: list[int] = [1, 1, 1]  # the stride per spatial dimension
+    dilation: list[int] = [1, 1, 1]  # the spacing between kernel elements per spatial dimension
+    groups: int = 1  # blocked connections: both channel counts must divide by it
+    # Burn's padding: `Valid` (none), `Same` (out = ceil(size/stride)) or `Explicit(...)`
     padding: PaddingConfig3d = PaddingConfig3d.Valid
-    bias: bool = True
-    initializer: Initializer = KAIMING_DEFAULT
+    bias: bool = True  # whether there is a bias
+    initializer: Initializer = KAIMING_DEFAULT  # how the weight and bias are drawn
 
     def init(self, device: Any = None) -> Conv3d:
+        """The layer, its parameters created on `device` (Burn's `init`).
+
+        Args:
+            device: Where the parameters are created.
+        """
         return Conv3d(self.channels, self.kernel_size, self.stride, self.dilation, self.groups, self.padding,
                       self.bias, self.initializer, device=device)
 
@@ -264,17 +399,22 @@ class Conv3dConfig:
 class ConvTranspose1dConfig:
     """Burn's `ConvTranspose1dConfig`."""
 
-    channels: list[int]
-    kernel_size: int
-    stride: int = 1
-    dilation: int = 1
-    groups: int = 1
-    padding: int = 0
-    padding_out: int = 0
-    bias: bool = True
-    initializer: Initializer = KAIMING_DEFAULT
+    channels: list[int]  # `[channels_in, channels_out]`
+    kernel_size: int  # the kernel's size
+    stride: int = 1  # the stride
+    dilation: int = 1  # the spacing between kernel elements
+    groups: int = 1  # blocked connections: both channel counts must divide by it
+    padding: int = 0  # zeros removed from each side of the output (torch's `padding`)
+    padding_out: int = 0  # extra size added to one side of the output (torch's `output_padding`)
+    bias: bool = True  # whether there is a bias
+    initializer: Initializer = KAIMING_DEFAULT  # how the weight and bias are drawn
 
     def init(self, device: Any = None) -> ConvTranspose1d:
+        """The layer, its parameters created on `device` (Burn's `init`).
+
+        Args:
+            device: Where the parameters are created.
+        """
         return ConvTranspose1d(self.channels, self.kernel_size, self.stride, self.dilation, self.groups, self.padding,
                                self.padding_out, self.bias, self.initializer, device=device)
 
@@ -283,17 +423,24 @@ class ConvTranspose1dConfig:
 class ConvTranspose2dConfig:
     """Burn's `ConvTranspose2dConfig`."""
 
-    channels: list[int]
-    kernel_size: list[int]
-    stride: list[int] = [1, 1]
-    dilation: list[int] = [1, 1]
-    groups: int = 1
+    channels: list[int]  # `[channels_in, channels_out]`
+    kernel_size: list[int]  # the kernel's size per spatial dimension
+    stride: list[int] = [1, 1]  # the stride per spatial dimension
+    dilation: list[int] = [1, 1]  # the spacing between kernel elements per spatial dimension
+    groups: int = 1  # blocked connections: both channel counts must divide by it
+    # zeros removed from each side of the output per spatial dimension (torch's `padding`)
     padding: list[int] = [0, 0]
+    # extra size added to one side of the output per spatial dimension (torch's `output_padding`)
     padding_out: list[int] = [0, 0]
-    bias: bool = True
-    initializer: Initializer = KAIMING_DEFAULT
+    bias: bool = True  # whether there is a bias
+    initializer: Initializer = KAIMING_DEFAULT  # how the weight and bias are drawn
 
     def init(self, device: Any = None) -> ConvTranspose2d:
+        """The layer, its parameters created on `device` (Burn's `init`).
+
+        Args:
+            device: Where the parameters are created.
+        """
         return ConvTranspose2d(self.channels, self.kernel_size, self.stride, self.dilation, self.groups, self.padding,
                                self.padding_out, self.bias, self.initializer, device=device)
 
@@ -302,16 +449,23 @@ class ConvTranspose2dConfig:
 class ConvTranspose3dConfig:
     """Burn's `ConvTranspose3dConfig`."""
 
-    channels: list[int]
-    kernel_size: list[int]
-    stride: list[int] = [1, 1, 1]
-    dilation: list[int] = [1, 1, 1]
-    groups: int = 1
+    channels: list[int]  # `[channels_in, channels_out]`
+    kernel_size: list[int]  # the kernel's size per spatial dimension
+    stride: list[int] = [1, 1, 1]  # the stride per spatial dimension
+    dilation: list[int] = [1, 1, 1]  # the spacing between kernel elements per spatial dimension
+    groups: int = 1  # blocked connections: both channel counts must divide by it
+    # zeros removed from each side of the output per spatial dimension (torch's `padding`)
     padding: list[int] = [0, 0, 0]
+    # extra size added to one side of the output per spatial dimension (torch's `output_padding`)
     padding_out: list[int] = [0, 0, 0]
-    bias: bool = True
-    initializer: Initializer = KAIMING_DEFAULT
+    bias: bool = True  # whether there is a bias
+    initializer: Initializer = KAIMING_DEFAULT  # how the weight and bias are drawn
 
     def init(self, device: Any = None) -> ConvTranspose3d:
+        """The layer, its parameters created on `device` (Burn's `init`).
+
+        Args:
+            device: Where the parameters are created.
+        """
         return ConvTranspose3d(self.channels, self.kernel_size, self.stride, self.dilation, self.groups, self.padding,
                                self.padding_out, self.bias, self.initializer, device=device)

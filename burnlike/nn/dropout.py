@@ -12,7 +12,14 @@ from burnlike.module import Module
 
 class Dropout(Module, nn.Dropout):
     """Burn's `Dropout`: in training, zeroes each value with probability `prob` and scales the rest by
-    1/(1 - prob), as torch's; the identity in evaluation (Burn: without autodiff). No record: nil."""
+    1/(1 - prob), as torch's; the identity in evaluation (Burn: without autodiff). No record: nil.
+
+    Args:
+        prob: The probability of zeroing a value, in [0, 1].
+
+    Raises:
+        ValueError: `prob` is outside [0, 1].
+    """
 
     def __init__(self, prob: float) -> None:
         if not 0.0 <= prob <= 1.0:
@@ -21,6 +28,7 @@ class Dropout(Module, nn.Dropout):
 
     @property
     def prob(self) -> float:
+        """The probability of zeroing a value (Burn's name for torch's `p`)."""
         return self.p
 
 
@@ -28,7 +36,12 @@ class Dropout(Module, nn.Dropout):
 class DropoutConfig:
     """Burn's `DropoutConfig(prob)` (no default, as Burn)."""
 
-    prob: float
+    prob: float  # the probability of zeroing a value in training, in [0, 1]
 
     def init(self, device: Any = None) -> Dropout:
+        """The layer (Burn's `init`).
+
+        Args:
+            device: Unused: it has no parameters (Burn's signature).
+        """
         return Dropout(self.prob)

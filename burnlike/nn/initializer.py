@@ -47,16 +47,21 @@ _VARIANTS: dict[str, tuple[str, ...]] = {
 @dataclasses.dataclass(frozen=True)
 class Initializer:
     """One of Burn's initializers; build it with the variant's name (`Initializer.KaimingUniform(gain=1.0,
-    fan_out_only=False)`) or take the unit variants `Initializer.Zeros`/`Initializer.Ones`."""
+    fan_out_only=False)`) or take the unit variants `Initializer.Zeros`/`Initializer.Ones`.
 
-    kind: str
-    value: float | None = None
-    min: float | None = None
-    max: float | None = None
-    mean: float | None = None
-    std: float | None = None
-    gain: float | None = None
-    fan_out_only: bool = False
+    Attributes:
+        Zeros: All zeros.
+        Ones: All ones.
+    """
+
+    kind: str  # the variant's name ("KaimingUniform")
+    value: float | None = None  # Constant's value
+    min: float | None = None  # Uniform's lower bound
+    max: float | None = None  # Uniform's upper bound
+    mean: float | None = None  # Normal's mean
+    std: float | None = None  # Normal's standard deviation
+    gain: float | None = None  # the Kaiming, Xavier and Orthogonal scale
+    fan_out_only: bool = False  # Kaiming's fan is fan_out instead of fan_in
 
     Zeros: ClassVar[Initializer]
     Ones: ClassVar[Initializer]
@@ -74,50 +79,126 @@ class Initializer:
 
     @classmethod
     def Constant(cls, value: float) -> Initializer:  # noqa: N802 (Burn's variant names)
+        """Every value `value`.
+
+        Args:
+            value: The value.
+        """
         return cls("Constant", value=float(value))
 
     @classmethod
     def Uniform(cls, min: float, max: float) -> Initializer:  # noqa: N802
+        """U(min, max).
+
+        Args:
+            min: The lower bound.
+            max: The upper bound.
+        """
         return cls("Uniform", min=float(min), max=float(max))
 
     @classmethod
     def Normal(cls, mean: float, std: float) -> Initializer:  # noqa: N802
+        """N(mean, std).
+
+        Args:
+            mean: The mean.
+            std: The standard deviation.
+        """
         return cls("Normal", mean=float(mean), std=float(std))
 
     @classmethod
     def KaimingUniform(cls, gain: float, fan_out_only: bool = False) -> Initializer:  # noqa: N802
+        """U(-a, a), a = √3 · gain / √fan.
+
+        Args:
+            gain: The scale: Burn's layers pass 1/√3.
+            fan_out_only: Use fan_out, not fan_in.
+        """
         return cls("KaimingUniform", gain=float(gain), fan_out_only=fan_out_only)
 
     @classmethod
     def KaimingNormal(cls, gain: float, fan_out_only: bool = False) -> Initializer:  # noqa: N802
+        """N(0, gain / √fan).
+
+        Args:
+            gain: The scale.
+            fan_out_only: Use fan_out, not fan_in.
+        """
         return cls("KaimingNormal", gain=float(gain), fan_out_only=fan_out_only)
 
     @classmethod
     def XavierUniform(cls, gain: float) -> Initializer:  # noqa: N802
+        """U(-a, a), a = √3 · gain · √(2 / (fan_in + fan_out)).
+
+        Args:
+            gain: The scale.
+        """
         return cls("XavierUniform", gain=float(gain))
 
     @classmethod
     def XavierNormal(cls, gain: float) -> Initializer:  # noqa: N802
+        """N(0, gain · √(2 / (fan_in + fan_out))).
+
+        Args:
+            gain: The scale.
+        """
         return cls("XavierNormal", gain=float(gain))
 
     @classmethod
     def Orthogonal(cls, gain: float) -> Initializer:  # noqa: N802
+        """An orthogonal matrix (rows flattened past the first dimension), times `gain`.
+
+        Args:
+            gain: The scale.
+        """
         return cls("Orthogonal", gain=float(gain))
 
     # --- drawing ---------------------------------------------------------------------------------
     def init(self, shape: Sequence[int], device: Any = None, dtype: torch.dtype | None = None) -> nn.Parameter:
-        """Burn's `init(shape, &device)`: a new parameter, without fans (Kaiming/Xavier need them)."""
+        """Burn's `init(shape, &device)`: a new parameter, without fans (Kaiming/Xavier need them).
+
+        Args:
+            shape: The parameter's shape.
+            device: Where it is created.
+            dtype: Its dtype (torch's default when None).
+
+        Raises:
+            ValueError: A Kaiming or Xavier initializer, which needs fans.
+        """
         return self.init_with(shape, None, None, device, dtype)
 
     def init_with(self, shape: Sequence[int], fan_in: int | None, fan_out: int | None, device: Any = None,
                   dtype: torch.dtype | None = None) -> nn.Parameter:
-        """Burn's `init_with(shape, fan_in, fan_out, &device)`: a new parameter."""
+        """Burn's `init_with(shape, fan_in, fan_out, &device)`: a new parameter.
+
+        Args:
+            shape: The parameter's shape.
+            fan_in: The inputs each output sees (Kaiming's fan, Xavier's).
+            fan_out: The outputs each input reaches (Xavier's, and Kaiming's with `fan_out_only`).
+            device: Where it is created.
+            dtype: Its dtype (torch's default when None).
+
+        Raises:
+            ValueError: A fan the initializer needs is None.
+        """
         tensor = torch.empty(tuple(shape), device=device, dtype=dtype)
         return nn.Parameter(self.fill_(tensor, fan_in, fan_out))
 
     @torch.no_grad()
     def fill_(self, tensor: Tensor, fan_in: int | None = None, fan_out: int | None = None) -> Tensor:
-        """Draw `tensor`'s values in place (an existing parameter: `init.fill_(linear.weight, 5, 3)`)."""
+        """Draw `tensor`'s values in place (an existing parameter: `init.fill_(linear.weight, 5, 3)`).
+
+        Args:
+            tensor: The tensor to fill.
+            fan_in: The inputs each output sees.
+            fan_out: The outputs each input reaches.
+
+        Returns:
+            `tensor`.
+
+        Raises:
+            ValueError: A fan the initializer needs is None, or Orthogonal on a tensor of rank < 2.
+        """
         kind = self.kind
         if kind == "Constant":
             return tensor.fill_(self.value)  # type: ignore[arg-type]
@@ -186,5 +267,5 @@ class Initializer:
 Initializer.Zeros = Initializer("Zeros")
 Initializer.Ones = Initializer("Ones")
 
-# Burn's layers' default: `KaimingUniform { gain: 1/√3, fan_out_only: false }`
 KAIMING_DEFAULT = Initializer.KaimingUniform(gain=1.0 / math.sqrt(3.0), fan_out_only=False)
+"""Burn's layers' default, `KaimingUniform { gain: 1/√3, fan_out_only: false }`: a ±1/√fan_in bound."""

@@ -28,26 +28,46 @@ _TORCH_MODE = {"Nearest": "nearest", "Linear": "bilinear", "Cubic": "bicubic"}
 
 
 class _Interpolate(Module):
-    dims: int
+    _dims: int
 
     def __init__(self, output_size: Any, scale_factor: Any, mode: InterpolateMode, align_corners: bool) -> None:
+        """Resize to `output_size`, or by `scale_factor`: exactly one of them.
+
+        Args:
+            output_size: The output's length (1d) or `[height, width]` (2d), or None.
+            scale_factor: The factor (1d) or `[height, width]` factors (2d), or None; the output
+                size is ⌊size·factor⌋.
+            mode: How values are interpolated.
+            align_corners: Align the corner pixels' centres (ignored by Nearest).
+
+        Raises:
+            ValueError: Both or neither of `output_size` and `scale_factor` given, or mode Lanczos.
+        """
         super().__init__()
         mode = InterpolateMode(mode)
         if mode is InterpolateMode.Lanczos:
-            raise ValueError(f"Interpolate{self.dims}d: mode {mode.value} has no torch equivalent here")
+            raise ValueError(f"Interpolate{self._dims}d: mode {mode.value} has no torch equivalent here")
         if (output_size is None) == (scale_factor is None):
             raise ValueError("Either output_size or scale_factor must be provided")
         self.output_size, self.scale_factor, self.mode, self.align_corners = output_size, scale_factor, mode, align_corners
 
     def forward(self, input: Tensor) -> Tensor:
+        """Resize.
+
+        Args:
+            input: `[B, C, L]` (1d) or `[B, C, H, W]` (2d).
+
+        Returns:
+            The resized tensor, same batch and channels.
+        """
         if self.output_size is not None:
-            size = list(self.output_size) if self.dims == 2 else [self.output_size]
+            size = list(self.output_size) if self._dims == 2 else [self.output_size]
         else:
-            scales = list(self.scale_factor) if self.dims == 2 else [self.scale_factor]
+            scales = list(self.scale_factor) if self._dims == 2 else [self.scale_factor]
             size = [int(n * s) for n, s in zip(input.shape[2:], scales)]
         mode = _TORCH_MODE[self.mode.value]
         corners = None if mode == "nearest" else self.align_corners
-        if self.dims == 1:  # as Burn: a 2d resize of [B, C, 1, L]
+        if self._dims == 1:  # as Burn: a 2d resize of [B, C, 1, L]
             return F.interpolate(input.unsqueeze(2), size=[1, *size], mode=mode, align_corners=corners).squeeze(2)
         return F.interpolate(input, size=size, mode=mode, align_corners=corners)
 
@@ -55,25 +75,30 @@ class _Interpolate(Module):
 class Interpolate1d(_Interpolate):
     """Burn's `Interpolate1d`."""
 
-    dims = 1
+    _dims = 1
 
 
 class Interpolate2d(_Interpolate):
     """Burn's `Interpolate2d`."""
 
-    dims = 2
+    _dims = 2
 
 
 @config
 class Interpolate1dConfig:
     """Burn's `Interpolate1dConfig`: mode Nearest, align_corners true."""
 
-    output_size: int | None = None
-    scale_factor: float | None = None
-    mode: InterpolateMode = InterpolateMode.Nearest
-    align_corners: bool = True
+    output_size: int | None = None  # the output's length; or scale_factor
+    scale_factor: float | None = None  # the output's length is ⌊length·scale_factor⌋; or output_size
+    mode: InterpolateMode = InterpolateMode.Nearest  # how values are interpolated
+    align_corners: bool = True  # align the corner pixels' centres (ignored by Nearest)
 
     def init(self, device: Any = None) -> Interpolate1d:
+        """The layer (Burn's `init`).
+
+        Args:
+            device: Unused: it has no parameters (Burn's signature).
+        """
         return Interpolate1d(self.output_size, self.scale_factor, self.mode, self.align_corners)
 
 
@@ -81,10 +106,15 @@ class Interpolate1dConfig:
 class Interpolate2dConfig:
     """Burn's `Interpolate2dConfig`: mode Nearest, align_corners true."""
 
-    output_size: list[int] | None = None
-    scale_factor: list[float] | None = None
-    mode: InterpolateMode = InterpolateMode.Nearest
-    align_corners: bool = True
+    output_size: list[int] | None = None  # the output's [height, width]; or scale_factor
+    scale_factor: list[float] | None = None  # [height, width] factors, the size ⌊size·factor⌋; or output_size
+    mode: InterpolateMode = InterpolateMode.Nearest  # how values are interpolated
+    align_corners: bool = True  # align the corner pixels' centres (ignored by Nearest)
 
     def init(self, device: Any = None) -> Interpolate2d:
+        """The layer (Burn's `init`).
+
+        Args:
+            device: Unused: it has no parameters (Burn's signature).
+        """
         return Interpolate2d(self.output_size, self.scale_factor, self.mode, self.align_corners)

@@ -33,12 +33,18 @@ class CrossEntropyLossConfig:
     `weights` (one per class, each > 0), label `smoothing` in [0, 1], `logits` (False: the output
     holds probabilities)."""
 
+    # target ids masked out of the loss (but counted in its mean, as Burn)
     pad_tokens: list[int] | None = None
-    weights: list[float] | None = None
-    smoothing: float | None = None
-    logits: bool = True
+    weights: list[float] | None = None  # one weight per class, each > 0
+    smoothing: float | None = None  # label smoothing α in [0, 1]
+    logits: bool = True  # the output holds logits; False: probabilities
 
     def init(self, device: Any = None) -> CrossEntropyLoss:
+        """The loss (Burn's `init`).
+
+        Args:
+            device: Where the class weights are put.
+        """
         return CrossEntropyLoss(self.pad_tokens, device, weights=self.weights, smoothing=self.smoothing,
                                 logits=self.logits)
 
@@ -59,6 +65,25 @@ class CrossEntropyLoss(nn.Module):
     `with_non_pad_mean()` is PyTorch's `ignore_index` convention instead (burnlike's default before it
     followed Burn): the same sums divided by the non-pad targets' count (their weights' sum), so a
     batch's loss doesn't shrink with its padding.
+
+    Args:
+        pad_index: Target ids masked out of the loss: an int, a list, or None.
+        device: Where the class weights are put.
+        weights: One weight per class, each > 0.
+        smoothing: Label smoothing α in [0, 1].
+        logits: The output holds logits; False: probabilities.
+        non_pad_mean: Average over the non-pad targets (see `with_non_pad_mean`).
+
+    Raises:
+        ValueError: A negative pad token, a smoothing outside [0, 1], a weight that isn't > 0, or a
+            pad token without a weight.
+
+    Attributes:
+        pad_tokens: The pad tokens, or None.
+        weights: The class weights, a float32 tensor, or None.
+        smoothing: The label smoothing, or None.
+        logits: Whether the output holds logits.
+        non_pad_mean: Whether the mean is over the non-pad targets only.
     """
 
     def __init__(self, pad_index: int | Sequence[int] | None = None, device: Any = None, *,
@@ -87,15 +112,39 @@ class CrossEntropyLoss(nn.Module):
 
     @classmethod
     def new(cls, pad_index: int | Sequence[int] | None = None, device: Any = None) -> CrossEntropyLoss:
-        """Burn's `CrossEntropyLoss::new(pad_index, &device)`."""
+        """Burn's `CrossEntropyLoss::new(pad_index, &device)`.
+
+        Args:
+            pad_index: Target ids masked out of the loss: an int, a list, or None.
+            device: Unused: no weights (Burn's signature).
+        """
         return cls(pad_index, device)
 
     def with_non_pad_mean(self, enabled: bool = True) -> CrossEntropyLoss:
-        """Average over the non-pad targets (PyTorch's `ignore_index`) instead of Burn's all targets."""
+        """Average over the non-pad targets (PyTorch's `ignore_index`) instead of Burn's all targets.
+
+        Args:
+            enabled: Whether to; False restores Burn's mean.
+
+        Returns:
+            The loss itself, for chaining.
+        """
         self.non_pad_mean = enabled
         return self
 
     def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
+        """The loss.
+
+        Args:
+            logits: `[B, C]` (or `[B, C, d...]`): logits, or probabilities with `logits=False`.
+            targets: Class ids, int64 `[B]` (or `[B, d...]`).
+
+        Returns:
+            The scalar loss.
+
+        Raises:
+            ValueError: The targets' shape doesn't match the logits' outer shape.
+        """
         if self.pad_tokens is None and self.weights is None and self.smoothing is None and self.logits:
             return F.cross_entropy(logits, targets)  # Burn's plain case: the batch mean, torch's fused kernel
         if logits.dim() > 2:
@@ -152,44 +201,103 @@ class CrossEntropyLoss(nn.Module):
 
 @config
 class MseLossConfig:
+    """Burn's `MseLossConfig` (no fields)."""
+
     def init(self, device: Any = None) -> MseLoss:
+        """The loss (Burn's `init`).
+
+        Args:
+            device: Unused: the loss holds no tensors (Burn's signature).
+        """
         return MseLoss()
 
 
 class MseLoss(nn.Module):
+    """Burn's `MseLoss`: the squared error, torch's `mse_loss`."""
+
     def forward(self, output: Tensor, targets: Tensor, reduction: Reduction | str = Reduction.MEAN) -> Tensor:
+        """The loss (Burn's `forward(output, targets, reduction)`).
+
+        Args:
+            output: The predictions.
+            targets: The true values, the same shape.
+            reduction: How the per-element losses are reduced: `Reduction.Mean` (the default, as `Auto`) or
+                `Sum`.
+        """
         return F.mse_loss(output, targets, reduction=Reduction(reduction).value)
 
 
 @config
 class HuberLossConfig:
-    delta: float
+    """Burn's `HuberLossConfig`."""
+
+    delta: float  # where the loss turns from quadratic to linear
 
     def init(self, device: Any = None) -> HuberLoss:
+        """The loss (Burn's `init`).
+
+        Args:
+            device: Unused: the loss holds no tensors (Burn's signature).
+        """
         return HuberLoss(self.delta)
 
 
 class HuberLoss(nn.Module):
+    """Burn's `HuberLoss`: quadratic for errors up to `delta`, linear beyond, torch's `huber_loss`.
+
+    Args:
+        delta: Where the loss turns from quadratic to linear.
+    """
+
     def __init__(self, delta: float) -> None:
         super().__init__()
         self.delta = delta
+        """Where the loss turns from quadratic to linear."""
 
     def forward(self, output: Tensor, targets: Tensor, reduction: Reduction | str = Reduction.MEAN) -> Tensor:
+        """The loss (Burn's `forward(output, targets, reduction)`).
+
+        Args:
+            output: The predictions.
+            targets: The true values, the same shape.
+            reduction: How the per-element losses are reduced: `Reduction.Mean` (the default, as `Auto`) or
+                `Sum`.
+        """
         return F.huber_loss(output, targets, reduction=Reduction(reduction).value, delta=self.delta)
 
 
 @config
 class BinaryCrossEntropyLossConfig:
-    weights: list[float] | None = None
-    smoothing: float | None = None
-    logits: bool = False
+    """Burn's `BinaryCrossEntropyLossConfig`."""
+
+    weights: list[float] | None = None  # one weight per target column
+    smoothing: float | None = None  # label smoothing α: targets become t·(1 - α) + α/2
+    logits: bool = False  # the output holds logits; False (Burn's default): probabilities
 
     def init(self, device: Any = None) -> BinaryCrossEntropyLoss:
+        """The loss (Burn's `init`).
+
+        Args:
+            device: Where the weights are put.
+        """
         weight = torch.tensor(self.weights, device=device) if self.weights is not None else None
         return BinaryCrossEntropyLoss(weight, self.smoothing or 0.0, self.logits)
 
 
 class BinaryCrossEntropyLoss(nn.Module):
+    """Burn's `BinaryCrossEntropyLoss`, torch's `binary_cross_entropy` (`_with_logits` for logits).
+
+    Args:
+        weight: One weight per target column, or None.
+        smoothing: Label smoothing α: targets become t·(1 - α) + α/2.
+        logits: The output holds logits; False: probabilities.
+
+    Attributes:
+        weight: The weights, or None.
+        smoothing: The label smoothing.
+        logits: Whether the output holds logits.
+    """
+
     def __init__(self, weight: Tensor | None = None, smoothing: float = 0.0, logits: bool = False) -> None:
         super().__init__()
         self.weight = weight
@@ -197,6 +305,12 @@ class BinaryCrossEntropyLoss(nn.Module):
         self.logits = logits
 
     def forward(self, output: Tensor, targets: Tensor) -> Tensor:
+        """The mean loss.
+
+        Args:
+            output: `[B, T]` probabilities, or logits with `logits=True`.
+            targets: 0/1 targets, the same shape (int or float).
+        """
         t = targets.to(output.dtype)
         if self.smoothing:
             t = t * (1 - self.smoothing) + 0.5 * self.smoothing

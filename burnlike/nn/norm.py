@@ -25,15 +25,19 @@ class _Affine:
     """`gamma`/`beta`: Burn's names for the scale and shift."""
 
     weight: Any
+    """The learnable scale (Burn's `gamma`), or None without one."""
     bias: Any
+    """The learnable shift (Burn's `beta`), or None without one."""
 
     @property
     def gamma(self) -> nn.Parameter | None:
+        """Burn's name for the scale, torch's `weight`."""
         weight: nn.Parameter | None = self.weight
         return weight
 
     @property
     def beta(self) -> nn.Parameter | None:
+        """Burn's name for the shift, torch's `bias`."""
         bias: nn.Parameter | None = self.bias
         return bias
 
@@ -49,6 +53,22 @@ class BatchNorm(_Affine, Module):
     variance (torch's `BatchNorm*d` uses the unbiased one): `running_var = (1 - momentum)·running_var +
     momentum·var(x, correction=0)`; the output is normalized by the batch's biased variance (as torch).
     Evaluation (`.eval()`/`valid()`) uses the running stats. Defaults: epsilon 1e-5, momentum 0.1.
+
+    Args:
+        num_features: The channels (dim 1).
+        epsilon: Added to the variance for stability.
+        momentum: How far the running stats move towards each batch's.
+        device: Where the parameters are created.
+        dtype: The parameters' dtype (torch's default when None).
+
+    Attributes:
+        num_features: The channels.
+        epsilon: Added to the variance.
+        momentum: The running stats' momentum.
+        weight: The scale (Burn's `gamma`), `[num_features]`.
+        bias: The shift (Burn's `beta`), `[num_features]`.
+        running_mean: The running mean, `[num_features]` (a buffer; a param in Burn's record).
+        running_var: The running biased variance, `[num_features]`.
     """
 
     def __init__(self, num_features: int, epsilon: float = 1e-5, momentum: float = 0.1, *, device: Any = None,
@@ -64,6 +84,14 @@ class BatchNorm(_Affine, Module):
     running_var: Tensor
 
     def forward(self, input: Tensor) -> Tensor:
+        """Normalize.
+
+        Args:
+            input: `[batch, channels, ...]`.
+
+        Returns:
+            The same shape.
+        """
         if input.dim() < 2:
             raise ValueError("BatchNorm can only be applied on tensors of rank >= 2 with the following shape "
                              f"[batch_size, channels, ...], received {input.dim()}D tensor")
@@ -88,7 +116,15 @@ class BatchNorm(_Affine, Module):
 
 class LayerNorm(_Affine, Module, nn.LayerNorm):
     """Burn's `LayerNorm` over the last dim (torch's formula; Burn's epsilon 1e-5, as torch's).
-    `bias=False` has no beta (Burn 0.21; 0.19's LayerNorm always has one)."""
+    `bias=False` has no beta (Burn 0.21; 0.19's LayerNorm always has one).
+
+    Args:
+        d_model: The size of the last dim.
+        epsilon: Added to the variance for stability.
+        bias: Whether there is a shift (beta).
+        device: Where the parameters are created.
+        dtype: The parameters' dtype (torch's default when None).
+    """
 
     def __init__(self, d_model: int, epsilon: float = 1e-5, bias: bool = True, *, device: Any = None,
                  dtype: torch.dtype | None = None) -> None:
@@ -96,6 +132,7 @@ class LayerNorm(_Affine, Module, nn.LayerNorm):
 
     @property
     def epsilon(self) -> float:
+        """Burn's name for torch's `eps`."""
         return self.eps
 
     def burn_record_fields(self, version: str) -> list[Field]:
@@ -104,7 +141,19 @@ class LayerNorm(_Affine, Module, nn.LayerNorm):
 
 class GroupNorm(_Affine, Module, nn.GroupNorm):
     """Burn's `GroupNorm` over `[batch, channels, ...]`, torch's formula (biased variance per group);
-    `affine` (default true) gives gamma and beta."""
+    `affine` (default true) gives gamma and beta.
+
+    Args:
+        num_groups: The groups the channels are split into.
+        num_channels: The channels (dim 1); divisible by `num_groups`.
+        epsilon: Added to the variance for stability.
+        affine: Whether there are a scale and a shift per channel.
+        device: Where the parameters are created.
+        dtype: The parameters' dtype (torch's default when None).
+
+    Raises:
+        ValueError: `num_channels` is not divisible by `num_groups`.
+    """
 
     def __init__(self, num_groups: int, num_channels: int, epsilon: float = 1e-5, affine: bool = True, *,
                  device: Any = None, dtype: torch.dtype | None = None) -> None:
@@ -114,9 +163,18 @@ class GroupNorm(_Affine, Module, nn.GroupNorm):
 
     @property
     def epsilon(self) -> float:
+        """Burn's name for torch's `eps`."""
         return self.eps
 
     def forward(self, input: Tensor) -> Tensor:
+        """Normalize.
+
+        Args:
+            input: `[batch, num_channels, ...]`.
+
+        Returns:
+            The same shape.
+        """
         if input.shape[1] != self.num_channels:
             raise ValueError("The number of channels in the input tensor should be equal to the number of channels in "
                              f"the GroupNorm module. Expected {self.num_channels}, got {input.shape[1]}")
@@ -129,7 +187,20 @@ class GroupNorm(_Affine, Module, nn.GroupNorm):
 
 class InstanceNorm(_Affine, Module):
     """Burn's `InstanceNorm`: a group norm with one group per channel, over `[batch, channels, ...]` of
-    any rank; no running stats. Burn's default `affine` is true (torch's `InstanceNorm*d`: false)."""
+    any rank; no running stats. Burn's default `affine` is true (torch's `InstanceNorm*d`: false).
+
+    Args:
+        num_channels: The channels (dim 1).
+        epsilon: Added to the variance for stability.
+        affine: Whether there are a scale and a shift per channel.
+        device: Where the parameters are created.
+        dtype: The parameters' dtype (torch's default when None).
+
+    Attributes:
+        num_channels: The channels.
+        epsilon: Added to the variance.
+        affine: Whether there are a scale and a shift.
+    """
 
     def __init__(self, num_channels: int, epsilon: float = 1e-5, affine: bool = True, *, device: Any = None,
                  dtype: torch.dtype | None = None) -> None:
@@ -139,6 +210,14 @@ class InstanceNorm(_Affine, Module):
         self.bias = nn.Parameter(torch.zeros(num_channels, device=device, dtype=dtype)) if affine else None
 
     def forward(self, input: Tensor) -> Tensor:
+        """Normalize.
+
+        Args:
+            input: `[batch, num_channels, ...]`.
+
+        Returns:
+            The same shape.
+        """
         return F.group_norm(input, self.num_channels, self.weight, self.bias, self.epsilon)
 
     def extra_repr(self) -> str:
@@ -150,7 +229,14 @@ class InstanceNorm(_Affine, Module):
 
 class RmsNorm(_Affine, Module, nn.RMSNorm):
     """Burn's `RmsNorm`: `x / √(mean(x², last dim) + ε) · gamma`, ε 1e-5 (torch's `RMSNorm` default is
-    the dtype's machine epsilon)."""
+    the dtype's machine epsilon).
+
+    Args:
+        d_model: The size of the last dim.
+        epsilon: Added to the mean square for stability.
+        device: Where the parameters are created.
+        dtype: The parameters' dtype (torch's default when None).
+    """
 
     def __init__(self, d_model: int, epsilon: float = 1e-5, *, device: Any = None,
                  dtype: torch.dtype | None = None) -> None:
@@ -158,6 +244,7 @@ class RmsNorm(_Affine, Module, nn.RMSNorm):
 
     @property
     def epsilon(self) -> float:
+        """Burn's name for torch's `eps`."""
         return float(self.eps)  # type: ignore[arg-type]
 
     def burn_record_fields(self, version: str) -> list[Field]:
@@ -168,11 +255,16 @@ class RmsNorm(_Affine, Module, nn.RMSNorm):
 class BatchNormConfig:
     """Burn's `BatchNormConfig`: epsilon 1e-5, momentum 0.1 (torch's too; the variance update differs)."""
 
-    num_features: int
-    epsilon: float = 1e-5
-    momentum: float = 0.1
+    num_features: int  # the channels (dim 1)
+    epsilon: float = 1e-5  # added to the variance for stability
+    momentum: float = 0.1  # how far the running stats move towards each batch's
 
     def init(self, device: Any = None) -> BatchNorm:
+        """The layer, its parameters created on `device` (Burn's `init`).
+
+        Args:
+            device: Where the parameters are created.
+        """
         return BatchNorm(self.num_features, self.epsilon, self.momentum, device=device)
 
 
@@ -180,11 +272,16 @@ class BatchNormConfig:
 class LayerNormConfig:
     """Burn's `LayerNormConfig`: epsilon 1e-5, bias true."""
 
-    d_model: int
-    epsilon: float = 1e-5
-    bias: bool = True
+    d_model: int  # the size of the last dim
+    epsilon: float = 1e-5  # added to the variance for stability
+    bias: bool = True  # whether there is a shift (beta)
 
     def init(self, device: Any = None) -> LayerNorm:
+        """The layer, its parameters created on `device` (Burn's `init`).
+
+        Args:
+            device: Where the parameters are created.
+        """
         return LayerNorm(self.d_model, self.epsilon, self.bias, device=device)
 
 
@@ -192,12 +289,17 @@ class LayerNormConfig:
 class GroupNormConfig:
     """Burn's `GroupNormConfig`: epsilon 1e-5, affine true."""
 
-    num_groups: int
-    num_channels: int
-    epsilon: float = 1e-5
-    affine: bool = True
+    num_groups: int  # the groups the channels are split into
+    num_channels: int  # the channels (dim 1), divisible by num_groups
+    epsilon: float = 1e-5  # added to the variance for stability
+    affine: bool = True  # whether there are a scale and a shift per channel
 
     def init(self, device: Any = None) -> GroupNorm:
+        """The layer, its parameters created on `device` (Burn's `init`).
+
+        Args:
+            device: Where the parameters are created.
+        """
         return GroupNorm(self.num_groups, self.num_channels, self.epsilon, self.affine, device=device)
 
 
@@ -205,11 +307,16 @@ class GroupNormConfig:
 class InstanceNormConfig:
     """Burn's `InstanceNormConfig`: epsilon 1e-5, affine true."""
 
-    num_channels: int
-    epsilon: float = 1e-5
-    affine: bool = True
+    num_channels: int  # the channels (dim 1)
+    epsilon: float = 1e-5  # added to the variance for stability
+    affine: bool = True  # whether there are a scale and a shift per channel
 
     def init(self, device: Any = None) -> InstanceNorm:
+        """The layer, its parameters created on `device` (Burn's `init`).
+
+        Args:
+            device: Where the parameters are created.
+        """
         return InstanceNorm(self.num_channels, self.epsilon, self.affine, device=device)
 
 
@@ -217,10 +324,15 @@ class InstanceNormConfig:
 class RmsNormConfig:
     """Burn's `RmsNormConfig`: epsilon 1e-5."""
 
-    d_model: int
-    epsilon: float = 1e-5
+    d_model: int  # the size of the last dim
+    epsilon: float = 1e-5  # added to the mean square for stability, > 0
 
     def init(self, device: Any = None) -> RmsNorm:
+        """The layer, its parameters created on `device` (Burn's `init`).
+
+        Args:
+            device: Where the parameters are created.
+        """
         if self.epsilon <= 0:
             raise ValueError(f"RmsNormConfig: epsilon must be positive, got {self.epsilon}")
         return RmsNorm(self.d_model, self.epsilon, device=device)

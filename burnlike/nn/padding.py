@@ -25,11 +25,15 @@ def same_padding(kernel_size: int, stride: int, size_in: int) -> tuple[int, int]
 
 @dataclasses.dataclass(frozen=True)
 class _Padding:
-    kind: str
-    values: tuple[int, ...] = ()
+    """What Burn's padding configs share: their variants, their pairs and their JSON."""
+
+    kind: str  # the variant: "Valid", "Same" or "Explicit"
+    values: tuple[int, ...] = ()  # Explicit's sizes
 
     Valid: ClassVar[Any]
+    """No padding."""
     Same: ClassVar[Any]
+    """Padding so the output has ceil(size / stride) steps; an odd total puts the extra pad at the end."""
     _width: ClassVar[int]
 
     def __call__(self) -> Any:
@@ -45,7 +49,13 @@ class _Padding:
             raise ValueError(f"{type(self).__name__}.Explicit takes {self._width} integers >= 0, got {self.values}")
 
     def pairs(self, sizes: tuple[int, ...], kernel: tuple[int, ...], stride: tuple[int, ...]) -> list[tuple[int, int]]:
-        """(start, end) padding per spatial dim, for inputs of `sizes`."""
+        """(start, end) padding per spatial dim, for inputs of `sizes`.
+
+        Args:
+            sizes: The input's spatial sizes.
+            kernel: The kernel's size per spatial dim.
+            stride: The stride per spatial dim.
+        """
         if self.kind == "Valid":
             return [(0, 0)] * len(sizes)
         if self.kind == "Same":
@@ -73,10 +83,18 @@ class _Padding:
 
 @dataclasses.dataclass(frozen=True, repr=False)
 class PaddingConfig1d(_Padding):
+    """Burn's `PaddingConfig1d`: `Valid`, `Same` or `Explicit(left, right)`."""
+
     _width: ClassVar[int] = 2
 
     @classmethod
     def Explicit(cls, left: int, right: int) -> PaddingConfig1d:  # noqa: N802 (Burn's variant names)
+        """Zeros added on each side (Burn 0.21: may differ).
+
+        Args:
+            left: Before the sequence.
+            right: After it.
+        """
         return cls("Explicit", (left, right))
 
     def _explicit_pairs(self) -> list[tuple[int, int]]:
@@ -85,10 +103,20 @@ class PaddingConfig1d(_Padding):
 
 @dataclasses.dataclass(frozen=True, repr=False)
 class PaddingConfig2d(_Padding):
+    """Burn's `PaddingConfig2d`: `Valid`, `Same` or `Explicit(top, left, bottom, right)`."""
+
     _width: ClassVar[int] = 4
 
     @classmethod
     def Explicit(cls, top: int, left: int, bottom: int, right: int) -> PaddingConfig2d:  # noqa: N802
+        """Zeros added on each side (Burn 0.21's order; they may differ).
+
+        Args:
+            top: Above the image.
+            left: On its left.
+            bottom: Below it.
+            right: On its right.
+        """
         return cls("Explicit", (top, left, bottom, right))
 
     def _explicit_pairs(self) -> list[tuple[int, int]]:
@@ -98,10 +126,19 @@ class PaddingConfig2d(_Padding):
 
 @dataclasses.dataclass(frozen=True, repr=False)
 class PaddingConfig3d(_Padding):
+    """Burn's `PaddingConfig3d`: `Valid`, `Same` or `Explicit(depth, height, width)`, symmetric."""
+
     _width: ClassVar[int] = 3
 
     @classmethod
     def Explicit(cls, depth: int, height: int, width: int) -> PaddingConfig3d:  # noqa: N802
+        """Zeros added on both sides of each dim.
+
+        Args:
+            depth: On both sides of the depth.
+            height: On both sides of the height.
+            width: On both sides of the width.
+        """
         return cls("Explicit", (depth, height, width))
 
     def _explicit_pairs(self) -> list[tuple[int, int]]:

@@ -23,13 +23,27 @@ def _frequencies(start: int, end: int, theta: Tensor) -> Tensor:
 class RotaryEncoding(Module):
     """Burn's `RotaryEncoding`: rotates each pair (x_2i, x_2i+1) of the last dim by position·theta_i,
     theta_i = theta^(-2i/d_model) (interleaved pairs, as Burn; not the half-split layout some models
-    use). `forward(x [..., L, d_model])`, `apply(x, start)` from position `start`, `shift(start)`
-    slides the precomputed window. Its tensors are nil in Burn's record."""
+    use). `forward(x [..., L, d_model])`, `apply_at(x, start)` (Burn's `apply`) from position `start`,
+    `shift(start)` slides the precomputed window. Its tensors are nil in Burn's record.
+
+    Args:
+        max_sequence_length: The positions precomputed.
+        d_model: The width; even.
+        theta: The frequencies' base; > 0.
+        scaling: A function of the frequencies `[d_model/2]` returning the ones to use (long-context
+            frequency scaling).
+        device: Where the tensors are made.
+
+    Raises:
+        ValueError: An odd `d_model`, or `theta` not > 0.
+    """
 
     __burn_fields__ = ("freq_complex", "theta", "start_offset")
 
     freq_complex: Tensor
+    """`[max_sequence_length, d_model, 2]`: the (cos, sin) per position and dim (a non-persistent buffer)."""
     theta: Tensor
+    """The frequencies theta_i, `[d_model/2]` (a non-persistent buffer)."""
 
     def __init__(self, max_sequence_length: int, d_model: int, theta: float = 10000.0,
                  scaling: Callable[[Tensor], Tensor] | None = None, *, device: Any = None) -> None:
@@ -45,12 +59,29 @@ class RotaryEncoding(Module):
         self.register_buffer("theta", freqs, persistent=False)
         self.register_buffer("freq_complex", _frequencies(0, max_sequence_length, freqs), persistent=False)
         self.start_offset = 0
+        """The position the precomputed window starts at (`shift` moves it)."""
 
     def forward(self, x: Tensor) -> Tensor:
+        """Rotate from position 0.
+
+        Args:
+            x: `[..., L, d_model]`.
+
+        Returns:
+            The same shape.
+        """
         return self.apply_at(x, 0)
 
     def apply_at(self, x: Tensor, start: int) -> Tensor:
-        """Burn's `apply(x, start)` (`apply` is torch's name for visiting submodules)."""
+        """Burn's `apply(x, start)` (`apply` is torch's name for visiting submodules).
+
+        Args:
+            x: `[..., L, d_model]`.
+            start: The first position's index in the precomputed window.
+
+        Returns:
+            The same shape.
+        """
         length = x.shape[-2]
         freqs = self.freq_complex[start:start + length].to(x.dtype)  # [L, d, 2]
         pairs = x.reshape(*x.shape[:-1], -1, 2)
@@ -58,7 +89,14 @@ class RotaryEncoding(Module):
         return x * freqs[..., 0] + rotated * freqs[..., 1]
 
     def shift(self, start: int) -> None:
-        """Burn's `shift`: the window now starts at `start` (increasing only)."""
+        """Burn's `shift`: the window now starts at `start` (increasing only).
+
+        Args:
+            start: The new first position, above the current one.
+
+        Raises:
+            ValueError: `start` is not above the current start.
+        """
         if start <= self.start_offset:
             raise ValueError("Shift start position must be monotonically increasing")
         length = self.freq_complex.shape[0]
@@ -70,12 +108,23 @@ class RotaryEncoding(Module):
 class RotaryEncodingConfig:
     """Burn's `RotaryEncodingConfig(max_sequence_length, d_model)`: theta 10000."""
 
-    max_sequence_length: int
-    d_model: int
-    theta: float = 10000.0
+    max_sequence_length: int  # the positions precomputed
+    d_model: int  # the width; even
+    theta: float = 10000.0  # the frequencies' base; > 0
 
     def init(self, device: Any = None) -> RotaryEncoding:
+        """The layer (Burn's `init`).
+
+        Args:
+            device: Where the tensors are made.
+        """
         return RotaryEncoding(self.max_sequence_length, self.d_model, self.theta, device=device)
 
     def init_with_frequency_scaling(self, scaling: Callable[[Tensor], Tensor], device: Any = None) -> RotaryEncoding:
+        """Burn's `init_with_frequency_scaling(scaling, &device)`: the layer with scaled frequencies.
+
+        Args:
+            scaling: A function of the frequencies `[d_model/2]` returning the ones to use.
+            device: Where the tensors are made.
+        """
         return RotaryEncoding(self.max_sequence_length, self.d_model, self.theta, scaling, device=device)

@@ -17,6 +17,8 @@ from burnlike.optim.optimizer import GradientClippingConfig, OptimizerConfig, We
 
 @config
 class AdaGradConfig(OptimizerConfig):
+    """Burn's `AdaGradConfig`: each value's step divided by the root of its summed squared gradients."""
+
     lr_decay: float = 0.0  # step t's learning rate is lr / (1 + (t - 1) * lr_decay)
     epsilon: float = 1e-5  # added to the denominator for stability
     # null, or {penalty: x}: an L2 penalty added to the gradient

@@ -46,9 +46,20 @@ def adamw_update(param: Tensor, grad: Tensor, state: dict[str, Any], lr: float, 
 
 
 class BurnAdamW(RuleOptimizer):
-    """Burn's AdamW as a torch optimizer (used for `AdamWConfig(cautious_weight_decay=True)`)."""
+    """Burn's AdamW as a torch optimizer (used for `AdamWConfig(cautious_weight_decay=True)`).
 
-    burn_optimizer = "AdamW"  # its state is Burn's AdamW record (`record.format.optimizer_record`)
+    Args:
+        params: The parameters (or param groups) to optimize.
+        lr: The learning rate.
+        betas: Decay rates of the first and second moments.
+        eps: Added to the denominator for stability.
+        weight_decay: Decoupled decay: each step shrinks the weights by lr * weight_decay.
+        amsgrad: Divide by the largest second moment seen so far.
+        cautious_weight_decay: Decay only where the weight and the update agree in sign.
+    """
+
+    burn_optimizer = "AdamW"
+    """Its state is Burn's AdamW record (`record.format.optimizer_record`)."""
 
     def __init__(self, params: Iterable[Any], lr: float, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-5, weight_decay: float = 1e-4, amsgrad: bool = False,
@@ -58,6 +69,14 @@ class BurnAdamW(RuleOptimizer):
         super().__init__(params, defaults)
 
     def update(self, param: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:
+        """Burn's AdamW step of `param` (`adamw_update`).
+
+        Args:
+            param: The parameter.
+            grad: Its gradient.
+            state: Its moments and step count.
+            group: Its param group's settings.
+        """
         beta_1, beta_2 = group["betas"]
         adamw_update(param, grad, state, group["lr"], beta_1, beta_2, group["eps"], group["weight_decay"],
                      group["amsgrad"], group["cautious_weight_decay"])

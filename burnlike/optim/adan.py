@@ -21,6 +21,9 @@ from burnlike.optim.rule import RuleOptimizer
 
 @config
 class AdanConfig(OptimizerConfig):
+    """Burn's `AdanConfig`: Adam's moments plus a running mean of the gradient's change (Nesterov's
+    look-ahead without the extra forward pass)."""
+
     beta_1: float = 0.98  # decay rate of the gradient's running mean
     beta_2: float = 0.92  # decay rate of the running mean of successive gradients' difference
     beta_3: float = 0.99  # decay rate of the running mean of the squared corrected gradient
@@ -35,12 +38,32 @@ class AdanConfig(OptimizerConfig):
 
 
 class Adan(RuleOptimizer):
+    """Burn's Adan update as a torch optimizer.
+
+    Args:
+        params: The parameters (or param groups) to optimize.
+        lr: The learning rate.
+        betas: Decay rates of the gradient's mean, of successive gradients' difference and of the
+            squared corrected gradient.
+        eps: Added to the denominator for stability.
+        weight_decay: Decoupled weight decay.
+        no_prox: Decay as AdamW does (subtract) instead of the paper's proximal division.
+    """
+
     def __init__(self, params: Iterable[Any], lr: float, betas: tuple[float, float, float] = (0.98, 0.92, 0.99),
                  eps: float = 1e-8, weight_decay: float = 0.0, no_prox: bool = False) -> None:
         super().__init__(params, {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay,
                                   "no_prox": no_prox})
 
     def update(self, param: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:
+        """Burn's Adan step of `param` (its first step seeds the moments from `grad`).
+
+        Args:
+            param: The parameter.
+            grad: Its gradient.
+            state: Its moments, previous gradient and step count.
+            group: Its param group's settings.
+        """
         b1, b2, b3 = group["betas"]
         lr, decay = group["lr"], group["lr"] * group["weight_decay"]
         if not state:

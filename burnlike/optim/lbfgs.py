@@ -32,6 +32,9 @@ class LineSearchFn(str, Enum):
 
 @config
 class LBFGSConfig(OptimizerConfig):
+    """Burn's `LBFGSConfig`, run by `torch.optim.LBFGS`. A step re-evaluates the loss, so it takes a
+    closure (`LBFGS.step(lr, model, closure)`) rather than gradients."""
+
     max_iter: int = 20  # iterations per optimizer step
     history_size: int = 100  # how many past updates approximate the inverse Hessian
     tolerance_grad: float = 1e-7  # stop a step once the gradient's largest value is below this
@@ -45,6 +48,7 @@ class LBFGSConfig(OptimizerConfig):
         return None
 
     def init(self) -> LBFGS:
+        """The optimizer, whose `step` takes a closure."""
         return LBFGS(self)
 
     def torch_optimizer(self, params: Iterable[Any], lr: float) -> torch.optim.Optimizer:
@@ -63,6 +67,19 @@ class LBFGS(Optimizer):
     """Burn's `LBFGS::step(lr, module, closure) -> (module, loss)` for custom training loops."""
 
     def step(self, lr: float, model: nn.Module, closure: Closure) -> tuple[nn.Module, float]:  # type: ignore[override]
+        """One L-BFGS step of `model`, which may call `closure` several times.
+
+        Args:
+            lr: This step's learning rate.
+            model: The module to update in place.
+            closure: `model -> (loss, GradientsParams)`: the loss and its gradients at the current weights.
+
+        Returns:
+            `(model, loss)`, the loss of the closure's first call.
+
+        Raises:
+            TypeError: `closure` is gradients or not callable.
+        """
         if not callable(closure) or isinstance(closure, GradientsParams):
             raise TypeError("L-BFGS needs a closure model -> (loss, GradientsParams), not gradients: "
                             "step(lr, model, closure), as Burn's LBFGS::step")

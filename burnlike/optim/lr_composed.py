@@ -108,10 +108,23 @@ class BurnJson:
         return cls.from_dict(data)
 
     def save(self, path: str | Path) -> None:
+        """Write Burn's JSON of this config to `path`.
+
+        Args:
+            path: The JSON file to write.
+        """
         Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n")
 
     @classmethod
     def load(cls: type[J], path: str | Path) -> J:
+        """Read a config from Burn's JSON at `path`.
+
+        Args:
+            path: The JSON file.
+
+        Raises:
+            ConfigError: The file can't be read, or doesn't hold this config.
+        """
         try:
             return cls.from_dict(json.loads(Path(path).read_text()))
         except (OSError, json.JSONDecodeError) as e:
@@ -123,42 +136,85 @@ J = TypeVar("J", bound=BurnJson)
 
 @dataclass
 class ComposedLrSchedulerConfig(BurnJson):
-    schedulers: list[Any] = field(default_factory=list)
-    reduction: SchedulerReduction = SchedulerReduction.PROD
+    """Burn's composed schedule: every scheduler steps at each iteration and their rates are reduced
+    to one (`reduction`). Built as Burn builds it: `ComposedLrSchedulerConfig().linear(a).cosine(b)`."""
+
+    schedulers: list[Any] = field(default_factory=list)  # the scheduler configs, stepped together
+    reduction: SchedulerReduction = SchedulerReduction.PROD  # how their rates make one: Prod, Sum or Avg
 
     def _with(self, scheduler: Any) -> ComposedLrSchedulerConfig:
         return ComposedLrSchedulerConfig([*self.schedulers, scheduler], self.reduction)
 
     def linear(self, config: LinearLrSchedulerConfig) -> ComposedLrSchedulerConfig:
+        """This config with a linear schedule added.
+
+        Args:
+            config: The schedule to add.
+        """
         return self._with(config)
 
     def cosine(self, config: CosineAnnealingLrSchedulerConfig) -> ComposedLrSchedulerConfig:
+        """This config with a cosine annealing schedule added.
+
+        Args:
+            config: The schedule to add.
+        """
         return self._with(config)
 
     def exponential(self, config: ExponentialLrSchedulerConfig) -> ComposedLrSchedulerConfig:
+        """This config with an exponential schedule added.
+
+        Args:
+            config: The schedule to add.
+        """
         return self._with(config)
 
     def noam(self, config: NoamLrSchedulerConfig) -> ComposedLrSchedulerConfig:
+        """This config with a Noam schedule added.
+
+        Args:
+            config: The schedule to add.
+        """
         return self._with(config)
 
     def step(self, config: StepLrSchedulerConfig) -> ComposedLrSchedulerConfig:
+        """This config with a step schedule added.
+
+        Args:
+            config: The schedule to add.
+        """
         return self._with(config)
 
     def with_reduction(self, reduction: SchedulerReduction) -> ComposedLrSchedulerConfig:
+        """This config with another reduction.
+
+        Args:
+            reduction: `SchedulerReduction` (or its name: "Avg", "Sum", "Prod").
+        """
         return ComposedLrSchedulerConfig(list(self.schedulers), SchedulerReduction(reduction))
 
     def init(self) -> LrScheduler:
+        """The composed scheduler; raises ValueError when a part's config is refused."""
         tags = {cls: tag for tag, cls in _VARIANTS.items()}
         parts = [(tags.get(type(s), type(s).__name__), s.init()) for s in self.schedulers]
         return ComposedLrScheduler(parts, SchedulerReduction(self.reduction))
 
     # Burn's JSON ------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
+        """Burn's JSON shape: `{"schedulers": [{"Linear": {...}}, ...], "reduction": "Prod"}`."""
         out = [to_variant(s, "ComposedLrSchedulerConfig", _VARIANTS) for s in self.schedulers]
         return {"schedulers": out, "reduction": SchedulerReduction(self.reduction).value}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ComposedLrSchedulerConfig:
+        """The config of Burn's JSON shape (`to_dict`'s).
+
+        Args:
+            data: The parsed JSON.
+
+        Raises:
+            ConfigError: An entry or the reduction is not one Burn writes, named by its place.
+        """
         schedulers = [from_variant(entry, f"ComposedLrSchedulerConfig: schedulers[{i}]", _VARIANTS)
                       for i, entry in enumerate(data.get("schedulers", []))]
         try:

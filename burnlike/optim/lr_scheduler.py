@@ -24,7 +24,11 @@ I32_MAX = 2**31 - 1
 
 @runtime_checkable
 class LrSchedulerConfig(Protocol):
-    def init(self) -> LrScheduler: ...
+    """What `LearnerBuilder.build` takes as a schedule: any config whose `init()` makes an `LrScheduler`."""
+
+    def init(self) -> LrScheduler:
+        """The scheduler, at its first step; raises ValueError on a setting Burn refuses."""
+        ...
 
 
 class SchedulerRecord:
@@ -130,31 +134,62 @@ class LrScheduler:
 
     `iteration` counts the steps taken; a record loaded from Burn sets where the schedule stands
     (`offset` steps ahead of `iteration` when the two must differ: a Lightning run keeps its own
-    step count)."""
+    step count).
+
+    Args:
+        lr_at: The rate of the k-th step, k from 1 (a pure function: the schedule's whole logic).
+        record: How Burn's record of this schedule maps to a step count (None: the count itself).
+        name: Burn's type name, for messages (None: the class's).
+
+    Attributes:
+        name: Burn's type name, for messages.
+        iteration: The steps taken.
+        offset: How far the schedule stands ahead of `iteration` (set by a loaded record).
+    """
 
     def __init__(self, lr_at: Callable[[int], float], record: SchedulerRecord | None = None,
                  name: str | None = None) -> None:
         self._lr_at = lr_at
         self._record = record or SchedulerRecord()
-        self.name = name or type(self).__name__  # Burn's type name, for messages
+        self.name = name or type(self).__name__
         self.iteration = 0
         self.offset = 0
 
     def lr_at(self, k: int) -> float:
-        """The rate of the k-th step (k from 1)."""
+        """The rate of the k-th step (k from 1).
+
+        Args:
+            k: The step, from 1.
+        """
         return float(self._lr_at(k + self.offset))
 
     def step(self) -> float:
+        """Take a step: the learning rate for the next iteration."""
         self.iteration += 1
         return self.lr_at(self.iteration)
 
     def to_record(self, iteration: int | None = None) -> Any:
-        """Burn's record of this scheduler after `iteration` steps (default: the steps taken)."""
+        """Burn's record of this scheduler after `iteration` steps.
+
+        Args:
+            iteration: The steps taken (None: `self.iteration`).
+        """
         return self._record.encode((self.iteration if iteration is None else iteration) + self.offset)
 
     def load_record(self, record: Any, iteration: int | None = None) -> LrScheduler:
         """Continue from Burn's `record`; `iteration`: the step count the caller keeps counting from
-        (a Lightning run's), else the record's. Raises ValueError naming what the record should be."""
+        (a Lightning run's), else the record's.
+
+        Args:
+            record: Burn's record of this kind of scheduler (a `scheduler-N` file's item).
+            iteration: The step count to keep counting from (None: the record's).
+
+        Returns:
+            This scheduler.
+
+        Raises:
+            ValueError: The record is not one of this scheduler, naming what it should be.
+        """
         k = self._record.decode(record)
         if k is None:  # a record without a position (a constant rate): every step is alike
             self.iteration = self.iteration if iteration is None else iteration
@@ -168,11 +203,20 @@ class LrScheduler:
         return {"iteration": self.iteration, **({"offset": self.offset} if self.offset else {})}
 
     def load_state_dict(self, state: dict[str, int]) -> None:
+        """Restore what `state_dict` returned.
+
+        Args:
+            state: `{"iteration": n}`, with `"offset"` when a loaded record set one.
+        """
         self.iteration = int(state["iteration"])
         self.offset = int(state.get("offset", 0))
 
     def torch_scheduler(self, optimizer: torch.optim.Optimizer) -> BurnLambdaLR:
-        """A LambdaLR for Lightning: call it with the optimizer built with lr=1.0."""
+        """A LambdaLR for Lightning, whose rate factor is this schedule's rate.
+
+        Args:
+            optimizer: The torch optimizer, built with lr=1.0.
+        """
         return BurnLambdaLR(optimizer, self)
 
 
@@ -217,6 +261,12 @@ class BurnLambdaLR(torch.optim.lr_scheduler.LambdaLR):
 
 
 class ConstantLr(LrScheduler):
+    """A float learning rate as a schedule: `lr` at every step (Burn's `impl LrScheduler for f64`).
+
+    Args:
+        lr: The learning rate.
+    """
+
     def __init__(self, lr: float) -> None:
         super().__init__(lambda k: lr, _NoRecord())
 
@@ -231,11 +281,16 @@ def _unit_interval(name: str, what: str, value: float, low_open: bool = True) ->
 
 @config
 class NoamLrSchedulerConfig:
-    factor: float
-    warmup_steps: int = 4000
-    model_size: int = 512
+    """Burn's Noam schedule (burn-optim `lr_scheduler/noam.rs`; "Attention Is All You Need"): a
+    linear warmup over `warmup_steps`, then a decay with the inverse square root of the step,
+    `factor * model_size^-0.5 * min(k^-0.5, k * warmup_steps^-1.5)`."""
+
+    factor: float  # scales the whole schedule
+    warmup_steps: int = 4000  # steps of linear warmup before the peak
+    model_size: int = 512  # the model's width (d_model): the peak rate falls with its square root
 
     def init(self) -> LrScheduler:
+        """The scheduler; raises ValueError unless `warmup_steps` and `model_size` are > 0."""
         if self.warmup_steps <= 0 or self.model_size <= 0:
             raise ValueError("NoamLrSchedulerConfig: warmup_steps and model_size must be > 0")
         scale = self.factor * self.model_size**-0.5
@@ -252,11 +307,12 @@ class CosineAnnealingLrSchedulerConfig:
     `num_iters` of 0.
     """
 
-    initial_lr: float
-    num_iters: int
-    min_lr: float = 0.0
+    initial_lr: float  # the rate at the first step and at each restart, in (0, 1]
+    num_iters: int  # iterations from initial_lr down to min_lr (a period is num_iters + 1)
+    min_lr: float = 0.0  # the lowest rate, at the end of each period
 
     def init(self) -> LrScheduler:
+        """The scheduler; raises ValueError on a setting Burn refuses."""
         _unit_interval("CosineAnnealingLrSchedulerConfig", "initial learning rate", self.initial_lr)
         if not 0.0 <= self.min_lr <= self.initial_lr:
             raise ValueError("CosineAnnealingLrSchedulerConfig: minimum learning rate must be at least 0 and at "
@@ -278,10 +334,11 @@ class ExponentialLrSchedulerConfig:
     first step, times `gamma` at each next one. `init()` refuses `initial_lr` or `gamma` outside
     (0, 1], as Burn does."""
 
-    initial_lr: float
-    gamma: float
+    initial_lr: float  # the rate at the first step, in (0, 1]
+    gamma: float  # the factor each next step's rate is multiplied by, in (0, 1]
 
     def init(self) -> LrScheduler:
+        """The scheduler; raises ValueError on a setting Burn refuses."""
         _unit_interval("ExponentialLrSchedulerConfig", "initial learning rate", self.initial_lr)
         if not 0.0 < self.gamma <= 1.0:
             raise ValueError(f"ExponentialLrSchedulerConfig.gamma must be in (0, 1], got {self.gamma}")
@@ -296,11 +353,12 @@ class LinearLrSchedulerConfig:
     `init()` refuses `initial_lr` outside (0, 1], `final_lr` outside [0, 1] and `num_iters` of 0, as
     Burn does."""
 
-    initial_lr: float
-    final_lr: float
-    num_iters: int
+    initial_lr: float  # the rate at the first step, in (0, 1]
+    final_lr: float  # the rate from step num_iters + 1 on, in [0, 1]
+    num_iters: int  # iterations from initial_lr to final_lr
 
     def init(self) -> LrScheduler:
+        """The scheduler; raises ValueError on a setting Burn refuses."""
         _unit_interval("LinearLrSchedulerConfig", "initial learning rate", self.initial_lr)
         _unit_interval("LinearLrSchedulerConfig", "final learning rate", self.final_lr, low_open=False)
         if self.num_iters <= 0:
@@ -312,11 +370,15 @@ class LinearLrSchedulerConfig:
 
 @config
 class StepLrSchedulerConfig:
-    initial_lr: float
-    step_size: int
-    gamma: float = 0.1
+    """Burn's step schedule (burn-optim `lr_scheduler/step.rs`): `initial_lr`, multiplied by
+    `gamma` every `step_size` steps."""
+
+    initial_lr: float  # the rate of the first step_size steps
+    step_size: int  # steps between two decays
+    gamma: float = 0.1  # the factor applied at each decay
 
     def init(self) -> LrScheduler:
+        """The scheduler; raises ValueError unless `step_size` is > 0."""
         if self.step_size <= 0:
             raise ValueError("StepLrSchedulerConfig.step_size must be > 0")
         return LrScheduler(lambda k: self.initial_lr * self.gamma ** ((k - 1) // self.step_size), _StepRecord(),

@@ -33,8 +33,10 @@ __all__ = ["SequentialLrSchedulerConfig", "warmup_cosine"]
 
 @dataclass
 class SequentialLrSchedulerConfig(BurnJson):
-    schedulers: list[Any] = field(default_factory=list)
-    milestones: list[int] = field(default_factory=list)
+    """Burn's sequential schedule: each scheduler in turn, the next taking over at its milestone."""
+
+    schedulers: list[Any] = field(default_factory=list)  # scheduler configs in order; a number is a constant rate
+    milestones: list[int] = field(default_factory=list)  # steps done when each next scheduler takes over (one fewer)
 
     def init(self) -> LrScheduler:
         """Refuses what Burn refuses, with Burn's messages: no scheduler, a milestone count other than
@@ -58,12 +60,21 @@ class SequentialLrSchedulerConfig(BurnJson):
 
     # Burn's JSON ------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
+        """Burn's JSON shape: `{"schedulers": [{"Linear": {...}}, {"Constant": 0.0001}], "milestones": [100]}`."""
         return {"schedulers": [to_variant(s, "SequentialLrSchedulerConfig", _SEQUENCE_VARIANTS)
                                for s in self.schedulers],
                 "milestones": [int(m) for m in self.milestones]}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SequentialLrSchedulerConfig:
+        """The config of Burn's JSON shape (`to_dict`'s).
+
+        Args:
+            data: The parsed JSON.
+
+        Raises:
+            ConfigError: An entry or the milestones are not what Burn writes, named by their place.
+        """
         schedulers = [from_variant(entry, f"SequentialLrSchedulerConfig: schedulers[{i}]", _SEQUENCE_VARIANTS)
                       for i, entry in enumerate(data.get("schedulers", []))]
         milestones = data.get("milestones", [])
@@ -84,7 +95,17 @@ def _constant(lr: float) -> LrScheduler:
 def warmup_cosine(lr: float, warmup_iters: int, decay_iters: int, min_lr: float = 0.0) -> SequentialLrSchedulerConfig:
     """nanoGPT's schedule (its `get_lr(it)`, it = step - 1): `lr * step / (warmup_iters + 1)` for the
     first `warmup_iters` steps, then a cosine from `lr` to `min_lr` reached at step `decay_iters + 1`,
-    then `min_lr`. Without warmup, the cosine starts at the first step."""
+    then `min_lr`. Without warmup, the cosine starts at the first step.
+
+    Args:
+        lr: The peak learning rate, reached at the end of the warmup.
+        warmup_iters: Steps of linear warmup (0: none).
+        decay_iters: The step count at which the cosine reaches `min_lr` (> `warmup_iters`).
+        min_lr: The rate at the end of the cosine and after.
+
+    Raises:
+        ValueError: `warmup_iters` < 0, or `decay_iters` not above it.
+    """
     if isinstance(warmup_iters, bool) or not isinstance(warmup_iters, int) or warmup_iters < 0:
         raise ValueError(f"warmup_cosine: warmup_iters must be an integer >= 0, got {warmup_iters!r}")
     if isinstance(decay_iters, bool) or not isinstance(decay_iters, int) or decay_iters <= warmup_iters:

@@ -39,6 +39,11 @@ class AdjustLrFn(str, Enum):
     MATCH_RMS_ADAMW = "MatchRmsAdamW"
 
     def ratio(self, shape: torch.Size) -> float:
+        """The factor on the learning rate for a parameter of `shape` (1 below two dimensions).
+
+        Args:
+            shape: The parameter's shape.
+        """
         if len(shape) < 2:
             return 1.0
         rows, cols = shape[0], shape[1]
@@ -49,6 +54,9 @@ class AdjustLrFn(str, Enum):
 
 @config
 class MuonConfig(OptimizerConfig):
+    """Burn's `MuonConfig`: momentum, then each 2-D update made nearly orthogonal by a Newton-Schulz
+    iteration. Only matrices: other parameters need `aux_adamw`."""
+
     weight_decay: WeightDecayConfig | None = None  # null, or {penalty: x}: weight decay on the matrices
     # Burn's momentum ({momentum, dampening, nesterov}) before orthogonalising
     momentum: MomentumConfig = MomentumConfig(momentum=0.95, dampening=0.0, nesterov=True)
@@ -69,7 +77,16 @@ class MuonConfig(OptimizerConfig):
 
 
 class Muon(RuleOptimizer):
-    """Muon for the 2-D parameters; the others go to `config.aux_adamw` (or are refused)."""
+    """Muon for the 2-D parameters; the others go to `config.aux_adamw` (or are refused).
+
+    Args:
+        params: The parameters, or `(name, parameter)` pairs (names make the refusal clearer).
+        lr: The learning rate.
+        config: The Muon settings.
+
+    Raises:
+        ValueError: A parameter is not 2-D and `config.aux_adamw` is None.
+    """
 
     def __init__(self, params: Iterable[Any], lr: float, config: MuonConfig) -> None:
         params = list(params)
@@ -97,6 +114,14 @@ class Muon(RuleOptimizer):
         super().__init__([g for g in groups if g["params"]], defaults)
 
     def update(self, param: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:
+        """Muon's step for a matrix, AdamW's for a parameter of the `aux_adamw` group.
+
+        Args:
+            param: The parameter.
+            grad: Its gradient.
+            state: Its momentum (or AdamW moments).
+            group: Its param group's settings (`rule`: "muon" or "adamw").
+        """
         lr = group["lr"]
         if group["rule"] == "adamw":
             beta_1, beta_2 = group["betas"]

@@ -21,6 +21,8 @@ from burnlike.optim.grads import GradientsParams
 
 @config
 class WeightDecayConfig:
+    """Burn's `WeightDecayConfig`: an L2 penalty added to the gradient (not AdamW's decoupled decay)."""
+
     penalty: float  # the L2 factor: penalty * weight is added to each gradient
 
 
@@ -52,14 +54,29 @@ class GradientClippingConfig:
 
     @classmethod
     def Value(cls, threshold: float) -> GradientClippingConfig:  # noqa: N802 - Burn's variant name
+        """Clipping with each gradient value clamped to [-threshold, threshold].
+
+        Args:
+            threshold: The bound.
+        """
         return cls(kind="value", threshold=threshold)
 
     @classmethod
     def Norm(cls, threshold: float) -> GradientClippingConfig:  # noqa: N802 - Burn's variant name
+        """Clipping with each parameter's gradient scaled down to an L2 norm of at most `threshold`.
+
+        Args:
+            threshold: The bound.
+        """
         return cls(kind="norm", threshold=threshold)
 
     @classmethod
     def GlobalNorm(cls, threshold: float) -> GradientClippingConfig:  # noqa: N802 - as Burn's variants
+        """Clipping with all gradients scaled by one factor, to a joint L2 norm of at most `threshold`.
+
+        Args:
+            threshold: The bound.
+        """
         return cls(kind="global_norm", threshold=threshold)
 
     def serde_value(self) -> dict[str, float]:
@@ -86,6 +103,14 @@ class GradientClippingConfig:
         return cls(kinds[variant], _threshold(threshold))
 
     def clip(self, params: Iterable[Tensor]) -> None:
+        """Clip the gradients of `params` in place (parameters without one are skipped).
+
+        Args:
+            params: The parameters whose `.grad` to clip.
+
+        Raises:
+            ValueError: `kind` is none of "norm", "value", "global_norm".
+        """
         if self.kind not in _CLIPPING_VARIANTS:
             raise ValueError(f"GradientClippingConfig.kind must be {_KINDS}, got {self.kind!r}")
         if self.kind == "global_norm":  # one factor for all: no host sync, so a CUDA graph can hold it
@@ -114,16 +139,26 @@ class OptimizerConfig:
     """What every optimizer config provides: `init()` and the torch optimizer it stands for."""
 
     grad_clipping: GradientClippingConfig | None
+    """Clipping applied to the gradients before each step (None: none)."""
 
     def init(self) -> Optimizer:
+        """The optimizer, for a custom loop's `step(lr, model, grads)` or the Learner."""
         return Optimizer(self)
 
     def torch_optimizer(self, params: Iterable[Any], lr: float) -> torch.optim.Optimizer:
+        """The torch optimizer this config stands for, with Burn's update.
+
+        Args:
+            params: The parameters (or torch param groups) to optimize.
+            lr: The learning rate to start from (a scheduler sets it each step).
+        """
         raise NotImplementedError
 
 
 @config
 class AdamConfig(OptimizerConfig):
+    """Burn's `AdamConfig`, as `torch.optim.Adam` with Burn's defaults (epsilon 1e-5)."""
+
     beta_1: float = 0.9  # decay rate of the gradient's running mean (first moment)
     beta_2: float = 0.999  # decay rate of the squared gradient's running mean (second moment)
     epsilon: float = 1e-5  # added to the denominator for stability (Burn's 1e-5; torch's Adam uses 1e-8)
@@ -192,6 +227,8 @@ def decay_groups(params: Iterable[Any], weight_decay: float, min_ndim: int | Non
 
 @config
 class SgdConfig(OptimizerConfig):
+    """Burn's `SgdConfig`: plain SGD, with Burn's momentum and weight decay when set."""
+
     # null, or {penalty: x}: an L2 penalty added to the gradient
     weight_decay: WeightDecayConfig | None = None
     # null (plain SGD), or {momentum, dampening, nesterov}: Burn's momentum
@@ -201,6 +238,7 @@ class SgdConfig(OptimizerConfig):
 
     @property
     def grad_clipping(self) -> GradientClippingConfig | None:  # type: ignore[override]
+        """`gradient_clipping`, under the name every optimizer config has."""
         return self.gradient_clipping
 
     def torch_optimizer(self, params: Iterable[Any], lr: float) -> torch.optim.Optimizer:
@@ -219,7 +257,16 @@ class BurnSgd(torch.optim.SGD):
     """`torch.optim.SGD`, whose update is Burn's (weight decay, then momentum with dampening, then
     Nesterov's look-ahead: burn-optim `optim/sgd.rs`, `optim/momentum.rs`), without torch's refusal of
     Nesterov with a dampening other than 0 or no momentum: Burn trains with both (its default
-    dampening is 0.1). torch checks that in its constructor only; its step computes Burn's update."""
+    dampening is 0.1). torch checks that in its constructor only; its step computes Burn's update.
+
+    Args:
+        params: The parameters (or param groups) to optimize.
+        lr: The learning rate.
+        momentum: The velocity's decay factor (0: no momentum).
+        dampening: The share of the gradient kept out of the velocity.
+        nesterov: Nesterov's update: grad + momentum * velocity.
+        weight_decay: An L2 penalty factor added to the gradient.
+    """
 
     def __init__(self, params: Iterable[Any], lr: float, momentum: float = 0.0, dampening: float = 0.0,
                  nesterov: bool = False, weight_decay: float = 0.0) -> None:
@@ -238,6 +285,12 @@ class Optimizer:
 
     Also wraps a plain torch factory (`functools.partial(torch.optim.SGD, momentum=0.9)`), so
     Lightning users can bring their own optimizer to the Learner.
+
+    Args:
+        spec: An optimizer config, or a callable `(params, lr=...)` returning a torch optimizer.
+
+    Attributes:
+        spec: What the torch optimizer is built from.
     """
 
     def __init__(self, spec: OptimizerConfig | TorchOptimizerFactory) -> None:
@@ -247,9 +300,16 @@ class Optimizer:
 
     @property
     def grad_clipping(self) -> GradientClippingConfig | None:
+        """The config's gradient clipping (None: none, or a plain torch factory)."""
         return getattr(self.spec, "grad_clipping", None)
 
     def build(self, params: Iterable[Any], lr: float) -> torch.optim.Optimizer:
+        """A new torch optimizer over `params` (what the Learner hands to Lightning).
+
+        Args:
+            params: The parameters (or param groups) to optimize.
+            lr: The learning rate to start from.
+        """
         if isinstance(self.spec, OptimizerConfig):
             return self.spec.torch_optimizer(params, lr)
         return self.spec(params, lr=lr)
@@ -263,6 +323,17 @@ class Optimizer:
         return self._torch
 
     def step(self, lr: float, model: nn.Module, grads: GradientsParams) -> nn.Module:
+        """Burn's `optim.step(lr, model, grads)`: one update of `model` from `grads` (clipped first
+        when the config says), in place.
+
+        Args:
+            lr: This step's learning rate.
+            model: The module to update; the torch optimizer is rebuilt when its parameters change.
+            grads: The gradients per parameter (`GradientsParams`); parameters without one are not updated.
+
+        Returns:
+            `model`.
+        """
         params = [p for p in model.parameters() if p.requires_grad]
         optim = self._bind(params, lr)
         for p in params:
@@ -275,9 +346,18 @@ class Optimizer:
         return model
 
     def state_dict(self) -> dict[str, Any]:
+        """The torch optimizer's state (empty before the first step)."""
         return self._torch.state_dict() if self._torch is not None else {}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore what `state_dict` returned.
+
+        Args:
+            state: A torch optimizer state dict.
+
+        Raises:
+            RuntimeError: No step (or `build`) has bound the parameters yet.
+        """
         if self._torch is None:
             raise RuntimeError("Optimizer.load_state_dict: run one step (or build) first so parameters are bound")
         self._torch.load_state_dict(state)

@@ -17,6 +17,8 @@ from burnlike.optim.optimizer import GradientClippingConfig, OptimizerConfig, We
 
 @config
 class RmsPropConfig(OptimizerConfig):
+    """Burn's `RmsPropConfig`: the step divided by the root of a running mean of squared gradients."""
+
     alpha: float = 0.99  # decay rate of the squared gradient's running mean
     momentum: float = 0.9  # momentum factor of the update (0: none)
     epsilon: float = 1e-5  # added to the denominator for stability

@@ -29,12 +29,23 @@ def _cut(text: str, limit: int) -> str:
 
 
 class RecordError(ValueError):
-    """A record file can't be read or written as asked. Names the file and the key path."""
+    """A record file can't be read or written as asked. Names the file and the key path.
+
+    The message reads `<path>: at '<key>': <message>`.
+
+    Args:
+        message: What is wrong.
+        path: The file, or None when the record didn't come from one.
+        key: The dotted key path in the record (`linear1.weight.param`), if the problem has one.
+    """
 
     def __init__(self, message: str, path: RecordPath = None, key: str | None = None) -> None:
-        self.detail = message  # what is wrong, without the file and key: for a caller that adds context
+        self.detail = message
+        """What is wrong, without the file and key: for a caller that adds context."""
         self.path = str(path) if path is not None else None
+        """The file, as a string, or None."""
         self.key = _cut(key, QUOTE_CHARS) if key else key  # key paths come from the file
+        """The key path, cut to `QUOTE_CHARS` characters, or None."""
         where = ""
         if self.path:
             where += f"{self.path}: "

@@ -56,15 +56,25 @@ if TYPE_CHECKING:  # pragma: no cover  (burnlike.record is imported when a check
 
 
 class LearnerBuilder:
-    """`LearnerBuilder(artifact_dir)...build(model, optim, lr)` → `Learner` (Burn 0.19). Its setters
-    fill `settings` (a `LearnerSettings`); `build` translates them (`trainer_kwargs_for`)."""
+    """`LearnerBuilder(artifact_dir)...build(model, optim, lr)` → `Learner` (Burn 0.19).
+
+    Each setter returns the builder, so calls chain as Burn's do; together they fill `settings`,
+    which `build` translates (`trainer_kwargs_for`).
+
+    Args:
+        artifact_dir: The run dir: checkpoints, metric logs and `experiment.log` go there (an fsspec
+            URL such as `s3://` works too).
+
+    Attributes:
+        settings: Every option set so far (a frozen `LearnerSettings`; each setter replaces it).
+    """
 
     def __init__(self, artifact_dir: str | Path | RemotePath) -> None:
-        # an fsspec URL (s3://, gs://, memory://) works too
         self.settings = LearnerSettings(as_path(artifact_dir))
 
     @property
     def artifact_dir(self) -> AnyPath:
+        """The run dir."""
         return self.settings.artifact_dir
 
     def _set(self, **changes: Any) -> LearnerBuilder:
@@ -73,16 +83,36 @@ class LearnerBuilder:
 
     # Metrics -----------------------------------------------------------------------------------
     def metric_train(self, metric: Metric) -> LearnerBuilder:
+        """Compute `metric` on the training batches and log it (the progress display shows it).
+
+        Args:
+            metric: The metric (`AccuracyMetric()`, `LossMetric()` ...).
+        """
         return self._set(train_metrics=(*self.settings.train_metrics, _metric(metric)))
 
     def metric_valid(self, metric: Metric) -> LearnerBuilder:
+        """Compute `metric` on the validation batches and log it.
+
+        Args:
+            metric: The metric.
+        """
         return self._set(valid_metrics=(*self.settings.valid_metrics, _metric(metric)))
 
     def metric_train_numeric(self, metric: Metric) -> LearnerBuilder:
+        """`metric_train`, and its epoch values in the summary and the plot (Burn's numeric metrics).
+
+        Args:
+            metric: The metric.
+        """
         self._set(numeric_train=(*self.settings.numeric_train, _metric(metric).name))
         return self.metric_train(metric)
 
     def metric_valid_numeric(self, metric: Metric) -> LearnerBuilder:
+        """`metric_valid`, and its epoch values in the summary, the plot and early stopping.
+
+        Args:
+            metric: The metric.
+        """
         self._set(numeric_valid=(*self.settings.numeric_valid, _metric(metric).name))
         return self.metric_valid(metric)
 
@@ -100,16 +130,32 @@ class LearnerBuilder:
 
     # Loop settings -----------------------------------------------------------------------------
     def devices(self, devices: Sequence[Device]) -> LearnerBuilder:
-        """The guide's (Burn ≤ 0.18) device list; several devices let Lightning pick (DDP)."""
+        """The guide's (Burn ≤ 0.18) device list; several devices let Lightning pick (DDP).
+
+        Args:
+            devices: The devices to train on (`"cpu"`, `"cuda:0"`, `torch.device` ...).
+        """
         trainer_devices(list(devices))  # validate now, not at fit time
         return self._set(execution=Execution(tuple(devices)))
 
     def learning_strategy(self, strategy: Execution) -> LearnerBuilder:
         """Burn 0.19: `LearningStrategy.SingleDevice(d)`, `.MultiDeviceNaive(ds)`,
-        `.DistributedDataParallel(devices=ds, config=c)` or `ddp(ds, config)` (0.20/0.21's strategies too)."""
+        `.DistributedDataParallel(devices=ds, config=c)` or `ddp(ds, config)` (0.20/0.21's strategies too).
+
+        Args:
+            strategy: Where and how to train.
+        """
         return self._set(execution=as_execution(strategy))
 
     def with_interrupter(self, interrupter: Interrupter) -> LearnerBuilder:
+        """Stop the fit at the next step when `interrupter.stop()` is called (from any thread).
+
+        Args:
+            interrupter: The shared stop flag.
+
+        Raises:
+            TypeError: Not an `Interrupter`.
+        """
         if not isinstance(interrupter, Interrupter):
             raise TypeError(f"with_interrupter expects a burnlike.train.Interrupter, got {type(interrupter).__name__}")
         return self._set(interrupter=interrupter)
@@ -121,12 +167,21 @@ class LearnerBuilder:
         return interrupter
 
     def num_epochs(self, num_epochs: int) -> LearnerBuilder:
+        """Train for `num_epochs` epochs (1 unless set; Lightning's `max_epochs`).
+
+        Args:
+            num_epochs: The number of epochs, >= 1.
+        """
         return self._set(num_epochs=positive_int(num_epochs, "num_epochs"))
 
     def num_iterations(self, iterations: int) -> LearnerBuilder:
         """Train on `iterations` batches in all, in place of `num_epochs` (Lightning's `max_steps`,
         counted in batches as Burn steps its LR scheduler): one epoch of that many batches, or
-        `iterations / k` epochs of `valid_every(k)`."""
+        `iterations / k` epochs of `valid_every(k)`.
+
+        Args:
+            iterations: The number of training batches, >= 1.
+        """
         return self._set(num_iterations=positive_int(iterations, "num_iterations"))
 
     def valid_every(self, iterations: int) -> LearnerBuilder:
@@ -135,7 +190,11 @@ class LearnerBuilder:
         row and resume point are the validation's. The train loader continues across these epochs
         instead of restarting (`DataLoaderBuilder`'s loaders: `set_epoch_batches`; any other sized
         loader is wrapped), so no batch repeats before a whole pass is done. With
-        `num_iterations(n)`, n must be a multiple of `iterations`; without, `num_epochs` counts them."""
+        `num_iterations(n)`, n must be a multiple of `iterations`; without, `num_epochs` counts them.
+
+        Args:
+            iterations: Training batches between two validations, >= 1.
+        """
         return self._set(valid_every=positive_int(iterations, "valid_every"))
 
     def grads_accumulation(self, accumulation: int) -> LearnerBuilder:
@@ -147,32 +206,65 @@ class LearnerBuilder:
 
         Lightning's accumulation is still there under its own name: `trainer_kwargs(
         accumulate_grad_batches=n)` averages the n gradients, steps the scheduler per optimizer step
-        and steps on a short last group."""
+        and steps on a short last group.
+
+        Args:
+            accumulation: Batches per optimizer step, >= 1.
+        """
         return self._set(grads_accumulation=positive_int(accumulation, "grads_accumulation"))
 
     def summary(self) -> LearnerBuilder:
+        """Print Burn's summary table at the end of the fit (each metric's best and worst epoch);
+        it is also `TrainingResult.summary`."""
         return self._set(summary=True)
 
     def early_stopping(self, strategy: MetricEarlyStoppingStrategy) -> LearnerBuilder:
+        """Stop the fit when `strategy` says a metric has stopped improving (checked each epoch).
+
+        Args:
+            strategy: For instance `MetricEarlyStoppingStrategy(LossMetric(), Aggregate.MEAN,
+                Direction.LOWEST, Split.VALID, StoppingCondition.NoImprovementSince(n_epochs=2))`.
+        """
         return self._set(early_stopping=(*self.settings.early_stopping, strategy))
 
     def with_checkpointing_strategy(self, strategy: CheckpointingStrategy) -> LearnerBuilder:
+        """Which epochs' checkpoints the file checkpointer keeps (Burn's default: the last two).
+
+        Args:
+            strategy: `KeepLastNCheckpoints(n)`, `MetricCheckpointingStrategy(...)`, or a
+                `ComposedCheckpointingStrategy` of several.
+        """
         return self._set(checkpointing_strategy=strategy)
 
     def with_file_checkpointer(self, recorder: Recorder) -> LearnerBuilder:
-        """Save `checkpoint/model-N.<ext>` through `RecorderCheckpointIO(recorder)`."""
+        """Save `checkpoint/model-N.<ext>` through `RecorderCheckpointIO(recorder)`.
+
+        Args:
+            recorder: The checkpoints' format (`CompactRecorder()` ...).
+        """
         return self._set(recorder=recorder)
 
     def async_checkpoints(self, enabled: bool = True) -> LearnerBuilder:
         """Write the file checkpointer's checkpoints on a writer thread: training waits only for
         the tensors' copy (`RecorderCheckpointIO(recorder, async_save=True)`); a write's error is
         raised at the next save or at the end of the fit, and a kill mid-write leaves the previous
-        checkpoint whole. Needs `with_file_checkpointer(...)`."""
+        checkpoint whole. Needs `with_file_checkpointer(...)`.
+
+        Args:
+            enabled: Whether to write on the writer thread.
+        """
         return self._set(async_checkpoints=bool(enabled))
 
     def checkpoint(self, epoch: int | str) -> LearnerBuilder:
         """Resume from the checkpoint of `epoch` (training continues at epoch + 1), or `"last"`:
-        the newest complete checkpoint in the run dir, a preemption's mid-epoch one included."""
+        the newest complete checkpoint in the run dir, a preemption's mid-epoch one included.
+
+        Args:
+            epoch: The epoch whose checkpoint to resume from, or `"last"`.
+
+        Raises:
+            ValueError: A string other than `"last"`, or an epoch below 1.
+        """
         if epoch == "last":
             return self._set(checkpoint="last")
         if isinstance(epoch, str):
@@ -182,14 +274,25 @@ class LearnerBuilder:
     def with_application_logger(self, logger: ApplicationLoggerInstaller | bool | None) -> LearnerBuilder:
         """Burn's `with_application_logger(Option<Box<dyn ApplicationLoggerInstaller>>)`: None (or
         False) for none, an installer (`FileApplicationLoggerInstaller(path)`, or any object with
-        `install()`) for that one; True (the default) writes `experiment.log` in the artifact dir."""
+        `install()`) for that one; True (the default) writes `experiment.log` in the artifact dir.
+
+        Args:
+            logger: The installer, True, or None/False.
+        """
         return self._set(application_logger=application_logger(logger, "with_application_logger"))
 
     def with_logger(self, *loggers: Logger, every_n_steps: int | None = None,
                     hyperparams: Mapping[str, Any] | None = None) -> LearnerBuilder:
         """Lightning loggers (TensorBoard, MLflow, W&B, CSV …) that get the metric store's epoch values
         under Burn's names (`train/Accuracy`, step = epoch), the running values every `every_n_steps`
-        batches (0: never), and `hyperparams` once per fit. Resuming continues their runs."""
+        batches (0: never), and `hyperparams` once per fit. Resuming continues their runs.
+
+        Args:
+            *loggers: The Lightning loggers.
+            every_n_steps: Log the running values every that many batches (None: keep the
+                current setting, 0 unless set).
+            hyperparams: Logged once per fit, added to those given before.
+        """
         for logger in loggers:
             if not isinstance(logger, Logger):
                 raise TypeError(f"with_logger expects lightning loggers (e.g. TensorBoardLogger(...)), "
@@ -202,10 +305,19 @@ class LearnerBuilder:
         return self
 
     def with_metric_logger(self, logger: Logger) -> LearnerBuilder:
-        """Burn 0.20's spelling of `with_logger`."""
+        """Burn 0.20's spelling of `with_logger`.
+
+        Args:
+            logger: A Lightning logger.
+        """
         return self.with_logger(logger)
 
     def progress_bar(self, enabled: bool = True) -> LearnerBuilder:
+        """Show the progress display while training (on unless turned off; a `renderer` replaces it).
+
+        Args:
+            enabled: Whether to show it.
+        """
         return self._set(progress_bar=enabled)
 
     def renderer(self, renderer: MetricsRendererTraining) -> LearnerBuilder:
@@ -213,7 +325,11 @@ class LearnerBuilder:
         progress display. It gets every train and valid step's metric states and progress (one host
         sync per step, as in Burn), `register_metric` before the first step and
         `on_train_end(summary)` at the end; it is `TrainingResult.renderer` afterwards. Under DDP the
-        global-zero process renders (with `ddp_spawn`, a copy of `r` in that process)."""
+        global-zero process renders (with `ddp_spawn`, a copy of `r` in that process).
+
+        Args:
+            renderer: The metrics renderer.
+        """
         return self._set(renderer=check_renderer(renderer))
 
     def cuda_graph(self, enabled: bool = True, generators: Sequence[torch.Generator] = ()) -> LearnerBuilder:
@@ -224,7 +340,10 @@ class LearnerBuilder:
         Without CUDA it is accepted and the step runs eagerly, with one warning saying why (the
         same for what can't be captured: DDP, fp16, an optimizer without a capturable mode).
         Pair it with `DataLoaderBuilder.on_device(...)` so batches are on the GPU already.
-        `generators`: CUDA generators the step draws from besides torch's default one.
+
+        Args:
+            enabled: Whether to capture (False turns it off again).
+            generators: CUDA generators the step draws from besides torch's default one.
         """
         return self._set(cuda_graph=CudaGraphConfig(generators=tuple(generators)) if enabled else None)
 
@@ -234,11 +353,29 @@ class LearnerBuilder:
         return self._set(trainer_kwargs={**self.settings.trainer_kwargs, **kwargs})
 
     def callback(self, *callbacks: L.Callback) -> LearnerBuilder:
+        """Add Lightning callbacks to the Trainer, after burnlike's own.
+
+        Args:
+            *callbacks: The callbacks.
+        """
         return self._set(callbacks=(*self.settings.callbacks, *callbacks))
 
     # Build -------------------------------------------------------------------------------------
     def build(self, model: nn.Module, optim: Optimizer | OptimizerConfig | TorchOptimizerFactory,
               lr_or_scheduler: LrOrScheduler) -> Learner:
+        """The learner: these settings as a configured Lightning Trainer around `model`, ready to
+        `fit(train_loader, valid_loader)`.
+
+        Args:
+            model: The model: a module with `train_step` and `valid_step`.
+            optim: An optimizer config (`AdamConfig()`), an `Optimizer`, or a torch factory
+                `(params, lr=...) -> torch.optim.Optimizer`.
+            lr_or_scheduler: A learning rate, or a Burn LR scheduler config or instance.
+
+        Raises:
+            ValueError: Settings that contradict each other (such as `grads_accumulation` with
+                Lightning's `accumulate_grad_batches`, or `async_checkpoints` without a file checkpointer).
+        """
         settings = self.settings
         check_settings(settings)
         epoch_batches, _ = epochs_for(settings)

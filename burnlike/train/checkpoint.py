@@ -50,17 +50,21 @@ class CheckpointingAction:
     Burn's unit variant) and `CheckpointingAction.Delete(epoch)`; `Save()`/`Delete(epoch)` too."""
 
     Save: ClassVar[Save]
+    """Save the current epoch's checkpoint."""
     Delete: ClassVar[type[Delete]]
+    """Delete an earlier epoch's checkpoint: `CheckpointingAction.Delete(epoch)`."""
 
 
 @dataclass(frozen=True)
 class Save(CheckpointingAction):
-    pass
+    """Save the current epoch's checkpoint."""
 
 
 @dataclass(frozen=True)
 class Delete(CheckpointingAction):
-    epoch: int
+    """Delete the checkpoint of `epoch`."""
+
+    epoch: int  # the epoch whose files to remove
 
 
 CheckpointingAction.Save, CheckpointingAction.Delete = Save(), Delete
@@ -72,17 +76,37 @@ class CheckpointingStrategy(ABC):
     State that must survive a resume goes through `state_dict`/`load_state_dict` (none by default)."""
 
     @abstractmethod
-    def checkpointing(self, epoch: int, store: MetricStore) -> list[CheckpointingAction]: ...
+    def checkpointing(self, epoch: int, store: MetricStore) -> list[CheckpointingAction]:
+        """The actions after `epoch`: `Save()` for this epoch, `Delete(n)` for earlier ones.
+
+        Args:
+            epoch: The epoch just finished, from 1.
+            store: The run's metric store (its epoch values).
+        """
+        ...
 
     def state_dict(self) -> dict[str, Any]:
+        """What must survive a resume (saved in each checkpoint)."""
         return {}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:  # noqa: B027  (optional: stateless by default)
+        """Restore what `state_dict` returned.
+
+        Args:
+            state: The saved state.
+        """
         pass
 
 
 class KeepLastNCheckpoints(CheckpointingStrategy):
-    """Save every epoch, delete epoch − n."""
+    """Save every epoch, delete epoch − n.
+
+    Args:
+        num_keep: How many epochs' checkpoints to keep, >= 1.
+
+    Attributes:
+        num_keep: How many epochs' checkpoints to keep.
+    """
 
     def __init__(self, num_keep: int) -> None:
         self.num_keep = positive_int(num_keep, "KeepLastNCheckpoints: num_keep")
@@ -107,7 +131,20 @@ def _watched(metric: Metric | str, direction: Direction | None) -> tuple[str, Di
 
 
 class MetricCheckpointingStrategy(CheckpointingStrategy):
-    """Keep only the best epoch of `metric` in `split`; saves every epoch while it is not logged."""
+    """Keep only the best epoch of `metric` in `split`; saves every epoch while it is not logged.
+
+    Args:
+        metric: The metric, or its name.
+        aggregate: How the epoch's steps make one value.
+        direction: Which way is better (None: the metric's own `higher_is_better`).
+        split: The split whose values count.
+
+    Attributes:
+        current: The epoch whose checkpoint is kept (None: none yet).
+
+    Raises:
+        ValueError: `direction` is None and the metric has no direction of its own.
+    """
 
     def __init__(self, metric: Metric | str, aggregate: Aggregate = Aggregate.MEAN, direction: Direction | None = None,
                  split: Split = Split.VALID) -> None:
@@ -135,7 +172,15 @@ class MetricCheckpointingStrategy(CheckpointingStrategy):
 
 
 class ComposedCheckpointingStrategy(CheckpointingStrategy):
-    """Save if any strategy saves; delete an epoch only once every strategy has deleted it."""
+    """Save if any strategy saves; delete an epoch only once every strategy has deleted it.
+
+    Args:
+        strategies: The strategies.
+
+    Attributes:
+        strategies: The strategies.
+        deleted: Per strategy, the epochs it has deleted that another still keeps.
+    """
 
     def __init__(self, strategies: list[CheckpointingStrategy]) -> None:
         self.strategies = strategies
@@ -143,6 +188,7 @@ class ComposedCheckpointingStrategy(CheckpointingStrategy):
 
     @staticmethod
     def builder() -> ComposedCheckpointingStrategyBuilder:
+        """Burn's builder: `ComposedCheckpointingStrategy.builder().add(a).add(b).build()`."""
         return ComposedCheckpointingStrategyBuilder()
 
     def checkpointing(self, epoch: int, store: MetricStore) -> list[CheckpointingAction]:
@@ -177,14 +223,22 @@ class ComposedCheckpointingStrategy(CheckpointingStrategy):
 
 
 class ComposedCheckpointingStrategyBuilder:
+    """Collects strategies for a `ComposedCheckpointingStrategy`."""
+
     def __init__(self) -> None:
         self._strategies: list[CheckpointingStrategy] = []
 
     def add(self, strategy: CheckpointingStrategy) -> ComposedCheckpointingStrategyBuilder:
+        """Add a strategy.
+
+        Args:
+            strategy: The strategy.
+        """
         self._strategies.append(strategy)
         return self
 
     def build(self) -> ComposedCheckpointingStrategy:
+        """The composed strategy of those added."""
         return ComposedCheckpointingStrategy(self._strategies)
 
 
@@ -196,7 +250,14 @@ def default_checkpointing_strategy() -> ComposedCheckpointingStrategy:
 
 def checkpoint_path(artifact_dir: str | os.PathLike[str] | RemotePath, epoch: int, extension: str,
                     kind: str = "model") -> AnyPath:
-    """`<artifact_dir>/checkpoint/<kind>-<epoch>.<extension>` (kind: model, optim, scheduler, trainer)."""
+    """`<artifact_dir>/checkpoint/<kind>-<epoch>.<extension>`.
+
+    Args:
+        artifact_dir: The run dir.
+        epoch: The epoch, from 1.
+        extension: The recorder's file extension (`mpk`, `mpk.gz` ...).
+        kind: "model", "optim", "scheduler" or "trainer".
+    """
     return epoch_file(as_path(artifact_dir) / "checkpoint", kind, epoch, extension)
 
 
@@ -276,6 +337,21 @@ class FileCheckpointer(Checkpoint):
     A `Checkpoint` subclass, so Lightning runs it after the module's own epoch-end hook (the train
     values are in the store by then) and keeps the strategy's state inside each checkpoint (the
     store's own state travels with the module's).
+
+    Args:
+        artifact_dir: The run dir (its `checkpoint/` folder holds the files).
+        recorder: The files' format (or its file extension, as in earlier versions).
+        strategy: Which epochs to save and delete.
+
+    Attributes:
+        artifact_dir: The run dir.
+        recorder: The files' format.
+        extension: The files' extension.
+        strategy: Which epochs to save and delete.
+        epoch_saved: Called with the epoch once its checkpoint is on disk.
+
+    Raises:
+        ValueError: No recorder writes `recorder` as an extension.
     """
 
     def __init__(self, artifact_dir: str | os.PathLike[str] | RemotePath, recorder: Recorder | str,
@@ -291,16 +367,27 @@ class FileCheckpointer(Checkpoint):
         self.strategy = strategy
         self._saving: int | None = None  # the epoch whose files the current save splits out
         self._skeleton: nn.Module | None = None  # the model's structure, on the meta device (sharded runs)
-        # called with the epoch once its checkpoint is on disk (what a run's result may then list)
         self.epoch_saved: list[Callable[[int], None]] = []
 
     def path(self, epoch: int, kind: str = "model") -> AnyPath:
+        """The file of `kind` for `epoch`.
+
+        Args:
+            epoch: The epoch, from 1.
+            kind: "model", "optim", "scheduler" or "trainer".
+        """
         return checkpoint_path(self.artifact_dir, epoch, self.extension, kind)
 
     def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
         """A run starts or resumes: remove temp files a killed save left (their writer is gone).
         Under a sharded strategy, keep the model's structure (no weights) before it is sharded:
-        model-N is written from it with the weights gathered from every rank."""
+        model-N is written from it with the weights gathered from every rank.
+
+        Args:
+            trainer: The Trainer.
+            pl_module: The LightningModule being fitted.
+            stage: Lightning's stage.
+        """
         if trainer.is_global_zero:
             parent = self.path(0).parent
             if isinstance(parent, Path):  # an object store has no temp files
@@ -309,6 +396,12 @@ class FileCheckpointer(Checkpoint):
             self._skeleton = model_skeleton(store_model(pl_module))
 
     def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        """Apply the strategy's actions for the epoch just finished.
+
+        Args:
+            trainer: The Trainer.
+            pl_module: The `StepModule` being fitted.
+        """
         if trainer.sanity_checking or _fast_dev_run(trainer):
             return
         epoch = trainer.current_epoch + 1
@@ -325,7 +418,12 @@ class FileCheckpointer(Checkpoint):
             listener(epoch)
 
     def save(self, trainer: L.Trainer, epoch: int) -> None:
-        """model/optim/scheduler-N from `on_save_checkpoint`, then trainer-N through the plugin."""
+        """model/optim/scheduler-N from `on_save_checkpoint`, then trainer-N through the plugin.
+
+        Args:
+            trainer: The Trainer.
+            epoch: The epoch to save.
+        """
         log.debug("saving checkpoint %s", self.path(epoch))
         self._saving = epoch
         try:
@@ -337,6 +435,14 @@ class FileCheckpointer(Checkpoint):
 
     def on_save_checkpoint(self, trainer: L.Trainer, pl_module: L.LightningModule,
                            checkpoint: dict[str, Any]) -> None:
+        """During an epoch's save: the model, optimizer and scheduler go to their own files, out of
+        Lightning's dict (a sharded run writes model-N from the gathered weights).
+
+        Args:
+            trainer: The Trainer.
+            pl_module: The `StepModule` being fitted.
+            checkpoint: Lightning's checkpoint dict.
+        """
         if self._saving is None:
             return
         if self._skeleton is not None:  # sharded: trainer-N keeps the whole state; model-N is Burn's record
@@ -349,7 +455,12 @@ class FileCheckpointer(Checkpoint):
                    self.recorder, write=trainer.is_global_zero, optimizers=trainer.optimizers)
 
     def delete(self, trainer: L.Trainer, epoch: int) -> None:
-        """Every file of `epoch` (trainer-N first: an epoch without it is incomplete, never resumed)."""
+        """Every file of `epoch` (trainer-N first: an epoch without it is incomplete, never resumed).
+
+        Args:
+            trainer: The Trainer (its strategy removes the files).
+            epoch: The epoch to delete.
+        """
         for kind in reversed(KINDS):
             path = self.path(epoch, kind)
             if path.exists():
@@ -358,7 +469,12 @@ class FileCheckpointer(Checkpoint):
 
     def delete_preempted(self, trainer: L.Trainer, step: int) -> None:
         """`preempted-S` files with S <= `step`: a complete epoch checkpoint at `step` supersedes
-        them (a resume would never pick them again), so they don't pile up run after run."""
+        them (a resume would never pick them again), so they don't pile up run after run.
+
+        Args:
+            trainer: The Trainer (its strategy removes the files).
+            step: The global step of the epoch checkpoint just saved.
+        """
         folder = self.path(0).parent
         if not folder.is_dir():
             return
@@ -369,9 +485,15 @@ class FileCheckpointer(Checkpoint):
                 trainer.strategy.remove_checkpoint(str(path))
 
     def state_dict(self) -> dict[str, Any]:
+        """The strategy's state, for Lightning's checkpoint."""
         return {"strategy": self.strategy.state_dict()}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore the strategy's state.
+
+        Args:
+            state_dict: What `state_dict` returned.
+        """
         if state_dict.get("strategy"):
             self.strategy.load_state_dict(state_dict["strategy"])
 
@@ -381,13 +503,19 @@ class StoppingCondition:
     """Burn's `StoppingCondition::NoImprovementSince { n_epochs }`:
     `StoppingCondition.NoImprovementSince(n_epochs=1)` (`no_improvement_since(n)` too)."""
 
-    n_epochs: int
+    n_epochs: int  # epochs without a strict improvement before stopping
 
     @classmethod
     def NoImprovementSince(cls, n_epochs: int) -> StoppingCondition:  # noqa: N802 - Burn's variant name
+        """Stop after `n_epochs` epochs without improvement.
+
+        Args:
+            n_epochs: The epochs, >= 1.
+        """
         return cls(n_epochs)
 
     no_improvement_since = NoImprovementSince
+    """`NoImprovementSince`, snake_case."""
 
 
 class MetricEarlyStoppingStrategy:
@@ -395,25 +523,54 @@ class MetricEarlyStoppingStrategy:
 
     A missing value (the split didn't run that epoch) never stops; a NaN never improves, so NaN
     epochs count towards `n_epochs` and stop the run as Burn's do (burn-train learner/early_stopping.rs:
-    `NaN < best` is false)."""
+    `NaN < best` is false).
+
+    Args:
+        metric: The metric, or its name.
+        aggregate: How the epoch's steps make one value.
+        direction: Which way is better (None: the metric's own `higher_is_better`).
+        split: The split whose values count.
+        condition: When to stop (`StoppingCondition.NoImprovementSince(n_epochs)`).
+
+    Attributes:
+        best_epoch: The epoch of the best value so far (1 before any).
+        best_value: The best value so far (None: none yet).
+        warmup_epochs: Epochs at the start that never stop the run (None: none).
+
+    Raises:
+        ValueError: `condition.n_epochs` < 1, or no direction for the metric.
+    """
 
     def __init__(self, metric: Metric | str, aggregate: Aggregate = Aggregate.MEAN, direction: Direction | None = None,
                  split: Split = Split.VALID, condition: StoppingCondition = StoppingCondition(1)) -> None:
         positive_int(condition.n_epochs, "StoppingCondition n_epochs")
         self.name, self.direction = _watched(metric, direction)
         self.aggregate, self.split, self.condition = Aggregate(aggregate), Split(split), condition
-        self.best_epoch = 1  # Burn's initial state: epoch 1, no value yet
+        self.best_epoch = 1
         self.best_value: float | None = None
         self.warmup_epochs: int | None = None
 
     def with_warmup_epochs(self, warmup: int | None) -> MetricEarlyStoppingStrategy:
-        """Burn 0.20: never stop in the first `warmup` epochs (they still count towards no-improvement)."""
+        """Burn 0.20: never stop in the first `warmup` epochs (they still count towards no-improvement).
+
+        Args:
+            warmup: The epochs (None: none).
+
+        Raises:
+            ValueError: Not None or an integer >= 0.
+        """
         if warmup is not None and (not isinstance(warmup, int) or isinstance(warmup, bool) or warmup < 0):
             raise ValueError(f"with_warmup_epochs: expected None or an integer >= 0, got {warmup!r}")
         self.warmup_epochs = warmup
         return self
 
     def should_stop(self, epoch: int, store: MetricStore) -> bool:
+        """Whether to stop after `epoch` (updates the best value first).
+
+        Args:
+            epoch: The epoch just finished.
+            store: The run's metric store.
+        """
         value = store.find_metric(self.name, epoch, self.split, self.aggregate)
         if value is None:
             log.warning("early stopping: no %s/%s value for epoch %d", self.split.value, self.name, epoch)
@@ -430,12 +587,19 @@ class MetricEarlyStoppingStrategy:
         return stop
 
     def state_dict(self) -> dict[str, Any]:
+        """The best epoch and value, which a resume needs."""
         return {"best_epoch": self.best_epoch, "best_value": self.best_value}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore what `state_dict` returned.
+
+        Args:
+            state: The saved state.
+        """
         self.best_epoch, self.best_value = int(state["best_epoch"]), state["best_value"]
 
     def to_callback(self) -> MetricEarlyStopping:
+        """This strategy as a Lightning callback."""
         return MetricEarlyStopping(self)
 
 
@@ -448,6 +612,12 @@ class MetricEarlyStopping(EarlyStopping):
     since the best rather than checks; a NaN never improves (so it stops, as Burn's does), a missing
     value never stops. Lightning's own fields
     (mode, patience, best_score) stay unused.
+
+    Args:
+        strategy: The Burn strategy that decides.
+
+    Attributes:
+        strategy: The Burn strategy that decides.
     """
 
     def __init__(self, strategy: MetricEarlyStoppingStrategy) -> None:
@@ -457,6 +627,7 @@ class MetricEarlyStopping(EarlyStopping):
 
     @property
     def state_key(self) -> str:
+        """The key of its state in Lightning's checkpoint (apart from Lightning's own EarlyStopping's)."""
         return self._generate_state_key(monitor=self.monitor, strategy="burn")
 
     def _run_early_stopping_check(self, trainer: L.Trainer) -> None:
@@ -469,8 +640,14 @@ class MetricEarlyStopping(EarlyStopping):
             self.stopped_epoch = trainer.current_epoch
 
     def state_dict(self) -> dict[str, Any]:
+        """The strategy's state and the epoch it stopped at, for Lightning's checkpoint."""
         return {"strategy": self.strategy.state_dict(), "stopped_epoch": self.stopped_epoch}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore what `state_dict` returned.
+
+        Args:
+            state_dict: The saved state.
+        """
         self.strategy.load_state_dict(state_dict["strategy"])
         self.stopped_epoch = state_dict["stopped_epoch"]

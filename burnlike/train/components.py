@@ -45,7 +45,18 @@ class Learner:
     `lr_scheduler` (a float, or a Burn LR scheduler config/instance).
 
     `optim` and `lr_scheduler` stay as given (the Trainer translation builds its own torch
-    optimizer and LambdaLR from them); Burn's methods below initialise them on first use."""
+    optimizer and LambdaLR from them); Burn's methods below initialise them on first use.
+
+    Args:
+        model: The model: a module with `train_step` and `valid_step` (or an inference step).
+        optim: An optimizer config (`AdamConfig()`), an initialised `Optimizer`, or a torch
+            factory `(params, lr=...) -> torch.optim.Optimizer`.
+        lr_scheduler: A learning rate, or a Burn LR scheduler config or instance.
+
+    Attributes:
+        optim: The optimizer as given.
+        lr_scheduler: The learning rate or scheduler as given.
+    """
 
     def __init__(self, model: nn.Module, optim: Optimizer | OptimizerConfig | TorchOptimizerFactory,
                  lr_scheduler: LrOrScheduler) -> None:
@@ -61,6 +72,16 @@ class Learner:
         return self._model
 
     def fit(self, train_loader: Any, valid_loader: Any = None) -> Any:
+        """Refused with directions: these components are trained by `SupervisedTraining.launch`
+        (Burn 0.20), or built into a fitting learner by `LearnerBuilder.build`.
+
+        Args:
+            train_loader: Not used.
+            valid_loader: Not used.
+
+        Raises:
+            TypeError: Always, saying which call trains the components.
+        """
         raise TypeError(
             "Learner(model, optim, lr) holds what to train (Burn 0.20); train it with "
             "SupervisedTraining(dir, train_loader, valid_loader)....launch(learner), or build a fitting "
@@ -81,7 +102,11 @@ class Learner:
         return self._scheduler
 
     def fork(self, device: str | torch.device) -> None:
-        """Move the model to `device` (Burn's `fork`: the model's parameters now live there)."""
+        """Move the model to `device` (Burn's `fork`: the model's parameters now live there).
+
+        Args:
+            device: The device, as torch names it.
+        """
         self._model = self._model.to(device)
 
     def lr_current(self) -> float:
@@ -93,7 +118,14 @@ class Learner:
         self._lr = self.scheduler().step()
 
     def train_step(self, item: Any) -> TrainOutput[Any]:
-        """The model's `train_step(item)`: forward and the (lazy) backward pass."""
+        """The model's `train_step(item)`: forward and the (lazy) backward pass.
+
+        Args:
+            item: One batch.
+
+        Raises:
+            TypeError: The model has no `train_step`, or it returns no `TrainOutput`.
+        """
         step = getattr(self._model, "train_step", None)
         if not callable(step):
             raise TypeError(f"{type(self._model).__name__} must implement train_step(batch) (burnlike.train.TrainStep)")
@@ -105,7 +137,14 @@ class Learner:
 
     def optimizer_step(self, grads: Gradients | GradientsParams) -> None:
         """Update the model with `grads` at `lr_current()` (Burn's `model.optimize(optim, lr, grads)`).
-        `grads` is a `TrainOutput`'s `backward(loss)` or a `GradientsParams` (e.g. accumulated)."""
+        `grads` is a `TrainOutput`'s `backward(loss)` or a `GradientsParams` (e.g. accumulated).
+
+        Args:
+            grads: The gradients to apply.
+
+        Raises:
+            TypeError: `grads` is neither.
+        """
         if isinstance(grads, Gradients):
             grads = GradientsParams.from_grads(grads, self._model)
         if not isinstance(grads, GradientsParams):
@@ -114,11 +153,19 @@ class Learner:
         self._model = self.optimizer().step(self._lr, self._model, grads)
 
     def load_model(self, record: Mapping[str, torch.Tensor]) -> None:
-        """Load the model's weights from a state dict (what `model().state_dict()` gives)."""
+        """Load the model's weights from a state dict (what `model().state_dict()` gives).
+
+        Args:
+            record: The state dict.
+        """
         self._model.load_state_dict(record)
 
     def load_optim(self, record: Mapping[str, Any]) -> None:
-        """Load the optimizer's state (a torch optimizer state dict, bound to the model's parameters)."""
+        """Load the optimizer's state, bound to the model's parameters.
+
+        Args:
+            record: A torch optimizer state dict.
+        """
         optimizer = self.optimizer()
         params = [p for p in self._model.parameters() if p.requires_grad]
         optimizer._bind(params, self._lr).load_state_dict(dict(record))
@@ -126,8 +173,14 @@ class Learner:
     def load_scheduler(self, record: Any) -> None:
         """Burn's `load_scheduler(record)`: the LR scheduler continues from Burn's record of it (its
         `to_record()`: nil for a constant rate, Noam's step count, ...; burnlike's earlier
-        `{"iteration": N}` state too); `lr_current()` is the rate it last gave. A record of another
-        scheduler raises ValueError saying what was expected."""
+        `{"iteration": N}` state too); `lr_current()` is the rate it last gave.
+
+        Args:
+            record: Burn's record of the scheduler.
+
+        Raises:
+            ValueError: A record of another scheduler, saying what was expected.
+        """
         scheduler = self.scheduler()
         if isinstance(record, Mapping) and set(record) <= {"iteration", "offset"} and "iteration" in record:
             scheduler.load_state_dict(dict(record))

@@ -49,11 +49,11 @@ class EvaluationResult:
     (synced across ranks), the `summary` (with `.summary()`), the `trainer`, and the `renderer`
     Burn's `eval` returns: the builder's, else Burn's default `CliMetricsRenderer`."""
 
-    name: str
-    metrics: dict[str, float]
-    summary: LearnerSummary | None = None
-    trainer: L.Trainer | None = field(default=None, repr=False)
-    renderer: MetricsRendererEvaluation = field(default_factory=CliMetricsRenderer, repr=False)
+    name: str  # the evaluation's name, as given to `evaluate`
+    metrics: dict[str, float]  # each metric's value over the whole loader
+    summary: LearnerSummary | None = None  # Burn's table, when the builder asked for a summary
+    trainer: L.Trainer | None = field(default=None, repr=False)  # the Lightning Trainer that ran the test
+    renderer: MetricsRendererEvaluation = field(default_factory=CliMetricsRenderer, repr=False)  # for the next builder
 
 
 class _TestModule(L.LightningModule):
@@ -79,19 +79,41 @@ class _TestModule(L.LightningModule):
 
 
 class Evaluator:
+    """A model ready to evaluate on test loaders (what `EvaluatorBuilder.build` returns).
+
+    Args:
+        builder: The settings.
+        model: The model: a module with an inference (or validation) step.
+
+    Attributes:
+        builder: The settings.
+        model: The model evaluated.
+        results: Metric values per evaluation (tag → metric → value), for the summary.
+    """
+
     def __init__(self, builder: EvaluatorBuilder, model: nn.Module) -> None:
         self.builder = builder
         self.model = model
-        self.results: dict[str, dict[str, float]] = {}  # tag → metric → value, for the summary
+        self.results: dict[str, dict[str, float]] = {}
 
     def eval(self, name: str, dataloader: Any) -> MetricsRendererEvaluation:
         """Burn's `eval(name, dataloader)`: evaluate, and return the renderer (the builder's, else
         Burn's default `CliMetricsRenderer`) for the next `EvaluatorBuilder(dir).renderer(...)`. The
-        values are in `results` and in `test/<name as a tag>/epoch-1/`; `evaluate` returns them all."""
+        values are in `results` and in `test/<name as a tag>/epoch-1/`; `evaluate` returns them all.
+
+        Args:
+            name: The evaluation's name (its log folder's tag).
+            dataloader: The test batches.
+        """
         return self.evaluate(name, dataloader).renderer
 
     def evaluate(self, name: str, dataloader: Any) -> EvaluationResult:
-        """Evaluate on `dataloader`; the logs go to `test/<name as a tag>/epoch-1/`."""
+        """Evaluate on `dataloader`; the logs go to `test/<name as a tag>/epoch-1/`.
+
+        Args:
+            name: The evaluation's name (its log folder's tag).
+            dataloader: The test batches.
+        """
         b = self.builder
         split = tagged_test_split(str(name))
         module = _TestModule(self.model, b._metrics)
@@ -133,7 +155,14 @@ class Evaluator:
 
 
 class EvaluatorBuilder:
-    """`EvaluatorBuilder(directory)` → `.build(model)` → `Evaluator.eval(name, loader)`."""
+    """`EvaluatorBuilder(directory)` → `.build(model)` → `Evaluator.eval(name, loader)`.
+
+    Args:
+        directory: Where the test logs go (a training run's dir puts them beside its own).
+
+    Attributes:
+        directory: Where the test logs go.
+    """
 
     def __init__(self, directory: str | Path) -> None:
         self.directory = Path(directory)
@@ -147,38 +176,71 @@ class EvaluatorBuilder:
         self._trainer_kwargs: dict[str, Any] = {}
 
     def metric(self, metric: Metric) -> EvaluatorBuilder:
+        """Compute `metric` on the test batches and log it.
+
+        Args:
+            metric: The metric.
+
+        Raises:
+            TypeError: Not a burnlike `Metric`.
+        """
         if not isinstance(metric, Metric):
             raise TypeError(f"expected a burnlike Metric (e.g. AccuracyMetric()), got {type(metric).__name__}")
         self._metrics.append(metric)
         return self
 
     def metric_numeric(self, metric: Metric) -> EvaluatorBuilder:
+        """`metric`, and its value in the summary.
+
+        Args:
+            metric: The metric.
+        """
         self.metric(metric)
         self._numeric.add(metric.name)
         return self
 
     def metrics(self, *metrics: Metric | tuple[Metric, ...]) -> EvaluatorBuilder:
+        """Register each metric as numeric (Burn's `.metrics((a, b))`).
+
+        Args:
+            *metrics: Metrics, or tuples of them.
+        """
         for m in flat_metrics(metrics):
             self.metric_numeric(m)
         return self
 
     def metrics_text(self, *metrics: Metric | tuple[Metric, ...]) -> EvaluatorBuilder:
+        """Register each metric as text: logged and rendered, not in the summary.
+
+        Args:
+            *metrics: Metrics, or tuples of them.
+        """
         for m in flat_metrics(metrics):
             self.metric(m)
         return self
 
     def summary(self) -> EvaluatorBuilder:
+        """Print Burn's summary table after each evaluation (`EvaluationResult.summary`)."""
         self._summary = True
         return self
 
     def with_application_logger(self, logger: ApplicationLoggerInstaller | bool | None) -> EvaluatorBuilder:
         """Burn's `with_application_logger(Option<Box<dyn ApplicationLoggerInstaller>>)`: None (or
         False) for none, an installer (`FileApplicationLoggerInstaller(path)`) for that one; True (the
-        default) writes `evaluation.log` in the directory."""
+        default) writes `evaluation.log` in the directory.
+
+        Args:
+            logger: The installer, True, or None/False.
+        """
         self._application_logger = application_logger(logger, "EvaluatorBuilder.with_application_logger")
         return self
 
     def progress_bar(self, enabled: bool = True) -> EvaluatorBuilder:
+        """Show Lightning's progress bar while evaluating (on unless turned off).
+
+        Args:
+            enabled: Whether to show it.
+        """
         self._progress_bar = enabled
         return self
 
@@ -186,20 +248,39 @@ class EvaluatorBuilder:
         """Burn's `renderer(r)`: `r` (a `MetricsRenderer`, see `burnlike.train.renderer`) replaces the
         progress display; each `eval(name, loader)` calls `update_test(EvaluationName(name), state)`
         per metric and `render_test(EvaluationProgress, progress_indicators)` for every step, then
-        `on_test_end(summary)`."""
+        `on_test_end(summary)`.
+
+        Args:
+            renderer: The metrics renderer.
+        """
         self._renderer = check_renderer(renderer, EVALUATION_METHODS)
         return self
 
     def execution(self, strategy: Execution) -> EvaluatorBuilder:
-        """Where to evaluate (default: the device the model's parameters are on, as in Burn)."""
+        """Where to evaluate (default: the device the model's parameters are on, as in Burn).
+
+        Args:
+            strategy: An `ExecutionStrategy` (or Burn 0.19's `LearningStrategy`).
+        """
         self._execution = as_execution(strategy)
         return self
 
     def trainer_kwargs(self, **kwargs: Any) -> EvaluatorBuilder:
+        """Any other `lightning.Trainer` argument, over burnlike's.
+
+        Args:
+            **kwargs: Trainer arguments (`precision`, `limit_test_batches` ...).
+        """
         self._trainer_kwargs.update(kwargs)
         return self
 
     def trainer_kwargs_for(self, model: nn.Module) -> dict[str, Any]:
+        """The Trainer's arguments for evaluating `model`: no logger, checkpoints or model summary,
+        the execution's devices, then `trainer_kwargs` over them.
+
+        Args:
+            model: The model (its parameters' device is the default execution).
+        """
         execution = self._execution
         if execution is None:
             device = next((p.device for p in model.parameters()), None)
@@ -211,6 +292,14 @@ class EvaluatorBuilder:
         return {**kwargs, **self._trainer_kwargs}
 
     def build(self, model: nn.Module) -> Evaluator:
+        """The evaluator of `model`, after checking it has an inference step the metrics can read.
+
+        Args:
+            model: The model: a module with an inference (or validation) step.
+
+        Raises:
+            TypeError: The model has no inference step, or its output doesn't feed a metric.
+        """
         inference_fn(model)  # a clear error now if the model has no inference step
         item_type = output_type(model, InferenceStep) or output_type(model, ValidStep)
         if item_type is not None:

@@ -38,36 +38,58 @@ class TrainingItem(Generic[T]):
     iterator's `progress()`), the epochs (`Progress(epoch, num_epochs)`), the step within the
     epoch and the learning rate it trained at (None for validation)."""
 
-    item: T
-    progress: Progress
-    global_progress: Progress
-    iteration: int | None = None
-    lr: float | None = None
+    item: T  # the step's output, which the metrics read
+    progress: Progress  # where the split's pass stands, in items
+    global_progress: Progress  # where the training stands, in epochs
+    iteration: int | None = None  # the step within the epoch
+    lr: float | None = None  # the learning rate the step trained at (None: validation)
 
 
 @dataclass(frozen=True)
 class LearnerEvent:
     """Burn's `LearnerEvent::{Start, ProcessedItem(item), EndEpoch(epoch), End(summary)}`."""
 
-    Start: ClassVar[LearnerEvent]  # Burn's unit variant, set below
+    Start: ClassVar[LearnerEvent]
+    """The fit starts: the renderer registers the metrics (Burn's unit variant)."""
 
-    kind: str
-    item: TrainingItem[Any] | None = None
-    epoch: int | None = None
-    summary: LearnerSummary | None = None
+    kind: str  # "start", "processed_item", "end_epoch" or "end"
+    item: TrainingItem[Any] | None = None  # a ProcessedItem's step output
+    epoch: int | None = None  # an EndEpoch's epoch, from 1
+    summary: LearnerSummary | None = None  # an End's summary (None: none)
 
     @classmethod
     def ProcessedItem(cls, item: TrainingItem[Any]) -> LearnerEvent:  # noqa: N802 - Burn's variant name
+        """A step is done: its output feeds the metrics and the renderer.
+
+        Args:
+            item: The step's output and progress.
+
+        Raises:
+            TypeError: `item` is not a `TrainingItem`.
+        """
         if not isinstance(item, TrainingItem):
             raise TypeError(f"LearnerEvent.ProcessedItem expects a TrainingItem, got {type(item).__name__}")
         return cls("processed_item", item=item)
 
     @classmethod
     def EndEpoch(cls, epoch: int) -> LearnerEvent:  # noqa: N802
+        """The split's epoch is done: its metrics' values go to the store and the log files.
+
+        Args:
+            epoch: The epoch, from 1.
+
+        Raises:
+            ValueError: Not an integer >= 1.
+        """
         return cls("end_epoch", epoch=positive_int(epoch, "LearnerEvent.EndEpoch's epoch number (from 1)"))
 
     @classmethod
     def End(cls, summary: LearnerSummary | None = None) -> LearnerEvent:  # noqa: N802
+        """The fit is done: the renderer's `on_train_end(summary)`.
+
+        Args:
+            summary: The run's summary (None: none).
+        """
         return cls("end", summary=summary)
 
 
@@ -78,19 +100,40 @@ class EventProcessorTraining:
     """Burn's `EventProcessorTraining` trait: `process_train`, `process_valid` and `renderer()`."""
 
     def process_train(self, event: LearnerEvent) -> None:
+        """Handle an event of the training split.
+
+        Args:
+            event: The event.
+        """
         raise NotImplementedError
 
     def process_valid(self, event: LearnerEvent) -> None:
+        """Handle an event of the validation split.
+
+        Args:
+            event: The event.
+        """
         raise NotImplementedError
 
     def renderer(self) -> Any:
+        """The metrics renderer the events reach (None: none)."""
         raise NotImplementedError
 
 
 class SupervisedTrainingEventProcessor(EventProcessorTraining):
     """The run's metrics (per split), its metric store and its renderer (None: each epoch's values
     go to the `burnlike.train` log only), driven by a custom loop's events. Metrics registered as
-    numeric (`numeric[split]`) reach the renderer as `MetricState.Numeric`."""
+    numeric (`numeric[split]`) reach the renderer as `MetricState.Numeric`.
+
+    Args:
+        metrics: The metrics per split (`{"train": [...], "valid": [...]}`).
+        store: The run's metric store; its listeners write the epoch log files.
+        renderer: The metrics renderer (None: the log only).
+        numeric: The names registered as numeric, per split (None: none).
+
+    Attributes:
+        store: The run's metric store.
+    """
 
     def __init__(self, metrics: Mapping[str, Sequence[Metric]], store: MetricStore, renderer: Any = None,
                  numeric: Mapping[str, Sequence[str]] | None = None) -> None:
@@ -103,19 +146,45 @@ class SupervisedTrainingEventProcessor(EventProcessorTraining):
         self._started = False
 
     def metrics(self, split: str) -> list[Metric]:
+        """The split's metrics.
+
+        Args:
+            split: "train" or "valid".
+        """
         return self._metrics[split]
 
     def numeric_names(self, split: str) -> list[str]:
-        """The split's metrics registered as numeric (the summary's rows)."""
+        """The split's metrics registered as numeric (the summary's rows).
+
+        Args:
+            split: "train" or "valid".
+        """
         return [m.name for m in self._metrics[split] if m.name in self._numeric[split]]
 
     def renderer(self) -> Any:
+        """The metrics renderer (None: none)."""
         return self._renderer
 
     def process_train(self, event: LearnerEvent) -> None:
+        """Handle an event of the training split.
+
+        Args:
+            event: The event.
+
+        Raises:
+            TypeError: `event` is not a `LearnerEvent`.
+        """
         self._process("train", event)
 
     def process_valid(self, event: LearnerEvent) -> None:
+        """Handle an event of the validation split.
+
+        Args:
+            event: The event.
+
+        Raises:
+            TypeError: `event` is not a `LearnerEvent`.
+        """
         self._process("valid", event)
 
     def _process(self, split: str, event: LearnerEvent) -> None:

@@ -27,19 +27,26 @@ class Interrupter:
         self._message: str | None = None
 
     def stop(self, reason: str | None = None) -> None:
-        """Ask the learner to stop at the next step; safe from any thread."""
+        """Ask the learner to stop at the next step; safe from any thread.
+
+        Args:
+            reason: What the log line names as the cause (None: keep any earlier reason).
+        """
         if reason is not None:
             with self._lock:
                 self._message = str(reason)
         self._event.set()
 
     def reset(self) -> None:
+        """Clear the flag, so the interrupter can serve another fit."""
         self._event.clear()
 
     def should_stop(self) -> bool:
+        """Whether a stop was asked for."""
         return self._event.is_set()
 
     def get_message(self) -> str | None:
+        """The reason given to `stop` (None: none)."""
         with self._lock:
             return self._message
 

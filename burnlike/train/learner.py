@@ -51,10 +51,10 @@ class TrainingResult:
     `CliMetricsRenderer`, which `EvaluatorBuilder(dir).renderer(...)` takes (it prints each test step,
     as Burn's does; leave `.renderer(...)` out to keep the progress display)."""
 
-    model: nn.Module
-    summary: LearnerSummary | None = None
-    trainer: L.Trainer | None = field(default=None, repr=False)
-    renderer: Any = field(default=None, repr=False)
+    model: nn.Module  # the trained model, in eval mode
+    summary: LearnerSummary | None = None  # the metrics' summary, when the builder asked for one
+    trainer: L.Trainer | None = field(default=None, repr=False)  # the Lightning Trainer that ran the fit
+    renderer: Any = field(default=None, repr=False)  # the metrics renderer, for an evaluator to take over
 
     def __post_init__(self) -> None:
         if self.renderer is None:  # Burn: `default_renderer`, the CLI renderer off a terminal (renderer/mod.rs)

@@ -66,7 +66,18 @@ class LearningCheckpointer:
     """Burn's `LearningCheckpointer`: after each epoch the checkpointing strategy decides; a save
     writes `checkpoint/model-N`, `optim-N` and `scheduler-N` through the recorder (Burn's files: the
     module record, Burn's optimizer record for Adam, AdamW, SGD, RMSProp and AdaGrad, Burn's LR
-    scheduler record), each durably through a temp file; a delete removes the three."""
+    scheduler record), each durably through a temp file; a delete removes the three.
+
+    Args:
+        folder: The run's `checkpoint/` folder.
+        recorder: The files' format.
+        strategy: Which epochs' checkpoints to keep.
+
+    Attributes:
+        folder: The run's `checkpoint/` folder.
+        recorder: The files' format.
+        strategy: Which epochs' checkpoints to keep.
+    """
 
     def __init__(self, folder: AnyPath, recorder: Recorder, strategy: CheckpointingStrategy) -> None:
         self.folder = folder
@@ -74,9 +85,22 @@ class LearningCheckpointer:
         self.strategy = strategy
 
     def path(self, kind: str, epoch: int) -> AnyPath:
+        """The file of `kind` for `epoch` (`checkpoint/model-3.mpk`).
+
+        Args:
+            kind: "model", "optim" or "scheduler".
+            epoch: The epoch, from 1.
+        """
         return epoch_file(self.folder, kind, epoch, self.recorder.file_extension())
 
     def checkpoint(self, learner: Learner, epoch: int, store: MetricStore) -> None:
+        """After epoch `epoch`: save and delete what the strategy says.
+
+        Args:
+            learner: The learning components.
+            epoch: The epoch just finished.
+            store: The run's metric store (a metric-based strategy reads it).
+        """
         for action in self.strategy.checkpointing(epoch, store):
             if isinstance(action, Save):
                 self.save(learner, epoch)
@@ -88,6 +112,12 @@ class LearningCheckpointer:
                         path.unlink()
 
     def save(self, learner: Learner, epoch: int) -> None:
+        """Write `model-N`, `optim-N` and `scheduler-N` for `epoch`.
+
+        Args:
+            learner: The learning components.
+            epoch: The epoch.
+        """
         log.debug("saving checkpoint %s", self.path("model", epoch))
         model = learner.model()
         self.recorder.save_module(model, self.path("model", epoch), exact_path=True, durable=True)
@@ -108,7 +138,16 @@ class LearningCheckpointer:
         return encode_checkpoint({_OPTIM_KEY: state}, self.recorder)
 
     def load_checkpoint(self, learner: Learner, device: str | torch.device | None, epoch: int) -> Learner:
-        """The learner with epoch `epoch`'s model, optimizer and scheduler states put back."""
+        """The learner with epoch `epoch`'s model, optimizer and scheduler states put back.
+
+        Args:
+            learner: The learning components to restore.
+            device: Where the model goes (None: where it is).
+            epoch: The epoch whose checkpoint to load.
+
+        Raises:
+            RecordError: A file is missing or doesn't fit the learner.
+        """
         for kind in ("model", "optim", "scheduler"):
             if not self.path(kind, epoch).exists():
                 raise FileNotFoundError(f"checkpoint({epoch}): no {kind} file at {self.path(kind, epoch)}")
@@ -146,12 +185,25 @@ class LearningCheckpointer:
 
 
 class EarlyStoppingStrategies:
-    """The builder's early-stopping strategies as Burn's one `early_stopping`: stop when any says so."""
+    """The builder's early-stopping strategies as Burn's one `early_stopping`: stop when any says so.
+
+    Args:
+        strategies: The strategies; each sees every epoch.
+
+    Attributes:
+        strategies: The strategies.
+    """
 
     def __init__(self, strategies: Sequence[MetricEarlyStoppingStrategy]) -> None:
         self.strategies = list(strategies)
 
     def should_stop(self, epoch: int, store: MetricStore) -> bool:
+        """Whether any strategy says to stop after `epoch`.
+
+        Args:
+            epoch: The epoch just finished.
+            store: The run's metric store.
+        """
         return any([s.should_stop(epoch, store) for s in self.strategies])  # each sees every epoch
 
 
@@ -159,16 +211,16 @@ class EarlyStoppingStrategies:
 class TrainingComponents:
     """Burn's `TrainingComponents`: what `SupervisedLearningStrategy.fit` works with."""
 
-    num_epochs: int
-    checkpoint: int | None
-    checkpointer: LearningCheckpointer | None
-    grad_accumulation: int | None
-    interrupter: Interrupter
-    early_stopping: EarlyStoppingStrategies | None
-    event_processor: SupervisedTrainingEventProcessor
-    event_store: MetricStore
-    summary: bool = False
-    artifact_dir: AnyPath | None = None
+    num_epochs: int  # the last epoch to train
+    checkpoint: int | None  # the epoch to resume from (None: a fresh start)
+    checkpointer: LearningCheckpointer | None  # saves each epoch's files (None: no checkpoints)
+    grad_accumulation: int | None  # batches per optimizer step (None: 1)
+    interrupter: Interrupter  # the stop flag the loop checks between steps
+    early_stopping: EarlyStoppingStrategies | None  # asked after each epoch (None: never stop early)
+    event_processor: SupervisedTrainingEventProcessor  # takes the loop's events: metrics, logs, renderer
+    event_store: MetricStore  # every epoch's metric values
+    summary: bool = False  # print the summary table at the end
+    artifact_dir: AnyPath | None = None  # the run dir (metrics.png goes there)
 
 
 class SupervisedLearningStrategy(ABC):
@@ -177,7 +229,14 @@ class SupervisedLearningStrategy(ABC):
     def train(self, learner: Learner, dataloader_train: Any, dataloader_valid: Any,
               training_components: TrainingComponents) -> LearningResult:
         """Resume from the checkpoint if one is set, run `fit` between `Start` and `End`, and return
-        the model in eval mode with the summary and the renderer (Burn's `LearningResult`)."""
+        the model in eval mode with the summary and the renderer (Burn's `LearningResult`).
+
+        Args:
+            learner: The learning components.
+            dataloader_train: The training batches.
+            dataloader_valid: The validation batches.
+            training_components: The run's settings and services.
+        """
         components = training_components
         starting_epoch = 1
         if components.checkpoint is not None:
@@ -201,7 +260,19 @@ class SupervisedLearningStrategy(ABC):
     @abstractmethod
     def fit(self, training_components: TrainingComponents, learner: Learner, dataloader_train: Any,
             dataloader_valid: Any, starting_epoch: int) -> tuple[nn.Module, SupervisedTrainingEventProcessor]:
-        """The training loop, from `starting_epoch` to `training_components.num_epochs`."""
+        """The training loop, from `starting_epoch` to `training_components.num_epochs`.
+
+        Args:
+            training_components: The run's settings and services (events, checkpointer, interrupter ...).
+            learner: The learning components: `train_step`, `optimizer_step`, `lr_step` ...
+            dataloader_train: The training batches.
+            dataloader_valid: The validation batches.
+            starting_epoch: The first epoch to train (after a resume: the checkpoint's + 1).
+
+        Returns:
+            The trained model and the event processor.
+        """
 
 
-CustomLearningStrategy = SupervisedLearningStrategy  # Burn's `CustomLearningStrategy<LC>` (an Arc of one)
+CustomLearningStrategy = SupervisedLearningStrategy
+"""Burn's `CustomLearningStrategy<LC>` (an Arc of a `SupervisedLearningStrategy`): the same class."""

@@ -167,17 +167,27 @@ class ApplicationLoggerInstaller(Protocol):
     Burn's returns `Result<(), String>`; here a failure raises (the run goes on, with a warning, as
     Burn's), and a returned `logging.Handler` is removed when the run ends."""
 
-    def install(self) -> Any: ...
+    def install(self) -> Any:
+        """Set up the log's destination; may return a `logging.Handler` to remove at the run's end."""
+        ...
 
 
 class FileApplicationLoggerInstaller:
     """Burn's `FileApplicationLoggerInstaller::new(path)`: burnlike's and Lightning's log records,
-    INFO and up, into the file at `path` (what the default `experiment.log` is)."""
+    INFO and up, into the file at `path` (what the default `experiment.log` is).
+
+    Args:
+        path: The log file (its folder is created).
+
+    Attributes:
+        path: The log file.
+    """
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
 
     def install(self) -> logging.Handler:
+        """Attach the file's handler to burnlike's and Lightning's loggers; it is returned for removal."""
         return install_experiment_log(self.path.parent, self.path.name)
 
 

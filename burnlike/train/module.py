@@ -103,19 +103,35 @@ def outputs_providing(kind: str) -> list[str]:
 class StepModule(StepHost):
     """Wrap `model` (implementing `train_step`/`valid_step`) for a `lightning.Trainer`.
 
-    `optimizer`: a burnlike optimizer/config (`AdamConfig()`), or `callable(params, lr=...)`.
-    `lr_or_scheduler`: a float (constant) or a Burn LR scheduler config/instance.
     Registering a metric the output can't feed fails here when the model declares its output type
     (`TrainStep[B, O]` or a return hint), else at the first step.
-    `grads_accumulation`: Burn's (`LearnerBuilder.grads_accumulation(n)`): the optimizer steps on the
-    sum of every n batches' gradients, the LR scheduler steps every batch and a group the epoch ends
-    in is dropped (burn-train `supervised/strategies/single/epoch.rs`); n > 1 runs the step in
-    Lightning's manual optimization (`graph_step.ManualStep`). Lightning's own
-    `Trainer(accumulate_grad_batches=n)`, with the default 1 here, averages instead and steps the
-    scheduler per optimizer step.
-    `cuda_graph`: the fast path (burnlike.train.graph_step): manual optimization, the step captured
-    in CUDA graphs and replayed, with the same accumulation (the Trainer's `accumulate_grad_batches`
-    and `gradient_clip_val` are for automatic optimization only).
+
+    Args:
+        model: The model: `train_step`, and `valid_step` or `inference_step`.
+        optimizer: A burnlike optimizer or config (`AdamConfig()`), or `callable(params, lr=...)`.
+        lr_or_scheduler: A float (constant) or a Burn LR scheduler config/instance.
+        train_metrics: The metrics of the training steps.
+        valid_metrics: The metrics of the validation steps (separate instances from the train ones).
+        cuda_graph: The fast path (burnlike.train.graph_step): manual optimization, the step
+            captured in CUDA graphs and replayed, with the same accumulation (the Trainer's
+            `accumulate_grad_batches` and `gradient_clip_val` are for automatic optimization only).
+        grads_accumulation: Burn's (`LearnerBuilder.grads_accumulation(n)`): the optimizer steps on
+            the sum of every n batches' gradients, the LR scheduler steps every batch and a group the
+            epoch ends in is dropped (burn-train `supervised/strategies/single/epoch.rs`); n > 1 runs
+            the step in Lightning's manual optimization (`graph_step.ManualStep`). Lightning's own
+            `Trainer(accumulate_grad_batches=n)`, with the default 1 here, averages instead and steps
+            the scheduler per optimizer step.
+
+    Attributes:
+        model: The wrapped model.
+        optim: The initialised optimizer.
+        lr_or_scheduler: The learning rate or scheduler as given.
+        train_metrics: The train metrics (registered: they follow the module across devices).
+        valid_metrics: The valid metrics.
+        store: The run's metric store: every epoch's value of every metric.
+        graph_step: The CUDA-graph step (None: eager).
+        manual_step: The step under manual optimization, graph or accumulation (None: automatic).
+        automatic_optimization: Lightning's switch: False when `manual_step` runs the step.
     """
 
     def __init__(
@@ -172,10 +188,18 @@ class StepModule(StepHost):
             super().__setattr__(name, value)
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
+        """The model's forward."""
         return self.model(*args, **kwargs)
 
     # Steps -------------------------------------------------------------------------------------
     def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
+        """Lightning's step: the model's `train_step`, its item fed to the train metrics, its loss
+        returned for Lightning's backward (or the manual step, which does its own).
+
+        Args:
+            batch: The batch.
+            batch_idx: Its index in the epoch.
+        """
         if self.manual_step is not None:
             return self.manual_step.step(batch, batch_idx)
         out = self.train_output(batch)
@@ -187,7 +211,14 @@ class StepModule(StepHost):
         return out.grads.loss
 
     def train_output(self, batch: Any) -> TrainOutput[Any]:
-        """The model's `train_step(batch)`, checked: a `TrainOutput` holding `backward(loss)`."""
+        """The model's `train_step(batch)`, checked: a `TrainOutput` holding `backward(loss)`.
+
+        Args:
+            batch: The batch.
+
+        Raises:
+            TypeError: The step returns something else.
+        """
         out = self.model.train_step(batch)  # type: ignore[operator]  # nn.Module attribute typing
         if not isinstance(out, TrainOutput):
             raise TypeError(
@@ -204,7 +235,12 @@ class StepModule(StepHost):
         return out
 
     def update_train_metrics(self, item: Any, metrics: Sequence[Metric] | None = None) -> None:
-        """Feed `item` to the train metrics (or to `metrics`), with the iteration and lr they may need."""
+        """Feed `item` to the train metrics (or to `metrics`), with the iteration and lr they may need.
+
+        Args:
+            item: The step's output item.
+            metrics: The metrics to feed (None: every train metric).
+        """
         targets: Sequence[Metric] = self.metrics("train") if metrics is None else metrics
         if not targets:
             return
@@ -219,9 +255,16 @@ class StepModule(StepHost):
             m.update(item, ctx)
 
     def metric_context(self) -> MetricContext:
+        """The context the metrics get with each item (iteration, learning rate)."""
         return self._ctx
 
     def validation_step(self, batch: Any, batch_idx: int) -> None:
+        """Lightning's step: the model's `valid_step` (or `inference_step`), fed to the valid metrics.
+
+        Args:
+            batch: The batch.
+            batch_idx: Its index in the epoch.
+        """
         item = getattr(self.model, self._valid_name)(batch)
         if self.trainer.sanity_checking:
             return
@@ -230,20 +273,38 @@ class StepModule(StepHost):
             m.update(item, self._ctx)
 
     def metrics(self, split: str) -> list[Metric]:
-        """The metrics registered for `split` ("train" or "valid")."""
+        """The metrics registered for `split`.
+
+        Args:
+            split: "train" or "valid".
+        """
         return self._metrics[split]
 
     def check_output(self, split: str, item_type: type | None) -> None:
         """Check `split`'s metrics against its output type once: from the model's declared type at
-        construction, else from the first step's item (untyped models)."""
+        construction, else from the first step's item (untyped models).
+
+        Args:
+            split: "train" or "valid".
+            item_type: The output item's type (None: not known yet).
+
+        Raises:
+            MetricInputError: A metric needs an input the item can't provide.
+        """
         if item_type is None or split in self._checked:
             return
         check_metrics(item_type, self.metrics(split), split)
         self._checked.add(split)
 
-    exact_resume = False  # set by `Learner.fit`: this fit's train loader continues exactly where it stopped
+    exact_resume = False
+    """Set by `Learner.fit`: this fit's train loader continues exactly where it stopped."""
 
     def setup(self, stage: str) -> None:
+        """Quiet Lightning's warnings in every process (and its resumability one when the resume is exact).
+
+        Args:
+            stage: Lightning's stage ("fit", "validate" ...).
+        """
         quiet_lightning()  # in every process: ddp_spawn's don't inherit the warning filters
         if self.exact_resume:
             ignore_not_resumable()
@@ -257,10 +318,12 @@ class StepModule(StepHost):
             self._sharded = True
 
     def on_train_start(self) -> None:
+        """A new fit captures its CUDA graphs afresh."""
         if self.graph_step is not None:
             self.graph_step.reset()
 
     def on_validation_model_zero_grad(self) -> None:
+        """Lightning's gradient reset before a validation, skipped inside an accumulation group."""
         # Lightning frees the gradients before a validation; a validation inside an accumulation
         # group (val_check_interval) must not drop the group's gradients so far
         if self.manual_step is not None and self.manual_step.pending:
@@ -279,16 +342,22 @@ class StepModule(StepHost):
             self.finish_epoch("train")
 
     def on_validation_epoch_end(self) -> None:
+        """The validation epoch's values go to the store."""
         if not self.trainer.sanity_checking:
             self.finish_epoch("valid")
 
     def on_train_epoch_end(self) -> None:
+        """The train epoch's values go to the store (unless a validation stored them already)."""
         self.finish_epoch("train")
 
     def finish_epoch(self, split: str) -> None:
         """Aggregate (synced) into the store, once per epoch; Lightning's log gets `split/Name` too,
         for Lightning's callbacks (the loggers get the store's values from `MetricLoggerBridge`, at
-        step = the epoch)."""
+        step = the epoch).
+
+        Args:
+            split: "train" or "valid".
+        """
         epoch = self.current_epoch + 1
         if (split, epoch) in self._finished or self.store.has_epoch(Split(split), epoch):
             return  # (stored before a resume: a checkpoint taken during the epoch's validation)
@@ -301,11 +370,22 @@ class StepModule(StepHost):
         self.store.end_epoch(Split(split), epoch, entries)
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        """The metric store and the train epoch's steps so far go into the checkpoint.
+
+        Args:
+            checkpoint: Lightning's checkpoint dict.
+        """
         EpochCheckpoint(metric_store=self.store.state_dict(), epoch_history=self._train_history()).add_to(checkpoint)
         if self.graph_step is not None:
             host_lr(checkpoint)
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        """The metric store (and a mid-epoch checkpoint's steps) come back; Burn's per-epoch layout
+        loads the weights from the epoch's module record.
+
+        Args:
+            checkpoint: Lightning's checkpoint dict.
+        """
         saved = EpochCheckpoint.from_dict(checkpoint)
         self.store.load_state_dict(saved.metric_store or {})
         if saved.batches_done:  # a mid-epoch checkpoint: the epoch's steps so far count too
@@ -341,6 +421,11 @@ class StepModule(StepHost):
 
     # Optimization ------------------------------------------------------------------------------
     def configure_optimizers(self) -> OptimizerLRScheduler:
+        """The torch optimizer, with the Burn schedule as a per-step `LambdaLR` over a base lr of 1.
+
+        Raises:
+            TypeError: `lr_or_scheduler` is neither a float nor a Burn scheduler.
+        """
         params = [p for p in self.model.parameters() if p.requires_grad]
         spec = self.lr_or_scheduler
         if isinstance(spec, (int, float)):
@@ -356,17 +441,33 @@ class StepModule(StepHost):
         self, optimizer: torch.optim.Optimizer, gradient_clip_val: float | None = None,
         gradient_clip_algorithm: str | None = None,
     ) -> None:
+        """The optimizer config's Burn clipping, then Lightning's `gradient_clip_val`.
+
+        Args:
+            optimizer: The torch optimizer.
+            gradient_clip_val: The Trainer's clipping value (None: none).
+            gradient_clip_algorithm: The Trainer's clipping algorithm ("norm" or "value").
+        """
         self.clip_gradients_burn(optimizer)
         self.clip_gradients(optimizer, gradient_clip_val, gradient_clip_algorithm)
 
     def on_before_optimizer_step(self, optimizer: torch.optim.Optimizer) -> None:
+        """Under manual optimization, the Burn clipping (Lightning doesn't call `configure_gradient_clipping` there).
+
+        Args:
+            optimizer: The torch optimizer.
+        """
         # Manual optimization (the fast path's eager steps): Lightning calls this after unscaling
         # fp16 gradients and doesn't call configure_gradient_clipping.
         if not self.automatic_optimization:
             self.clip_gradients_burn(optimizer)
 
     def clip_gradients_burn(self, optimizer: torch.optim.Optimizer) -> None:
-        """The optimizer config's Burn clipping: each parameter tensor on its own."""
+        """The optimizer config's Burn clipping: each parameter tensor on its own.
+
+        Args:
+            optimizer: The torch optimizer whose parameters' gradients to clip.
+        """
         clipping = self.optim.grad_clipping
         if clipping is not None:
             clipping.clip(p for group in optimizer.param_groups for p in group["params"])

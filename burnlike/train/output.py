@@ -33,47 +33,51 @@ class Adaptor:
 
 @dataclass
 class ClassificationOutput(Adaptor):
-    """`loss` (scalar), `output` logits [B, C], `targets` int [B]. Feeds what Burn's adapts it to
-    (burn-train `learner/classification.rs`): Loss, Accuracy, Top-K, AUROC, the confusion-stats
-    metrics and Perplexity."""
+    """A classification step's output. Feeds what Burn's adapts it to (burn-train
+    `learner/classification.rs`): Loss, Accuracy, Top-K, AUROC, the confusion-stats metrics and
+    Perplexity."""
 
-    loss: Tensor
-    output: Tensor
-    targets: Tensor
+    loss: Tensor  # the batch's scalar loss
+    output: Tensor  # logits [B, C]
+    targets: Tensor  # class indices, int [B]
     provides: ClassVar[frozenset[str]] = frozenset({LOSS, ACCURACY, TOP_K, CONFUSION, PERPLEXITY, NONE})
+    """The metric inputs it adapts to."""
 
 
 @dataclass
 class MultiLabelClassificationOutput(Adaptor):
-    """`loss`, `output` logits [B, C], `targets` int/bool [B, C] (multi-hot)."""
+    """A multi-label classification step's output: feeds Loss, the Hamming score and the
+    confusion-stats metrics."""
 
-    loss: Tensor
-    output: Tensor
-    targets: Tensor
+    loss: Tensor  # the batch's scalar loss
+    output: Tensor  # logits [B, C], one independent score per label
+    targets: Tensor  # multi-hot labels, int or bool [B, C]
     provides: ClassVar[frozenset[str]] = frozenset({LOSS, HAMMING, CONFUSION, NONE})
+    """The metric inputs it adapts to."""
 
 
 @dataclass
 class RegressionOutput(Adaptor):
-    """`loss`, `output` [B, D], `targets` [B, D]."""
+    """A regression step's output: feeds Loss (and the metrics that need no output)."""
 
-    loss: Tensor
-    output: Tensor
-    targets: Tensor
+    loss: Tensor  # the batch's scalar loss
+    output: Tensor  # predictions [B, D]
+    targets: Tensor  # true values [B, D]
     provides: ClassVar[frozenset[str]] = frozenset({LOSS, NONE})
+    """The metric inputs it adapts to."""
 
 
 @dataclass
 class SequenceOutput(Adaptor):
-    """Burn 0.21's sequence output: `loss`, `logits` [B, S, V], `predictions` [B, S] token ids or None
-    (then the argmax of the logits), `targets` [B, S]. Feeds Loss, Accuracy and Top-K (per token),
-    Perplexity, CER and WER."""
+    """Burn 0.21's sequence output. Feeds Loss, Accuracy and Top-K (per token), Perplexity, CER and
+    WER."""
 
-    loss: Tensor
-    logits: Tensor
-    predictions: Tensor | None
-    targets: Tensor
+    loss: Tensor  # the batch's scalar loss
+    logits: Tensor  # [B, S, V] over a vocabulary of V tokens
+    predictions: Tensor | None  # token ids [B, S], or None for the argmax of the logits
+    targets: Tensor  # token ids [B, S]
     provides: ClassVar[frozenset[str]] = frozenset({LOSS, ACCURACY, TOP_K, PERPLEXITY, CER, WER, NONE})
+    """The metric inputs it adapts to."""
 
     @property
     def output(self) -> Tensor:
@@ -81,4 +85,5 @@ class SequenceOutput(Adaptor):
         return self.logits
 
     def predicted_tokens(self) -> Tensor:
+        """The predicted token ids [B, S] CER and WER compare: `predictions`, or the logits' argmax."""
         return self.predictions if self.predictions is not None else self.logits.argmax(dim=-1)

@@ -33,7 +33,8 @@ import torch
 
 from burnlike.checks import positive_int
 
-Device = str | int | torch.device  # Burn's device, as `devices([...])` takes it
+Device = str | int | torch.device
+"""Burn's device, as `devices([...])` takes it: `"cpu"`, `"cuda:1"`, a CUDA index or a `torch.device`."""
 
 __all__ = [
     "CollectiveConfig",
@@ -80,9 +81,9 @@ class DistributedConfig:
     the nodes themselves are started by torchrun/srun (docs/clusters.md).
     """
 
-    all_reduce_op: ReduceOperation = ReduceOperation.MEAN
-    num_nodes: int = 1
-    process_group_backend: str | None = None
+    all_reduce_op: ReduceOperation = ReduceOperation.MEAN  # how gradients combine across processes (Mean only)
+    num_nodes: int = 1  # the machines the run spans
+    process_group_backend: str | None = None  # "gloo", "nccl"; None lets Lightning pick
 
     def __post_init__(self) -> None:
         self.all_reduce_op = ReduceOperation(self.all_reduce_op)
@@ -94,6 +95,11 @@ class DistributedConfig:
         positive_int(self.num_nodes, "DistributedConfig.num_nodes")
 
     def with_num_nodes(self, num_nodes: int) -> DistributedConfig:
+        """This config over `num_nodes` machines.
+
+        Args:
+            num_nodes: The machines, >= 1.
+        """
         return type(self)(self.all_reduce_op, num_nodes, self.process_group_backend)
 
 
@@ -105,9 +111,9 @@ class CollectiveConfig(DistributedConfig):
 class Execution:
     """Where training runs, in Lightning's terms: the one translation every spelling goes through."""
 
-    devices: tuple[Device, ...]
+    devices: tuple[Device, ...]  # the devices, as Burn names them (empty: the strategy picks)
     strategy: Any = None  # None: Lightning's "auto"; a name ("ddp", "fsdp") or a Lightning Strategy
-    num_nodes: int | None = None
+    num_nodes: int | None = None  # the machines (None: Lightning's default, one)
 
     def main_device(self) -> Device:
         """Burn's `ExecutionStrategy::main_device()`: the first device (validation runs there)."""
@@ -116,6 +122,7 @@ class Execution:
         return self.devices[0]
 
     def trainer_kwargs(self) -> dict[str, Any]:
+        """The `lightning.Trainer` arguments: `accelerator`, `devices`, `strategy`, `num_nodes`."""
         kwargs: dict[str, Any] = trainer_devices(self.devices) if self.devices else {}
         if self.strategy == MultiDeviceOptim.OPTIM_SHARDED.value:  # a fresh strategy object per Trainer
             from burnlike.train.sharded import ShardedStrategy
@@ -158,28 +165,57 @@ class LearningStrategy:
 
     @staticmethod
     def SingleDevice(device: Any) -> Execution:  # noqa: N802 - Burn's variant name
+        """Train on one device.
+
+        Args:
+            device: The device (`"cpu"`, `"cuda:0"`, an index or a `torch.device`).
+        """
         return Execution(_devices([device], "LearningStrategy.SingleDevice"))
 
     @staticmethod
     def MultiDeviceNaive(devices: Sequence[Any]) -> Execution:  # noqa: N802
+        """Train on several devices of this machine, one process each (Lightning's DDP).
+
+        Args:
+            devices: The devices, all of one kind.
+        """
         return _multi(devices, "ddp", "LearningStrategy.MultiDeviceNaive")
 
     @staticmethod
     def DistributedDataParallel(*, devices: Sequence[Any], config: DistributedConfig | None = None) -> Execution:  # noqa: N802
-        """Burn's struct variant `DistributedDataParallel { devices, config }`: keywords, as its fields."""
+        """Burn's struct variant `DistributedDataParallel { devices, config }`: keywords, as its fields.
+
+        Args:
+            devices: This node's devices.
+            config: The DDP settings (None: `DistributedConfig()`).
+        """
         return _ddp(devices, config, "LearningStrategy.DistributedDataParallel")
 
     @staticmethod
     def ddp(devices: Sequence[Any], config: DistributedConfig | None = None) -> Execution:
+        """DDP over `devices` (`DistributedDataParallel` as a function).
+
+        Args:
+            devices: This node's devices.
+            config: The DDP settings (None: `DistributedConfig()`).
+        """
         return _ddp(devices, config, "LearningStrategy.ddp")
 
     single_device = SingleDevice
+    """`SingleDevice`, snake_case."""
     multi_device_naive = MultiDeviceNaive
+    """`MultiDeviceNaive`, snake_case."""
     distributed_data_parallel = ddp
+    """`ddp`, spelled out."""
 
 
 def ddp(devices: Sequence[Any], config: DistributedConfig | None = None) -> Execution:
-    """Burn 0.19/0.20's `burn::train::ddp(devices, config)`: the DDP strategy over `devices`."""
+    """Burn 0.19/0.20's `burn::train::ddp(devices, config)`: the DDP strategy over `devices`.
+
+    Args:
+        devices: This node's devices.
+        config: The DDP settings (None: `DistributedConfig()`).
+    """
     return _ddp(devices, config, "ddp")
 
 
@@ -189,10 +225,21 @@ class ExecutionStrategy:
 
     @staticmethod
     def SingleDevice(device: Any) -> Execution:  # noqa: N802 - Burn's variant name
+        """Train on one device.
+
+        Args:
+            device: The device (`"cpu"`, `"cuda:0"`, an index or a `torch.device`).
+        """
         return Execution(_devices([device], "ExecutionStrategy.SingleDevice"))
 
     @staticmethod
     def MultiDevice(devices: Sequence[Any], optim: MultiDeviceOptim = MultiDeviceOptim.OptimMainDevice) -> Execution:  # noqa: N802
+        """Train on several devices of this machine, one process each.
+
+        Args:
+            devices: The devices, all of one kind.
+            optim: Where the optimizer runs: DDP (`OptimMainDevice`) or sharded (`OptimSharded`, FSDP2).
+        """
         return _multi(devices, MultiDeviceOptim(optim).value, "ExecutionStrategy.MultiDevice")
 
     @staticmethod
@@ -200,7 +247,16 @@ class ExecutionStrategy:
                                 runtime: Any = None) -> Execution:
         """Burn's struct variant `DistributedDataParallel { devices, runtime }`: keywords; `runtime`
         (Burn's communication session) has no Lightning counterpart and must be None; `config` is
-        what `ddp(devices, config)` takes."""
+        what `ddp(devices, config)` takes.
+
+        Args:
+            devices: This node's devices.
+            config: The DDP settings (None: `DistributedConfig()`).
+            runtime: Must be None (Lightning's DDP runs its own communication).
+
+        Raises:
+            TypeError: A `runtime` was given.
+        """
         if runtime is not None:
             raise TypeError("ExecutionStrategy.DistributedDataParallel: runtime is Burn's communication server; "
                             "Lightning's DDP runs its own, so pass config=DistributedConfig(...) instead")
@@ -208,14 +264,31 @@ class ExecutionStrategy:
 
     @staticmethod
     def single(device: Any) -> Execution:
+        """`SingleDevice`, Burn's constructor.
+
+        Args:
+            device: The device (`"cpu"`, `"cuda:0"`, an index or a `torch.device`).
+        """
         return Execution(_devices([device], "ExecutionStrategy.single"))
 
     @staticmethod
     def multi(devices: Sequence[Any], optim: MultiDeviceOptim = MultiDeviceOptim.OptimMainDevice) -> Execution:
+        """`MultiDevice`, Burn's constructor.
+
+        Args:
+            devices: The devices, all of one kind.
+            optim: Where the optimizer runs: DDP (`OptimMainDevice`) or sharded (`OptimSharded`, FSDP2).
+        """
         return _multi(devices, MultiDeviceOptim(optim).value, "ExecutionStrategy.multi")
 
     @staticmethod
     def ddp(devices: Sequence[Any], config: DistributedConfig | None = None) -> Execution:
+        """`DistributedDataParallel`, Burn's constructor.
+
+        Args:
+            devices: This node's devices.
+            config: The DDP settings (None: `DistributedConfig()`).
+        """
         return _ddp(devices, config, "ExecutionStrategy.ddp")
 
 
@@ -225,29 +298,68 @@ class TrainingStrategy:
 
     @staticmethod
     def SingleDevice(device: Any) -> Execution:  # noqa: N802 - Burn's variant name
+        """Train on one device.
+
+        Args:
+            device: The device (`"cpu"`, `"cuda:0"`, an index or a `torch.device`).
+        """
         return ExecutionStrategy.SingleDevice(device)
 
     @staticmethod
     def MultiDevice(devices: Sequence[Any], optim: MultiDeviceOptim = MultiDeviceOptim.OptimMainDevice) -> Execution:  # noqa: N802
+        """Train on several devices of this machine, one process each.
+
+        Args:
+            devices: The devices, all of one kind.
+            optim: Where the optimizer runs: DDP (`OptimMainDevice`) or sharded (`OptimSharded`, FSDP2).
+        """
         return ExecutionStrategy.multi(devices, optim)
 
     @staticmethod
     def DistributedDataParallel(*, devices: Sequence[Any], config: DistributedConfig | None = None) -> Execution:  # noqa: N802
+        """Burn's struct variant `DistributedDataParallel { devices, config }`: keywords.
+
+        Args:
+            devices: This node's devices.
+            config: The DDP settings (None: `DistributedConfig()`).
+        """
         return _ddp(devices, config, "TrainingStrategy.DistributedDataParallel")
 
     @staticmethod
     def ddp(devices: Sequence[Any], config: DistributedConfig | None = None) -> Execution:
+        """DDP over `devices`.
+
+        Args:
+            devices: This node's devices.
+            config: The DDP settings (None: `DistributedConfig()`).
+        """
         return _ddp(devices, config, "TrainingStrategy.ddp")
 
     @staticmethod
     def Default(execution: Execution) -> Execution:  # noqa: N802
+        """Burn 0.21's `Default(ExecutionStrategy)`: the execution strategy as it is.
+
+        Args:
+            execution: An `ExecutionStrategy` (or `LearningStrategy`) value.
+
+        Raises:
+            TypeError: Not a device strategy.
+        """
         return as_execution(execution)
 
     @staticmethod
     def Custom(strategy: Any, devices: Sequence[Any] = ()) -> Any:  # noqa: N802
         """Burn's custom learning strategy: a `SupervisedLearningStrategy` (your `fit` loop over
         burnlike's metrics, store and checkpointer: burnlike.train.learning_strategy), returned as it
-        is for `with_training_strategy`; or a Lightning `Strategy` (or its name), which the Trainer runs."""
+        is for `with_training_strategy`; or a Lightning `Strategy` (or its name), which the Trainer runs.
+
+        Args:
+            strategy: A `SupervisedLearningStrategy`, or a Lightning `Strategy` or its name.
+            devices: The devices for a Lightning strategy (empty: it picks).
+
+        Raises:
+            TypeError: Devices given with a `SupervisedLearningStrategy` (it places the model itself).
+        """
         if is_learning_strategy(strategy):
             if devices:
                 raise TypeError("TrainingStrategy.Custom(strategy): a SupervisedLearningStrategy places the model "
@@ -256,18 +368,34 @@ class TrainingStrategy:
         return Execution(_devices(devices, "TrainingStrategy.Custom") if devices else (), strategy)
 
     single_device = SingleDevice
+    """`SingleDevice`, snake_case."""
     multi_device = MultiDevice
+    """`MultiDevice`, snake_case."""
     default = Default
+    """`Default`, snake_case."""
     custom = Custom
+    """`Custom`, snake_case."""
 
 
 def is_learning_strategy(value: Any) -> bool:
     """A Burn custom learning strategy (`SupervisedLearningStrategy`: `train` and `fit` methods), not
-    a Lightning `Strategy` or a strategy's name."""
+    a Lightning `Strategy` or a strategy's name.
+
+    Args:
+        value: What was passed as a strategy.
+    """
     return not isinstance(value, (str, Execution)) and all(callable(getattr(value, m, None)) for m in ("train", "fit"))
 
 
 def as_execution(value: Any) -> Execution:
+    """`value`, checked to be a device strategy (an `Execution`).
+
+    Args:
+        value: What was passed as a strategy.
+
+    Raises:
+        TypeError: It is something else, with examples of what is.
+    """
     if isinstance(value, Execution):
         return value
     raise TypeError(
@@ -277,7 +405,14 @@ def as_execution(value: Any) -> Execution:
 
 
 def trainer_devices(devices: Sequence[Device]) -> dict[str, Any]:
-    """Burn device list → Trainer `accelerator`/`devices` (`"cpu"`, `"cuda:1"`, torch.device, ints)."""
+    """Burn device list → Trainer `accelerator`/`devices` (`"cpu"`, `"cuda:1"`, torch.device, ints).
+
+    Args:
+        devices: The devices, all of one kind.
+
+    Raises:
+        ValueError: No device, an unknown one, or devices of several kinds.
+    """
     if not devices:
         raise ValueError("devices([...]) needs at least one device")
     kinds, indices = set(), []
@@ -309,7 +444,12 @@ def set_process_group_timeout(strategy: Any, seconds: float) -> bool:
     default: 30 min, the wait a dead NCCL rank costs the others). Lightning's DDP, FSDP and
     ModelParallel strategies take it as `timeout=` when built; one the Trainer made from a name
     ("ddp", "auto", ShardedStrategy()) gets it here, before the fit starts the group. Whether
-    `strategy` has a process group to time."""
+    `strategy` has a process group to time.
+
+    Args:
+        strategy: The Trainer's strategy.
+        seconds: The timeout.
+    """
     from lightning.pytorch.strategies import DDPStrategy, FSDPStrategy, ModelParallelStrategy
 
     if not isinstance(strategy, (DDPStrategy, FSDPStrategy, ModelParallelStrategy)):

@@ -25,15 +25,25 @@ class MetricSummary:
 
 @dataclass
 class LearnerSummary:
-    total_epochs: int
-    metrics: list[MetricSummary]
-    model: str | None = None
+    """Burn's `LearnerSummary`: each metric's best and worst epoch values, per split; `str()` is
+    the table Burn prints at the end of training."""
+
+    total_epochs: int  # the last epoch with a logged value
+    metrics: list[MetricSummary]  # one row per split and metric
+    model: str | None = None  # the model's description, printed above the table (None: none)
 
     @classmethod
     def from_store(
         cls, store: MetricStore, train_names: list[str], valid_names: list[str], model: str | None = None
     ) -> LearnerSummary:
-        """The summary of a run in this process: the epoch values it stored (synced across ranks)."""
+        """The summary of a run in this process: the epoch values it stored (synced across ranks).
+
+        Args:
+            store: The run's metric store.
+            train_names: The training metrics' names.
+            valid_names: The validation metrics' names.
+            model: The model's description (None: none).
+        """
         return cls._build(lambda split, name: store.epochs(Split(split), name), train_names, valid_names, model)
 
     @classmethod
@@ -43,7 +53,15 @@ class LearnerSummary:
     ) -> LearnerSummary:
         """The summary of a finished run dir, from its `<split>/epoch-N/<Metric>.log` files; with
         `test_names`, also their rows for every tagged test split there (`Test (<tag>)`), as Burn's
-        summary scans every `test/<tag>` folder (burn-train `learner/summary.rs`)."""
+        summary scans every `test/<tag>` folder (burn-train `learner/summary.rs`).
+
+        Args:
+            artifact_dir: The run dir.
+            train_names: The training metrics' names.
+            valid_names: The validation metrics' names.
+            model: The model's description (None: none).
+            test_names: The test metrics' names (None: no test rows).
+        """
         summary = cls._build(lambda split, name: read_epochs(artifact_dir, split, name), train_names, valid_names,
                              model)
         for tag in logged_test_tags(artifact_dir) if test_names else ():
@@ -68,6 +86,12 @@ class LearnerSummary:
         return cls(epochs_seen, rows, model)
 
     def get(self, split: str, name: str) -> MetricSummary | None:
+        """The row of metric `name` in `split` (None: no such row).
+
+        Args:
+            split: "train", "valid", "test" or "test (<tag>)".
+            name: The metric's name, as logged (`Accuracy`).
+        """
         return next((m for m in self.metrics if m.split == split and m.name == name), None)
 
     def __str__(self) -> str:

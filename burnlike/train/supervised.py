@@ -39,7 +39,17 @@ __all__ = ["LearningResult", "SupervisedTraining"]
 
 
 class SupervisedTraining(LearnerBuilder):
-    """`SupervisedTraining(directory, train_loader, valid_loader)`, configured like `LearnerBuilder`."""
+    """`SupervisedTraining(directory, train_loader, valid_loader)`, configured like `LearnerBuilder`.
+
+    Args:
+        directory: The run dir: checkpoints, metric logs and `experiment.log` go there.
+        dataloader_train: The training batches.
+        dataloader_valid: The validation batches (None: no validation).
+
+    Attributes:
+        dataloader_train: The training batches.
+        dataloader_valid: The validation batches.
+    """
 
     def __init__(self, directory: str | Path, dataloader_train: Any, dataloader_valid: Any = None) -> None:
         super().__init__(directory)
@@ -49,7 +59,11 @@ class SupervisedTraining(LearnerBuilder):
 
     def with_training_strategy(self, strategy: Execution | SupervisedLearningStrategy) -> SupervisedTraining:
         """`TrainingStrategy.…` (0.20), an `ExecutionStrategy.…` (0.21, Burn's `.into()`), or
-        `TrainingStrategy.Custom(s)` with `s` a `SupervisedLearningStrategy` (your own loop)."""
+        `TrainingStrategy.Custom(s)` with `s` a `SupervisedLearningStrategy` (your own loop).
+
+        Args:
+            strategy: Where and how to train: the devices, or your own loop.
+        """
         if is_learning_strategy(strategy):
             self._custom = strategy  # type: ignore[assignment]
             self.settings = dataclasses.replace(self.settings, execution=None)
@@ -59,7 +73,17 @@ class SupervisedTraining(LearnerBuilder):
         return self
 
     def launch(self, learner: Learner) -> LearningResult:
-        """Train `learner`'s model; without a strategy, on the device its parameters are on (Burn's default)."""
+        """Train `learner`'s model; without a strategy, on the device its parameters are on (Burn's default).
+
+        Args:
+            learner: The components: `Learner(model, optim, lr_scheduler)`.
+
+        Returns:
+            The trained model, the summary, the Trainer and the renderer.
+
+        Raises:
+            TypeError: `learner` is not a `Learner`.
+        """
         if not isinstance(learner, Learner):
             raise TypeError(f"launch expects Learner(model, optim, lr), got {type(learner).__name__}")
         if self._custom is not None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -67,10 +68,56 @@ PAGES = [
 ]
 
 
-# A recorder's format hooks (how its bytes are written and parsed, `type_args` of its Burn type name) are
-# for the record package itself: the reference shows a recorder's user-facing methods only.
-FORMAT_HOOKS = ("encode", "decode", "write", "read", "parse", "size_hint", "type_args")
-RECORD_OPTIONS = f'    options:\n      filters: ["!^_", "!^({"|".join(FORMAT_HOOKS)})$"]\n'
+# Hooks the framework calls, not the user: a layer's record layout for the record walker
+# (`burn_record_fields`, explained in docs/burn.md), a config value's JSON as Burn's serde writes it
+# (`serde_value`/`from_serde`, explained in burnlike/config.py), torch's `extra_repr`, and a
+# recorder's format (how its bytes are written and parsed; its extension, gzip flag and Burn type
+# name, `type_args` of it; a bytes recorder's file format), which is for the record package itself.
+# The reference shows each class's user-facing members only.
+FRAMEWORK_HOOKS = ("burn_record_fields", "serde_value", "from_serde", "extra_repr")
+FORMAT_HOOKS = ("encode", "decode", "write", "read", "parse", "size_hint", "type_args", "extension", "gzip",
+                "format_type", "format_name", "file_recorder", "format")
+
+
+def filters(module: str) -> list[str]:
+    """The member filters of an entry exported from `module`: mkdocs.yml's (`!^_`) and the hooks."""
+    hidden = FRAMEWORK_HOOKS + (FORMAT_HOOKS if module == "burnlike.record" or module.startswith("burnlike.record.") else ())
+    return ["!^_", f"!^({'|'.join(hidden)})$"]
+
+
+def kept(name: str, module: str) -> bool:
+    """Whether an entry exported from `module` shows its member `name` (every filter is a `!`)."""
+    return not any(re.search(f[1:], name) for f in filters(module))
+
+
+def is_hidden(cls: griffe.Class) -> bool:
+    """A class the reference has no entry for: a private one, or one no `__all__` exports."""
+    return cls.name.startswith("_") or cls.path not in RENDERED
+
+
+def from_hidden_bases(cls: griffe.Class, module: str) -> list[str]:
+    """The members `cls` inherits from bases the reference has no entry for (private ones such as
+    `_Conv`'s `forward` or `_TransformerConfig`'s fields, or ones no `__all__` exports): the class's
+    entry shows them as its own. Members inherited from a base with its own entry are there.
+    (`build()` first: it lists the entries.)"""
+    try:
+        bases = cls.mro()
+    except (ValueError, griffe.AliasResolutionError, griffe.CyclicAliasError):
+        return []
+    names: dict[str, bool] = {}
+    for base in bases:
+        hidden = is_hidden(base)
+        for name in base.members:
+            if name not in cls.members and name not in names:
+                # `__init__` too: its docstring's `Args:` merge into the class's entry
+                names[name] = hidden and (name == "__init__" or kept(name, module))
+    return [name for name, inherited in names.items() if inherited]
+
+
+def _options(module: str, inherited: list[str] | None = None) -> str:
+    listed = ", ".join(f'"{f}"' for f in filters(module))
+    extra = f"      inherited_members: [{', '.join(repr(n) for n in inherited)}]\n" if inherited else ""
+    return f"    options:\n      filters: [{listed}]\n" + extra
 
 
 def _modules(module: griffe.Module):  # type: ignore[no-untyped-def]
@@ -109,10 +156,17 @@ def exported() -> dict[str, list[str]]:
     return result
 
 
+RENDERED: set[str] = set()  # the canonical paths of the reference's entries, filled by `build()`
+
+
 def build() -> list[Page]:
     """Fill each page's sections; every exported name lands on exactly one page."""
     package = griffe.load("burnlike", search_paths=[str(ROOT)], resolve_aliases=True, resolve_external=False)
     by_path = {m.path: m for m in _modules(package)}
+    RENDERED.clear()
+    for page in PAGES:
+        for path in page.whole:
+            RENDERED.update(member.path for member in by_path[path].members.values() if not member.is_alias)
     for page in PAGES:
         page.sections = []
     done: set[str] = set()
@@ -129,6 +183,7 @@ def build() -> list[Page]:
                 fresh.append(name)
         if fresh:
             _page_for(path).sections.append((path, fresh))
+    RENDERED.update(done)
     return PAGES
 
 
@@ -146,14 +201,64 @@ def markdown(page: Page) -> str:
         out.append(f"## `{path}`\n")
         for name in names:
             try:
-                by_path[path][name]
+                obj = by_path[path][name]
             except KeyError:
                 out.append(_value_entry(path, name))
                 continue
-            out.append(f"::: {path}.{name}\n" + (RECORD_OPTIONS if path.startswith("burnlike.record") else ""))
+            target = obj.final_target if obj.is_alias else obj
+            inherited = from_hidden_bases(target, path) if isinstance(target, griffe.Class) else []
+            out.append(f"::: {path}.{name}\n" + _options(path, inherited))
     for path in page.whole:
         out.append(f"## `{path}`\n")
-        out.append(f"::: {path}\n    options:\n      show_root_heading: false\n      heading_level: 3\n")
+        out.append(f"::: {path}\n" + _options(path) + "      show_root_heading: false\n      heading_level: 3\n")
+    return "\n".join(out)
+
+
+def link_targets() -> dict[str, str]:
+    """Inline code a guide may write -> the reference entry it links to (`build()` first): every
+    entry's full path, and its bare name where that is a class's (capitalised) or a function's with
+    an underscore (`load_weights`) and no other entry shares it. Plain words (`config`, `map`) stay
+    text: they name keys and arguments as often as functions."""
+    full: dict[str, str] = {}
+    for page in PAGES:
+        for module, names in page.sections:
+            for name in names:
+                full[f"{module}.{name}"] = f"{module}.{name}"
+        full.update({path: path for path in RENDERED if any(path.startswith(m + ".") for m in page.whole)})
+    bare: dict[str, list[str]] = {}
+    for path in full:
+        name = path.rsplit(".", 1)[1]
+        if name[:1].isupper() or ("_" in name.strip("_") and name.islower()):
+            bare.setdefault(name, []).append(path)
+    return {**{name: paths[0] for name, paths in bare.items() if len(paths) == 1}, **full}
+
+
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_CODE = re.compile(r"`([A-Za-z_][\w.]*)`")
+
+
+def link_names(markdown: str, targets: dict[str, str]) -> str:
+    """A guide's first mention of each public name in inline code (`` `CompactRecorder` ``,
+    `` `burnlike.record.load_weights` ``) becomes a link to its reference entry; code blocks,
+    headings and code already inside a link are left as they are."""
+    out, fenced, seen = [], False, set()
+    for line in markdown.split("\n"):
+        if _FENCE.match(line):
+            fenced = not fenced
+        if fenced or _FENCE.match(line) or line.lstrip().startswith("#"):
+            out.append(line)
+            continue
+        pieces, last = [], 0
+        for m in _CODE.finditer(line):
+            before = line[:m.start()]
+            in_link = before.count("[") > before.count("]") or line[m.end():m.end() + 1] in ("]", "(")
+            target = targets.get(m.group(1))
+            if target is None or target in seen or in_link or before.endswith("`"):
+                continue
+            seen.add(target)
+            pieces += [line[last:m.start()], f"[{m.group(0)}][{target}]"]
+            last = m.end()
+        out.append("".join(pieces) + line[last:])
     return "\n".join(out)
 
 

@@ -80,4 +80,6 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Files) -> str
         markdown = make()
     if ENUM_TABLE in markdown:
         markdown = markdown.replace(ENUM_TABLE, api_pages.enum_table())
+    if make is None and not page.file.src_uri.startswith("reference/"):  # a guide: names link to the reference
+        markdown = api_pages.link_names(markdown, api_pages.link_targets())
     return markdown.replace(REPOSITORY, str(config.repo_url))

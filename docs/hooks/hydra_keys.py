@@ -12,15 +12,14 @@ from __future__ import annotations
 import ast
 import dataclasses
 import inspect
-import io
 import re
 import textwrap
-import tokenize
 from enum import Enum
 from pathlib import Path
 from typing import Any
 
 import yaml
+from comments import field_comment
 
 ROOT = Path(__file__).resolve().parents[2]
 CONF = ROOT / "burnlike" / "conf"
@@ -129,23 +128,13 @@ def field_docs(cls: type) -> dict[str, tuple[str, str]]:
             continue
         source = textwrap.dedent(inspect.getsource(klass))
         lines = source.splitlines()
-        trailing = {}
-        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
-            if tok.type == tokenize.COMMENT:
-                trailing.setdefault(tok.start[0], tok.string.lstrip("#").strip())
         (node,) = ast.parse(source).body
         assert isinstance(node, ast.ClassDef)
         for stmt in node.body:
             if not (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)):
                 continue
             name = stmt.target.id
-            above = []
-            row = stmt.lineno - 1  # 1-based line above
-            while row >= 1 and lines[row - 1].strip().startswith("#"):
-                above.insert(0, lines[row - 1].strip().lstrip("#").strip())
-                row -= 1
-            own = trailing.get(stmt.lineno, "") if not lines[stmt.lineno - 1].strip().startswith("#") else ""
-            comment = "; ".join(part for part in (" ".join(above), own) if part)
+            comment = field_comment(lines, stmt.lineno)
             type_text = ast.unparse(stmt.annotation)
             if name not in docs:
                 docs[name] = (type_text, comment)

@@ -341,6 +341,22 @@ def test_the_fast_path_takes_accelerator_cuda_and_asks_torch_for_a_gpu_by_defaul
     assert fast_path_data_device(on) == ("cuda:0" if torch.cuda.is_available() else None)  # torch is asked
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="tells torch there is a GPU where there is none")
+def test_cuda_graph_asks_for_the_data_on_the_gpu_torch_reports(conf, tmp_path, monkeypatch):
+    """Where torch reports a GPU, the loaders move the data to it as they are built: told there is
+    one on this machine, torch's own error on that move shows they asked (the cuda-marked test
+    below checks where the data ends up on a GPU)."""
+    tiny = write_mnist_idx(tmp_path / "mnist", n_train=128, n_test=64)
+    cfg = conf(*SMALL, f"data.root={tiny}", "learner.cuda_graph=true", "trainer.devices=1")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert fast_path_data_device(cfg) == "cuda:0"  # torch is asked
+    with pytest.raises((RuntimeError, AssertionError), match="(?i)cuda|nvidia"):
+        build_loaders(cfg)
+    monkeypatch.undo()
+    train, _ = build_loaders(cfg)  # torch's own answer: no GPU, the batches are made on the host
+    assert isinstance(train, DataLoader)
+
+
 @pytest.mark.cuda
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_cuda_graph_keeps_the_data_on_the_gpu(conf, tmp_path):

@@ -59,17 +59,19 @@ def test_float_images_are_already_in_unit_range():
     assert ImageBatcher(mean=(0.5,), std=(0.25,)).normalise(images).flatten().tolist() == [-2.0, 0.0, 2.0]
 
 
-def test_images_off_the_cpu_are_normalised_where_they_are():
-    """The non-CPU path (a GPU's): shapes and dtype checked on the meta device, which has no values."""
-    images = torch.empty(2, 4, 5, 3, dtype=torch.uint8, device="meta")
-    out = ImageBatcher(mean=(0.1, 0.2, 0.3), std=(0.5, 0.5, 0.5)).normalise(images)
-    assert (out.device.type, out.dtype, tuple(out.shape)) == ("meta", torch.float32, (2, 3, 4, 5))
+def test_images_on_a_gpu_are_normalised_there(fake_cuda):
+    """The GPU path without a GPU (torch's fake CUDA tensors): shapes, dtype and devices checked as a
+    GPU checks them, so a mean or std left on the CPU would be refused."""
+    with fake_cuda:
+        images = torch.empty(2, 4, 5, 3, dtype=torch.uint8, device="cuda")
+        out = ImageBatcher(mean=(0.1, 0.2, 0.3), std=(0.5, 0.5, 0.5)).normalise(images)
+    assert (out.device.type, out.dtype, tuple(out.shape)) == ("cuda", torch.float32, (2, 3, 4, 5))
 
 
 @pytest.mark.cuda
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_images_on_a_gpu_are_normalised_there_with_the_cpus_values():
-    """Mean and std move to the images' device (the meta device above accepts CPU operands, a GPU doesn't)."""
+    """Mean and std move to the images' device, with the values the CPU path gives."""
     images = torch.randint(0, 256, (2, 4, 5, 3), dtype=torch.uint8)
     batcher = ImageBatcher(mean=(0.1, 0.2, 0.3), std=(0.5, 0.25, 0.125))
     out = batcher.normalise(images.cuda())

@@ -106,6 +106,15 @@ def test_lightnings_results_table_stays_out_of_an_evaluation(tmp_path, capsys):
     assert "Test metric" not in out and "seen" not in out
 
 
+def test_the_metrics_are_inside_the_module_lightning_runs(tmp_path):
+    """Lightning moves the module it tests to the evaluation's device (and casts it to its precision),
+    submodules included: the metrics, and any network one holds, go along."""
+    builder = EvaluatorBuilder(tmp_path).metrics(AccuracyMetric(), LossMetric()).progress_bar(False)
+    result = builder.with_application_logger(False).build(Classifier()).evaluate("a", loader(16, 16))
+    inside = [type(m) for m in result.trainer.lightning_module.modules()]
+    assert AccuracyMetric in inside and LossMetric in inside
+
+
 def test_evaluator_takes_burns_application_logger_installer(tmp_path):
     """burn-train/src/evaluator/builder.rs (v0.21.0): `with_application_logger(Option<Box<dyn
     ApplicationLoggerInstaller>>)`: the installer's file gets the evaluation's log, not evaluation.log."""

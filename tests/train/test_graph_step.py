@@ -217,6 +217,18 @@ def test_preparing_for_capture_keeps_a_device_lr_and_leaves_fused_optimizers_as_
     assert isinstance(group["lr"], torch.Tensor) and float(group["lr"]) == pytest.approx(1e-2)
 
 
+def test_preparing_for_capture_puts_the_lr_and_step_counters_on_the_models_device(tmp_path):
+    """Wherever the model is (the meta device here, standing in for a GPU): the captured optimizer
+    step reads them there."""
+    learner = fast_path_fit(tmp_path)
+    learner.module.to("meta")
+    step = learner.module.graph_step
+    step._prepare_optimizer()
+    optimizer = step._optimizer()
+    assert optimizer.param_groups[0]["lr"].device.type == "meta"
+    assert [s["step"].device.type for s in optimizer.state.values()] == ["meta", "meta"]
+
+
 def test_bf16_steps_are_captured_under_cuda_autocast_without_its_cache(tmp_path):
     assert isinstance(fast_path_fit(tmp_path / "fp32").module.graph_step._autocast(), contextlib.nullcontext)
     with warnings.catch_warnings():

@@ -32,10 +32,16 @@ class Dataset(TorchDataset[T], Generic[T]):
             raise TypeError(f"{cls.__name__} must define get() or __getitem__(), and len() or __len__()")
 
     def get(self, index: int) -> T | None:
+        """The item at `index`, None past the end (Burn's `Option<I>`).
+
+        Args:
+            index: The item's position, from 0.
+        """
         index = operator.index(index)
         return self.__getitem__(index) if 0 <= index < self.__len__() else None
 
     def len(self) -> int:
+        """The number of items."""
         return self.__len__()
 
     def __len__(self) -> int:
@@ -48,6 +54,7 @@ class Dataset(TorchDataset[T], Generic[T]):
         return item
 
     def is_empty(self) -> bool:
+        """Whether the dataset has no item."""
         return self.len() == 0
 
     def iter(self) -> Iterator[T]:
@@ -68,6 +75,11 @@ class BatchedItems(Sequence[T]):
     difference. Subclasses implement `__len__` and `item(i)`."""
 
     def item(self, index: int) -> T:
+        """The batch's `index`-th item, as the dataset's `get` gives it.
+
+        Args:
+            index: From 0 to `len(self) - 1`.
+        """
         raise NotImplementedError
 
     def __getitem__(self, index: int | slice) -> Any:
@@ -85,7 +97,14 @@ class BatchedItems(Sequence[T]):
 
 class WrappedDataset(Dataset[T]):
     """A torch map-style dataset (`__getitem__`/`__len__`) or a duck-typed Burn one (`get` with `len`
-    or `__len__`)."""
+    or `__len__`).
+
+    Args:
+        inner: The dataset to wrap.
+
+    Attributes:
+        inner: The wrapped dataset.
+    """
 
     def __init__(self, inner: Any) -> None:
         self.inner = inner
@@ -121,7 +140,14 @@ def _torch_style(obj: Any) -> bool:
 
 
 def as_dataset(obj: Any) -> Dataset[Any]:
-    """`obj` itself if it is a `Dataset`, else wrapped; a clear `TypeError` for anything else."""
+    """`obj` itself if it is a `Dataset`, else wrapped.
+
+    Args:
+        obj: A burnlike `Dataset`, a torch map-style dataset, or a duck-typed Burn one.
+
+    Raises:
+        TypeError: `obj` is none of them.
+    """
     if isinstance(obj, Dataset):
         return obj
     if _burn_style(obj) or _torch_style(obj):
@@ -133,7 +159,14 @@ def as_dataset(obj: Any) -> Dataset[Any]:
 def loader_dataset(obj: Any) -> Any:
     """What a DataLoader can read for `obj`: a torch map-style or iterable dataset as it is, a
     Burn-style one (`get(index)` with `len()` or `__len__`) wrapped; a `TypeError` naming what is
-    missing for anything else."""
+    missing for anything else.
+
+    Args:
+        obj: The dataset.
+
+    Raises:
+        TypeError: `obj` has neither Burn's methods nor torch's, naming what it has.
+    """
     if isinstance(obj, IterableDataset) or _torch_style(obj):
         return obj
     if _burn_style(obj):
@@ -145,7 +178,12 @@ def loader_dataset(obj: Any) -> Any:
 
 
 def fetch_many(dataset: Any, indices: Sequence[int]) -> Any:
-    """One batched fetch (`__getitems__`, e.g. stacked images) where the dataset has one, else a list."""
+    """One batched fetch (`__getitems__`, e.g. stacked images) where the dataset has one, else a list.
+
+    Args:
+        dataset: A torch map-style dataset.
+        indices: The items' positions.
+    """
     getitems = getattr(dataset, "__getitems__", None)
     if getitems is not None:
         return getitems(list(indices))

@@ -34,6 +34,7 @@ from burnlike.data.dataset.vision import ImageDatasetItem, ImageFolderDataset, I
 __all__ = ["CIFAR100_CLASSES", "CIFAR10_CLASSES", "CifarBinaryDataset", "CifarDataset", "CifarType"]
 
 CIFAR10_CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
+"""CIFAR-10's class names, in label order."""
 CIFAR100_CLASSES = (
     "apple", "aquarium_fish", "baby", "bear", "beaver", "bed", "bee", "beetle", "bicycle", "bottle", "bowl", "boy",
     "bridge", "bus", "butterfly", "camel", "can", "castle", "caterpillar", "cattle", "chair", "chimpanzee", "clock",
@@ -46,6 +47,7 @@ CIFAR100_CLASSES = (
     "tank", "telephone", "television", "tiger", "tractor", "train", "trout", "tulip", "turtle", "wardrobe",
     "whale", "willow_tree", "wolf", "woman", "worm",
 )
+"""CIFAR-100's fine class names, in label order."""
 _PIXELS = 3 * 32 * 32
 
 
@@ -69,7 +71,18 @@ _LAYOUT: dict[CifarType, tuple[str, str, str, dict[str, tuple[str, ...]], int, t
 class CifarBinaryDataset(Dataset[ImageDatasetItem]):
     """One split of CIFAR's binary version held in memory: `images` `[N, 32, 32, 3]` uint8 and
     `labels` `[N]` int64. Items are `ImageDatasetItem`s (a `Label` annotation; the path is
-    `<file>#<record>`), and a batched fetch stacks the images, as `ImageFolderDataset`'s does."""
+    `<file>#<record>`), and a batched fetch stacks the images, as `ImageFolderDataset`'s does.
+
+    Args:
+        images: `[N, 32, 32, 3]` uint8.
+        labels: `[N]` class ids.
+        paths: Each image's `<file>#<record>`.
+        classes: The class names in id order.
+
+    Attributes:
+        paths: Each image's `<file>#<record>`.
+        classes: The class names in id order.
+    """
 
     def __init__(self, images: np.ndarray, labels: np.ndarray, paths: Sequence[str], classes: Sequence[str]) -> None:
         self.images, self.labels = images, labels
@@ -78,7 +91,16 @@ class CifarBinaryDataset(Dataset[ImageDatasetItem]):
 
     @classmethod
     def read(cls, files: Sequence[Path], label_bytes: int, classes: Sequence[str]) -> CifarBinaryDataset:
-        """Every record of `files`; `label_bytes` 1 (CIFAR-10) or 2 (CIFAR-100: coarse, then the fine label read)."""
+        """Every record of `files`.
+
+        Args:
+            files: The binary batch files.
+            label_bytes: 1 (CIFAR-10) or 2 (CIFAR-100: the coarse label, then the fine one, which is read).
+            classes: The class names in id order.
+
+        Raises:
+            DatasetError: A file whose size is not a whole number of records, or a label out of range.
+        """
         record = label_bytes + _PIXELS
         images: list[np.ndarray] = []
         labels: list[np.ndarray] = []
@@ -99,6 +121,7 @@ class CifarBinaryDataset(Dataset[ImageDatasetItem]):
         return cls(np.ascontiguousarray(np.concatenate(images)), np.concatenate(labels), paths, classes)
 
     def num_classes(self) -> int:
+        """The number of classes."""
         return len(self.classes)
 
     def len(self) -> int:
@@ -123,7 +146,19 @@ class CifarBinaryDataset(Dataset[ImageDatasetItem]):
 class CifarDataset:
     """`CifarDataset::new(CifarType::Cifar10)` is `CifarDataset(CifarType.Cifar10, root=None)`;
     `.train()` and `.test()` return the splits (see the module's docstring for the files read).
-    Missing files raise `DatasetNotFoundError` naming the folders looked in and the files expected."""
+    Missing files raise `DatasetNotFoundError` naming the folders looked in and the files expected.
+
+    Args:
+        cifar_type: `CifarType.Cifar10` or `CifarType.Cifar100`.
+        root: Where to look first (None: `$BURNLIKE_DATA`, then Burn's cache folder).
+
+    Attributes:
+        cifar_type: Which CIFAR.
+
+    Raises:
+        TypeError: `cifar_type` is not a `CifarType`.
+        DatasetNotFoundError: Neither layout in any of the folders.
+    """
 
     def __init__(self, cifar_type: CifarType, root: str | os.PathLike[str] | None = None) -> None:
         if not isinstance(cifar_type, CifarType):

@@ -74,6 +74,19 @@ class DataframeDataset(Dataset[Any], Generic[T]):
     ones and lists the columns); a value its field can't hold is a `DatasetError` naming the row and
     the column; so is, at construction, a polars column of a dtype Burn can't read. The frame is
     kept as it is, one column array (pandas) or `Series` (polars) per field, and rows are read on `get`.
+
+    Args:
+        df: A pandas or polars DataFrame.
+        item_type: A dataclass per row (None: dicts).
+
+    Attributes:
+        kind: "pandas" or "polars".
+        reader: Builds the items from the rows.
+
+    Raises:
+        TypeError: Not a pandas or polars DataFrame (a polars LazyFrame: collect it first).
+        MissingColumnError: The frame lacks a column the item type needs.
+        DatasetError: A polars column of a dtype Burn can't read.
     """
 
     def __init__(self, df: Any, item_type: type[T] | None = None) -> None:

@@ -23,6 +23,8 @@ from burnlike.data.dataset.errors import DatasetNotFoundError, ImageDecodeError
 __all__ = ["DECODERS", "decode_image", "read_file"]
 
 DECODERS = ("auto", "pil", "torchvision")
+"""The image decoders: "auto" (burnlike's own path for 8-bit PNGs, Pillow for the rest), "pil" or
+"torchvision" (that library for every file)."""
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 _PNG_MODES = {0: "L", 2: "RGB", 4: "LA", 6: "RGBA"}  # 8-bit colour types Pillow's zip decoder takes as is
 _CHANNEL_MODES = {1: "L", 2: "LA", 3: "RGB", 4: "RGBA"}
@@ -31,7 +33,14 @@ _IHDR = struct.Struct(">IIBBBBB")
 
 
 def read_file(path: str | os.PathLike[str]) -> bytes:
-    """The whole file in one read (no buffered-reader object: this is most of the cost for small files)."""
+    """The whole file in one read (no buffered-reader object: this is most of the cost for small files).
+
+    Args:
+        path: The file.
+
+    Raises:
+        DatasetNotFoundError: No such file.
+    """
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
     except FileNotFoundError:
@@ -194,6 +203,17 @@ def decode_image(path: str | os.PathLike[str], decoder: str = "auto", mode: str 
     `mode` converts (Pillow's names: "L", "RGB", "RGBA", ...; `None` keeps the file's own channels, a
     palette expanded to RGB/RGBA); `size` is `(height, width)` to resize to. A file that doesn't
     decode raises `ImageDecodeError` naming it.
+
+    Args:
+        path: The image file.
+        decoder: One of `DECODERS`.
+        mode: The mode to convert to (None: the file's own channels).
+        size: `(height, width)` to resize to (None: the file's size).
+
+    Raises:
+        ValueError: An unknown decoder.
+        ImageDecodeError: The file doesn't decode.
+        DatasetNotFoundError: No such file.
     """
     if decoder not in DECODERS:
         raise ValueError(f"decoder must be one of {DECODERS}, got {decoder!r}")

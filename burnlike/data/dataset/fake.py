@@ -35,7 +35,10 @@ _MAX_LEN = 5  # elements in a generated list, tuple, set or dict
 def fake_value(annotation: Any, rng: random.Random, where: str = "item") -> Any:
     """A random value of the type `annotation` (see the module's docstring for the ranges).
 
-    `where` names the field in the `TypeError` raised for a type it can't make up.
+    Args:
+        annotation: The type.
+        rng: The random source.
+        where: The field's name, for the `TypeError` raised for a type it can't make up.
     """
     if annotation is Any:
         raise TypeError(f"FakeDataset: {where} is annotated Any; give it a concrete type or pass a generator")
@@ -90,7 +93,17 @@ def _dataclass(item_type: type[T], rng: random.Random) -> T:
 class FakeDataset(InMemDataset[T]):
     """`FakeDataset::<I>::new(size)` is `FakeDataset(size, I)`: `size` items of `item_type` made up
     from `seed` (see the module's docstring), or `generator(rng)`'s return values when `item_type`
-    is a function. The items are made once, here, and kept in memory (Burn's `InMemDataset`)."""
+    is a function. The items are made once, here, and kept in memory (Burn's `InMemDataset`).
+
+    Args:
+        size: The number of items, >= 0.
+        item_type: A dataclass (or other annotated type) to make up, or a generator `rng -> item`.
+        seed: The random seed (None: a fresh one each time).
+
+    Raises:
+        ValueError: A negative size.
+        TypeError: A field type it can't make up.
+    """
 
     def __init__(self, size: int, item_type: type[T] | Callable[[random.Random], T], seed: int | None = 0) -> None:
         if isinstance(size, bool) or not isinstance(size, int) or size < 0:

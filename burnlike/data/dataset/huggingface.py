@@ -162,6 +162,19 @@ class HuggingfaceDatasetLoader:
     The builder methods keep Burn's names and return the loader. The import needs the `datasets`
     package (`pip install 'burnlike[huggingface]'`); reading a database already under the base dir
     doesn't.
+
+    Args:
+        name: A Hub dataset name (`"ylecun/mnist"`) or a local path.
+
+    Attributes:
+        name: The dataset's name or path.
+        subset: Hugging Face's configuration name (None: the default one).
+        base_dir: Where the database goes (None: Burn's default).
+        huggingface_token: A token for gated datasets (None: none).
+        huggingface_cache_dir: Hugging Face's cache folder (None: its default).
+        huggingface_data_dir: A folder inside the dataset to load (None: all of it).
+        trust_remote_code: Whether a dataset's own loading script may run.
+        use_python_venv: Burn's setting, kept for its spelling (the import runs in this interpreter).
     """
 
     def __init__(self, name: str | os.PathLike[str]) -> None:
@@ -175,45 +188,82 @@ class HuggingfaceDatasetLoader:
         self.use_python_venv = True
 
     def with_subset(self, subset: str) -> HuggingfaceDatasetLoader:
-        """The subset (Hugging Face's configuration name, `load_dataset(name, subset)`)."""
+        """The subset (Hugging Face's configuration name, `load_dataset(name, subset)`).
+
+        Args:
+            subset: The configuration name.
+        """
         self.subset = subset
         return self
 
     def with_base_dir(self, base_dir: str | os.PathLike[str]) -> HuggingfaceDatasetLoader:
-        """Where the database goes; by default `<user cache dir>/burn-dataset`, as Burn's."""
+        """Where the database goes; by default `<user cache dir>/burn-dataset`, as Burn's.
+
+        Args:
+            base_dir: The folder.
+        """
         self.base_dir = Path(base_dir)
         return self
 
     def with_huggingface_token(self, huggingface_token: str) -> HuggingfaceDatasetLoader:
-        """A token for datasets behind authentication (`load_dataset(..., token=...)`)."""
+        """A token for datasets behind authentication (`load_dataset(..., token=...)`).
+
+        Args:
+            huggingface_token: The token.
+        """
         self.huggingface_token = huggingface_token
         return self
 
     def with_huggingface_cache_dir(self, huggingface_cache_dir: str | os.PathLike[str]) -> HuggingfaceDatasetLoader:
-        """Hugging Face's cache folder, where downloads go and offline loads look (`cache_dir=`)."""
+        """Hugging Face's cache folder, where downloads go and offline loads look (`cache_dir=`).
+
+        Args:
+            huggingface_cache_dir: The folder.
+        """
         self.huggingface_cache_dir = os.fspath(huggingface_cache_dir)
         return self
 
     def with_huggingface_data_dir(self, huggingface_data_dir: str) -> HuggingfaceDatasetLoader:
         """A folder inside the dataset to load (`load_dataset(..., data_dir=...)`); it is part of
-        the database's name."""
+        the database's name.
+
+        Args:
+            huggingface_data_dir: The folder, relative to the dataset.
+        """
         self.huggingface_data_dir = huggingface_data_dir
         return self
 
     def with_trust_remote_code(self, trust_remote_code: bool) -> HuggingfaceDatasetLoader:
-        """Whether a dataset's own loading script may run; `False` by default (as Burn's code)."""
+        """Whether a dataset's own loading script may run; `False` by default (as Burn's code).
+
+        Args:
+            trust_remote_code: Whether it may run.
+        """
         self.trust_remote_code = bool(trust_remote_code)
         return self
 
     def with_use_python_venv(self, use_python_venv: bool) -> HuggingfaceDatasetLoader:
         """Kept for Burn's spelling. Burn runs its importer in a virtualenv it installs `datasets`
-        into; here the import runs in this interpreter, which needs the `huggingface` extra."""
+        into; here the import runs in this interpreter, which needs the `huggingface` extra.
+
+        Args:
+            use_python_venv: Burn's setting (no effect here).
+        """
         self.use_python_venv = bool(use_python_venv)
         return self
 
     def dataset(self, split: str, item_type: type[T] | None = None) -> SqliteDataset[T]:
         """The split as a `SqliteDataset`, imported first if the database isn't there. Items are dicts
-        keyed by column, or `item_type` (a dataclass whose fields name columns)."""
+        keyed by column, or `item_type` (a dataclass whose fields name columns).
+
+        Args:
+            split: The split ("train", "test" ...).
+            item_type: A dataclass per row (None: dicts).
+
+        Raises:
+            DatasetNotFoundError: No such split.
+            MissingColumnError: A field the columns don't have.
+        """
         dataset: SqliteDataset[T] = SqliteDataset(self.db_file(), split, item_type)
         if item_type is not None and dataset.len() > 0:
             dataset.get(0)  # a field the columns don't have fails here, naming the columns there are

@@ -20,7 +20,11 @@ __all__ = ["InMemDataset", "data_root", "open_text", "source_roots"]
 
 def data_root(root: str | os.PathLike[str] | None = None) -> Path:
     """`root`, else `$BURNLIKE_DATA`, else `./data`: the folder that holds local datasets
-    (`MNIST/raw/`, CIFAR, AG News)."""
+    (`MNIST/raw/`, CIFAR, AG News).
+
+    Args:
+        root: The folder (None: the environment's, else `./data`).
+    """
     if root is None:
         root = os.environ.get("BURNLIKE_DATA") or "data"
     return Path(root).expanduser()
@@ -28,14 +32,26 @@ def data_root(root: str | os.PathLike[str] | None = None) -> Path:
 
 def source_roots(root: str | os.PathLike[str] | None) -> list[Path]:
     """Where a built-in source (CIFAR, AG News) is looked for: `root` alone if given, else
-    `data_root()`, then Burn's cache folder `~/.cache/burn-dataset`."""
+    `data_root()`, then Burn's cache folder `~/.cache/burn-dataset`.
+
+    Args:
+        root: The folder given by the user (None: look in the default places).
+    """
     if root is not None:
         return [data_root(root)]
     return [data_root(), Path.home() / ".cache" / "burn-dataset"]
 
 
 def open_text(path: str | os.PathLike[str], what: str) -> Any:
-    """Open a UTF-8 text file (BOM allowed), or say which file of which kind is missing."""
+    """Open a UTF-8 text file (BOM allowed), or say which file of which kind is missing.
+
+    Args:
+        path: The file.
+        what: What it is, for the message ("CSV file").
+
+    Raises:
+        DatasetNotFoundError: No file at `path`.
+    """
     path = Path(path)
     if not path.is_file():
         raise DatasetNotFoundError(f"{what} {path} not found" + (" (it is a folder)" if path.is_dir() else ""))
@@ -43,7 +59,14 @@ def open_text(path: str | os.PathLike[str], what: str) -> Any:
 
 
 class InMemDataset(Dataset[T]):
-    """`InMemDataset::new(items)`: a list of items in memory."""
+    """`InMemDataset::new(items)`: a list of items in memory.
+
+    Args:
+        items: The items.
+
+    Attributes:
+        items: The items, as a list.
+    """
 
     def __init__(self, items: Iterable[T]) -> None:
         self.items = list(items)
@@ -64,12 +87,24 @@ class InMemDataset(Dataset[T]):
 
     @classmethod
     def from_dataset(cls, dataset: Any) -> InMemDataset[Any]:
-        """Every item of `dataset` (Burn's or torch's kind), read once into memory."""
+        """Every item of `dataset` (Burn's or torch's kind), read once into memory.
+
+        Args:
+            dataset: The dataset to read.
+        """
         return cls(as_dataset(dataset).iter())
 
     @classmethod
     def from_json_rows(cls, path: str | os.PathLike[str], item_type: type[T] | None = None) -> InMemDataset[Any]:
-        """One JSON value per line (blank lines skipped); objects become `item_type` when given."""
+        """One JSON value per line (blank lines skipped); objects become `item_type` when given.
+
+        Args:
+            path: The JSON lines file.
+            item_type: A dataclass to build from each object (None: the parsed values as they are).
+
+        Raises:
+            DatasetError: A line that is not valid JSON, or not an object when `item_type` is given.
+        """
         reader = ItemReader(item_type, str(path))
         items = []
         with open_text(path, "JSON lines file") as f:
@@ -93,6 +128,17 @@ class InMemDataset(Dataset[T]):
 
         Without headers, values go to the fields in order (and rows stay lists without an item type).
         A missing column is reported once, naming it, before any row is read.
+
+        Args:
+            path: The CSV file.
+            item_type: A dataclass per row (None: dicts, or lists without headers).
+            delimiter: The field separator.
+            quotechar: The quote character.
+            has_headers: Whether the first row names the columns.
+
+        Raises:
+            EmptySplitError: No header row.
+            DatasetError: A row with the wrong number of values, or a value of the wrong type.
         """
         reader = ItemReader(item_type, str(path))
         with open_text(path, "CSV file") as f:

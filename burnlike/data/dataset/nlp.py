@@ -28,28 +28,34 @@ __all__ = ["AgNewsDataset", "AgNewsItem", "TextClassificationItem", "TextCsvData
 
 @dataclasses.dataclass
 class TextData:
-    text: str
-    text_path: str
+    """Burn's `TextData`: a file's text and where it was read from."""
+
+    text: str  # the decoded text
+    text_path: str  # the file
 
 
 @dataclasses.dataclass
 class TextDatasetItem:
     """Burn's item: the text (with its file) and the class id."""
 
-    text: TextData
-    label: int
+    text: TextData  # the text and its file
+    label: int  # the class id
 
 
 @dataclasses.dataclass
 class TextClassificationItem:
     """What the text batcher takes (Burn's text-classification example item)."""
 
-    text: str
-    label: int
+    text: str  # the text
+    label: int  # the class id
 
 
 def decode_text(data: bytes) -> str:
-    """Burn's detection order: UTF-8 with BOM, UTF-8, UTF-16 with a BOM, GB18030, then lossy UTF-8."""
+    """Burn's detection order: UTF-8 with BOM, UTF-8, UTF-16 with a BOM, GB18030, then lossy UTF-8.
+
+    Args:
+        data: A text file's bytes.
+    """
     if data.startswith(codecs.BOM_UTF8):
         try:
             return data[3:].decode("utf-8")
@@ -72,7 +78,19 @@ def decode_text(data: bytes) -> str:
 
 
 class TextFolderDataset(Dataset[TextDatasetItem]):
-    """`new_classification(root)`: every `.txt` under `root`, labelled by its folder (classes sorted)."""
+    """`new_classification(root)`: every `.txt` under `root`, labelled by its folder (classes sorted).
+
+    Args:
+        items: `(path, class name)` pairs.
+        classes: The class names; a label's id is its index here.
+
+    Attributes:
+        classes: The class names.
+        items: `(path, class id)` pairs.
+
+    Raises:
+        DatasetError: A label not among `classes`.
+    """
 
     def __init__(self, items: Sequence[tuple[str, str]], classes: Sequence[str]) -> None:
         self.classes = list(classes)
@@ -84,10 +102,24 @@ class TextFolderDataset(Dataset[TextDatasetItem]):
 
     @classmethod
     def new_classification(cls, root: str | os.PathLike[str]) -> TextFolderDataset:
+        """Every `.txt` under `root`, labelled by its folder.
+
+        Args:
+            root: The folder of class folders.
+        """
         return cls.new_classification_with(root, ("txt",))
 
     @classmethod
     def new_classification_with(cls, root: str | os.PathLike[str], extensions: Sequence[str]) -> TextFolderDataset:
+        """`new_classification` with Burn's extension list (only "txt" is read).
+
+        Args:
+            root: The folder of class folders.
+            extensions: The extensions; anything but "txt" is refused.
+
+        Raises:
+            DatasetError: An extension other than txt.
+        """
         if any(e.lower().lstrip(".") != "txt" for e in extensions):
             raise DatasetError(f"Invalid file extension in {list(extensions)}: text folders read .txt files")
         found = scan_folder(root, ["txt"], "text")
@@ -96,9 +128,16 @@ class TextFolderDataset(Dataset[TextDatasetItem]):
     @classmethod
     def new_classification_with_items(cls, items: Sequence[tuple[str | os.PathLike[str], str]],
                                       classes: Sequence[str]) -> TextFolderDataset:
+        """`(text file, class name)` pairs.
+
+        Args:
+            items: The pairs.
+            classes: The class names in id order.
+        """
         return cls([(str(p), label) for p, label in items], classes)
 
     def num_classes(self) -> int:
+        """The number of classes."""
         return len(self.classes)
 
     def len(self) -> int:
@@ -116,6 +155,13 @@ class TextCsvDataset(InMemDataset[TextClassificationItem]):
 
     Labels are read by `encode_labels`: integer ids as written, or class names numbered in `classes`
     order (sorted names unless `classes` is given).
+
+    Args:
+        items: The items.
+        classes: The class names in id order.
+
+    Attributes:
+        classes: The class names in id order.
     """
 
     def __init__(self, items: Sequence[TextClassificationItem], classes: Sequence[str]) -> None:
@@ -123,12 +169,26 @@ class TextCsvDataset(InMemDataset[TextClassificationItem]):
         self.classes = list(classes)
 
     def num_classes(self) -> int:
+        """The number of classes."""
         return len(self.classes)
 
     @classmethod
     def from_csv(  # type: ignore[override]  # columns by name, not an item type
             cls, path: str | os.PathLike[str], text_column: str = "text", label_column: str = "label",
             classes: Sequence[str] | None = None, *, delimiter: str = ",") -> TextCsvDataset:
+        """One item per row of the CSV file at `path` (with a header).
+
+        Args:
+            path: The CSV file.
+            text_column: The text's column.
+            label_column: The label's column: integer ids, or class names.
+            classes: The class names in id order (None: the names found, sorted).
+            delimiter: The field separator.
+
+        Raises:
+            MissingColumnError: A column is not in the header.
+            EmptySplitError: No row after the header.
+        """
         with open_text(path, "CSV file") as f:
             rows = csv.DictReader(f, delimiter=delimiter)
             header = [h.strip() for h in rows.fieldnames or []]
@@ -145,7 +205,11 @@ class TextCsvDataset(InMemDataset[TextClassificationItem]):
 
     @classmethod
     def from_folder(cls, root: str | os.PathLike[str]) -> TextCsvDataset:
-        """A text folder read into memory as `TextClassificationItem`s (for the same batcher)."""
+        """A text folder read into memory as `TextClassificationItem`s (for the same batcher).
+
+        Args:
+            root: The folder of class folders.
+        """
         folder = TextFolderDataset.new_classification(root)
         return cls([TextClassificationItem(item.text.text, item.label) for item in folder.iter()], folder.classes)
 
@@ -155,9 +219,9 @@ class AgNewsItem:
     """Burn's AG News item: the class label as written (`"1"` to `"4"`: World, Sports, Business,
     Sci/Tech), the title and the article."""
 
-    label: str
-    title: str
-    content: str
+    label: str  # "1" to "4"
+    title: str  # the headline
+    content: str  # the article
 
 
 class AgNewsDataset:
@@ -165,7 +229,17 @@ class AgNewsDataset:
     folder (`train.csv`, 120,000 articles, and `test.csv`, 7,600; rows `label,title,content` without
     a header), which Burn downloads to `~/.cache/burn-dataset`. Here nothing is downloaded: the folder
     is looked for under `root`, else `$BURNLIKE_DATA` (or `./data`), then Burn's cache folder.
-    `.train()` and `.test()` return an `InMemDataset` of `AgNewsItem`s."""
+    `.train()` and `.test()` return an `InMemDataset` of `AgNewsItem`s.
+
+    Args:
+        root: Where to look for `ag_news_csv/` first (None: `$BURNLIKE_DATA`, then Burn's cache).
+
+    Attributes:
+        agnews_dir: The `ag_news_csv` folder found.
+
+    Raises:
+        DatasetNotFoundError: No `ag_news_csv` folder in any of those places.
+    """
 
     def __init__(self, root: str | os.PathLike[str] | None = None) -> None:
         roots = source_roots(root)

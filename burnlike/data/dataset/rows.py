@@ -24,13 +24,22 @@ _FALSE = {"false", "0", "no", "n", "f"}
 
 
 def column(name: str, **kwargs: Any) -> Any:
-    """A dataclass field read from column `name` (serde's `#[serde(rename = "...")]`)."""
+    """A dataclass field read from column `name` (serde's `#[serde(rename = "...")]`).
+
+    Args:
+        name: The column's name.
+        **kwargs: `dataclasses.field`'s other arguments (`default` ...).
+    """
     return dataclasses.field(metadata={"column": name}, **kwargs)
 
 
 def to_row(item: Any) -> Any:
     """What a row stores for `item`: a dataclass as a map keyed by column names (renames applied,
-    as serde's do when writing), anything else as it is."""
+    as serde's do when writing), anything else as it is.
+
+    Args:
+        item: The item to store.
+    """
     if dataclasses.is_dataclass(item) and not isinstance(item, type):
         return {f.metadata.get("column", f.name): _plain(getattr(item, f.name)) for f in dataclasses.fields(item)}
     return item
@@ -97,7 +106,20 @@ class _Field:
 
 
 class ItemReader(Generic[T]):
-    """Builds items of `item_type` (a dataclass, or `None` for plain dicts) from rows of `source`."""
+    """Builds items of `item_type` (a dataclass, or `None` for plain dicts) from rows of `source`.
+
+    Args:
+        item_type: The dataclass to build (None: plain dicts).
+        source: The file the rows come from, for error messages.
+
+    Attributes:
+        item_type: The dataclass to build (None: plain dicts).
+        source: The file the rows come from.
+        fields: The dataclass's fields: column, type, whether optional or required.
+
+    Raises:
+        TypeError: `item_type` is not a dataclass.
+    """
 
     def __init__(self, item_type: type[T] | None, source: str) -> None:
         self.item_type = item_type
@@ -121,7 +143,14 @@ class ItemReader(Generic[T]):
         return [f.column for f in self.fields]
 
     def check_columns(self, available: Sequence[str]) -> None:
-        """Every required field's column must be present: one error naming all the missing ones."""
+        """Every required field's column must be present: one error naming all the missing ones.
+
+        Args:
+            available: The columns the source has.
+
+        Raises:
+            MissingColumnError: Some are missing.
+        """
         have = set(available)
         missing = [f for f in self.fields if f.required and f.column not in have]
         if missing:
@@ -144,7 +173,12 @@ class ItemReader(Generic[T]):
                                f"{f.annotation.__name__}") from None
 
     def from_mapping(self, row: Mapping[str, Any], where: str = "") -> T | dict[str, Any]:
-        """An item from named values (`where`, e.g. " line 3", goes into error messages)."""
+        """An item from named values.
+
+        Args:
+            row: Column name → value.
+            where: Where the row is, for error messages (" line 3").
+        """
         if self.item_type is None:
             return dict(row)
         kwargs = {}
@@ -157,7 +191,12 @@ class ItemReader(Generic[T]):
         return self.item_type(**kwargs)
 
     def from_sequence(self, row: Sequence[Any], where: str = "") -> T | list[Any]:
-        """An item from positional values, in field order (how Burn's `rmp_serde::to_vec` writes a struct)."""
+        """An item from positional values, in field order (how Burn's `rmp_serde::to_vec` writes a struct).
+
+        Args:
+            row: The values.
+            where: Where the row is, for error messages.
+        """
         if self.item_type is None:
             return list(row)
         if len(row) < sum(f.required for f in self.fields) or len(row) > len(self.fields):
@@ -172,6 +211,15 @@ def encode_labels(labels: Sequence[str], classes: Sequence[str] | None, source: 
 
     Labels that are all non-negative integers (and no `classes` given) are ids as written, the
     classes "0".."max"; otherwise they are names, numbered in `classes` order (sorted by default).
+
+    Args:
+        labels: The labels as read.
+        classes: The class names in id order (None: from the labels).
+        source: The file, for error messages.
+        lines: Each label's line in the file, for error messages (None: positions).
+
+    Raises:
+        DatasetError: A label not among `classes`.
     """
     labels = [label.strip() for label in labels]
     if classes is None and labels and all(label.isdigit() for label in labels):

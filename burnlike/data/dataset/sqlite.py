@@ -42,6 +42,22 @@ class SqliteDataset(Dataset[T]):
 
     Read-only; each process (forked or spawned DataLoader workers included) opens its own connection.
     A batch is one `select ... where row_id in (...)`.
+
+    Args:
+        db_file: The database file.
+        split: The split: its table's name.
+        item_type: A dataclass per row (None: dicts).
+
+    Attributes:
+        db_file: The database file.
+        split: The split read.
+        item_type: The dataclass per row (None: dicts).
+        columns: The table's columns.
+        row_serialized: Whether rows are Burn's `(row_id, item)` with the item as MessagePack.
+
+    Raises:
+        DatasetNotFoundError: No such file, or no such split in it.
+        DatasetError: Not an SQLite database, or a table without Burn's `row_id`.
     """
 
     def __init__(self, db_file: str | os.PathLike[str], split: str, item_type: type[T] | None = None) -> None:
@@ -77,6 +93,13 @@ class SqliteDataset(Dataset[T]):
     @classmethod
     def from_db_file(cls, db_file: str | os.PathLike[str], split: str,
                      item_type: type[T] | None = None) -> SqliteDataset[T]:
+        """Burn's constructor: the same as `SqliteDataset(db_file, split, item_type)`.
+
+        Args:
+            db_file: The database file.
+            split: The split.
+            item_type: A dataclass per row (None: dicts).
+        """
         return cls(db_file, split, item_type)
 
     def _connection(self) -> sqlite3.Connection:
@@ -141,7 +164,19 @@ class SqliteDataset(Dataset[T]):
 
 class SqliteDatasetWriter(Generic[T]):
     """Burn's writer: items appended per split into `<db>.db.tmp`, renamed to the database on
-    `set_completed()` (or at the end of a `with` block; an exception there removes the temp file)."""
+    `set_completed()` (or at the end of a `with` block; an exception there removes the temp file).
+
+    Args:
+        db_file: The database to write.
+        overwrite: Replace an existing database (else refused).
+
+    Attributes:
+        db_file: The database to write.
+        tmp_file: Where the items go until `set_completed()`.
+
+    Raises:
+        FileExistsError: `db_file` exists and `overwrite` is False.
+    """
 
     def __init__(self, db_file: str | os.PathLike[str], overwrite: bool = False) -> None:
         self.db_file = Path(db_file)
@@ -157,7 +192,15 @@ class SqliteDatasetWriter(Generic[T]):
         self._lock = threading.Lock()
 
     def write(self, split: str, item: T) -> int:
-        """Append `item` to `split` (creating its table); returns the item's index (`row_id - 1`)."""
+        """Append `item` to `split` (creating its table); returns the item's index (`row_id - 1`).
+
+        Args:
+            split: The split.
+            item: The item: a dataclass (stored as a map of its columns) or a plain value.
+
+        Raises:
+            DatasetError: The writer is completed, or the item can't be stored as MessagePack.
+        """
         with self._lock:
             if self._conn is None:
                 raise DatasetError(f"{self.db_file}: cannot write to a completed dataset writer")
@@ -174,6 +217,7 @@ class SqliteDatasetWriter(Generic[T]):
             return int(cursor.lastrowid or 0) - 1
 
     def set_completed(self) -> None:
+        """Commit and rename the temp file to the database (once; later calls do nothing)."""
         with self._lock:
             if self._conn is None:
                 return
@@ -183,6 +227,7 @@ class SqliteDatasetWriter(Generic[T]):
             os.replace(self.tmp_file, self.db_file)
 
     def abort(self) -> None:
+        """Drop what was written: the temp file is removed and the database left as it was."""
         with self._lock:
             if self._conn is not None:
                 self._conn.close()
@@ -201,7 +246,20 @@ class SqliteDatasetWriter(Generic[T]):
 
 class SqliteDatasetStorage:
     """Where a dataset's database lives: a file, or `<base_dir>/<name>.db` with Burn's default base
-    dir (`<user cache dir>/burn-dataset`)."""
+    dir (`<user cache dir>/burn-dataset`).
+
+    Args:
+        name: The dataset's name (its file is `<base_dir>/<name>.db`).
+        db_file: The database file (instead of a name).
+        base_dir: The folder for named datasets (None: Burn's default).
+
+    Attributes:
+        name: The dataset's name (None: a file was given).
+        base_dir_override: The folder for named datasets (None: Burn's default).
+
+    Raises:
+        ValueError: Both or neither of `name` and `db_file`.
+    """
 
     def __init__(self, name: str | None = None, db_file: str | os.PathLike[str] | None = None,
                  base_dir: str | os.PathLike[str] | None = None) -> None:
@@ -213,33 +271,66 @@ class SqliteDatasetStorage:
 
     @classmethod
     def from_name(cls, name: str) -> SqliteDatasetStorage:
+        """The storage of a named dataset in the base dir.
+
+        Args:
+            name: The dataset's name.
+        """
         return cls(name=name)
 
     @classmethod
     def from_file(cls, db_file: str | os.PathLike[str]) -> SqliteDatasetStorage:
+        """The storage of a database file.
+
+        Args:
+            db_file: The file.
+        """
         return cls(db_file=db_file)
 
     def with_base_dir(self, base_dir: str | os.PathLike[str]) -> SqliteDatasetStorage:
+        """This storage with another base dir.
+
+        Args:
+            base_dir: The folder for named datasets.
+        """
         return SqliteDatasetStorage(self.name, self._db_file, base_dir)
 
     @staticmethod
     def base_dir(base_dir: str | os.PathLike[str] | None = None) -> Path:
+        """`base_dir`, else Burn's default: `$XDG_CACHE_HOME/burn-dataset` (`~/.cache/burn-dataset`).
+
+        Args:
+            base_dir: The folder (None: the default).
+        """
         if base_dir is not None:
             return Path(base_dir)
         cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
         return Path(cache) / "burn-dataset"
 
     def db_file(self) -> Path:
+        """The database file (a name's, with characters a file name can't hold removed)."""
         if self._db_file is not None:
             return self._db_file
         safe = re.sub(r'[/\\:*?"<>|\x00-\x1f]', "", self.name or "") or "dataset"
         return self.base_dir(self.base_dir_override) / f"{safe}.db"
 
     def exists(self) -> bool:
+        """Whether the database file exists."""
         return self.db_file().exists()
 
     def writer(self, overwrite: bool = False) -> SqliteDatasetWriter[Any]:
+        """A writer of the database.
+
+        Args:
+            overwrite: Replace an existing database.
+        """
         return SqliteDatasetWriter(self.db_file(), overwrite)
 
     def reader(self, split: str, item_type: type[T] | None = None) -> SqliteDataset[T]:
+        """The dataset of `split`.
+
+        Args:
+            split: The split.
+            item_type: A dataclass per row (None: dicts).
+        """
         return SqliteDataset(self.db_file(), split, item_type)

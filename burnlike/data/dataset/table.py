@@ -23,10 +23,13 @@ from burnlike.data.dataset.rows import encode_labels
 __all__ = ["TASKS", "TabularDataset", "TabularItem", "TabularItems"]
 
 TASKS = ("classification", "regression")
+"""What a table's target can be: class ids (classification) or numbers (regression)."""
 
 
 @dataclasses.dataclass
 class TabularItem:
+    """One row: its features and its target."""
+
     features: Tensor  # float32 [F]
     target: Tensor  # int64 [] (classification) or float32 [T] (regression)
 
@@ -47,7 +50,23 @@ class TabularItems(BatchedItems[TabularItem]):
 
 
 class TabularDataset(Dataset[TabularItem]):
-    """Rows of `features` (float32 `[N, F]`) and `targets` (int64 `[N]` class ids, or float32 `[N, T]`)."""
+    """Rows of `features` (float32 `[N, F]`) and `targets` (int64 `[N]` class ids, or float32 `[N, T]`).
+
+    Args:
+        features: The features, `[N, F]`.
+        targets: The targets, `[N]` class ids or `[N, T]` values.
+        feature_names: The feature columns' names.
+        target_names: The target columns' names.
+        classes: The class names in id order (None: a regression table).
+
+    Attributes:
+        features: float32 `[N, F]`.
+        targets: int64 `[N]` or float32 `[N, T]`.
+        classes: The class names in id order (None: regression).
+
+    Raises:
+        ValueError: Different row counts.
+    """
 
     def __init__(self, features: Tensor, targets: Tensor, feature_names: Sequence[str],
                  target_names: Sequence[str], classes: Sequence[str] | None = None) -> None:
@@ -60,6 +79,7 @@ class TabularDataset(Dataset[TabularItem]):
 
     @property
     def task(self) -> str:
+        """"classification" or "regression"."""
         return "classification" if self.classes is not None else "regression"
 
     @classmethod
@@ -67,7 +87,22 @@ class TabularDataset(Dataset[TabularItem]):
                  features: Sequence[str] | None = None, task: str = "classification",
                  classes: Sequence[str] | None = None, *, delimiter: str = ",") -> TabularDataset:
         """Feature columns (default: every column but the targets) as floats; a classification target
-        is read by `encode_labels` (ids as written, or class names), a regression one as floats."""
+        is read by `encode_labels` (ids as written, or class names), a regression one as floats.
+
+        Args:
+            path: The CSV file (with a header).
+            target: The target column, or several for a regression.
+            features: The feature columns (None: every column but the targets).
+            task: "classification" or "regression".
+            classes: The class names in id order (None: from the labels).
+            delimiter: The field separator.
+
+        Raises:
+            ValueError: An unknown task, or several targets for a classification.
+            MissingColumnError: A column is not in the header.
+            EmptySplitError: No header or no rows.
+            DatasetError: A row with the wrong number of values, or a cell that isn't a number.
+        """
         if task not in TASKS:
             raise ValueError(f"task must be one of {TASKS}, got {task!r}")
         targets = [target] if isinstance(target, str) else list(target)
@@ -102,6 +137,7 @@ class TabularDataset(Dataset[TabularItem]):
         return cls(torch.from_numpy(x), torch.from_numpy(y), names, targets)
 
     def num_features(self) -> int:
+        """F, the number of features."""
         return self.features.shape[1]
 
     def len(self) -> int:

@@ -21,7 +21,14 @@ __all__ = ["TokenWindows", "TokenWindowsDataset"]
 
 
 class TokenWindows(BatchedItems[Tensor]):
-    """A batch of windows fetched at once: `tensor` is `[B, size]`; as a sequence, its rows."""
+    """A batch of windows fetched at once: `tensor` is `[B, size]`; as a sequence, its rows.
+
+    Args:
+        tensor: The windows, `[B, size]` int64.
+
+    Attributes:
+        tensor: The windows, `[B, size]` int64.
+    """
 
     def __init__(self, tensor: Tensor) -> None:
         self.tensor = tensor
@@ -35,7 +42,19 @@ class TokenWindows(BatchedItems[Tensor]):
 
 class TokenWindowsDataset(Dataset[Tensor]):
     """The `len(tokens) - size + 1` windows of `size` tokens of a 1-D integer tensor; item `i` is
-    `tokens[i : i + size]` (int64)."""
+    `tokens[i : i + size]` (int64).
+
+    Args:
+        tokens: The token stream: a 1-D integer tensor or a sequence of ints.
+        size: The window length, >= 1.
+
+    Attributes:
+        tokens: The stream, int64.
+        size: The window length.
+
+    Raises:
+        ValueError: Tokens that are not a 1-D integer stream, or a size below 1.
+    """
 
     def __init__(self, tokens: Tensor | Sequence[int], size: int) -> None:
         stream = torch.as_tensor(tokens)

@@ -41,7 +41,8 @@ __all__ = [
     "scan_folder",
 ]
 
-SUPPORTED_FILES = ("bmp", "jpg", "jpeg", "png")  # Burn's; new_classification_with may add these:
+SUPPORTED_FILES = ("bmp", "jpg", "jpeg", "png")
+"""The image extensions Burn reads; `new_classification_with` also takes gif, tif, tiff and webp."""
 _EXTRA_FILES = ("gif", "tif", "tiff", "webp")
 
 
@@ -50,19 +51,27 @@ class Annotation:
     `Annotation.BoundingBoxes([BoundingBox(...), ...])`, `Annotation.SegmentationMask(mask)`."""
 
     Label: ClassVar[type[Label]]
+    """One class id."""
     MultiLabel: ClassVar[type[MultiLabel]]
+    """Several class ids."""
     BoundingBoxes: ClassVar[type[BoundingBoxes]]
+    """The boxes of the objects in the image."""
     SegmentationMask: ClassVar[type[SegmentationMask]]
+    """A class id per pixel."""
 
 
 @dataclasses.dataclass(frozen=True)
 class Label(Annotation):
-    label: int
+    """A classification image's class."""
+
+    label: int  # the class id (its index in the dataset's `classes`)
 
 
 @dataclasses.dataclass(frozen=True)
 class MultiLabel(Annotation):
-    labels: list[int]
+    """A multi-label image's classes."""
+
+    labels: list[int]  # the class ids, in the order given
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,22 +79,22 @@ class BoundingBox:
     """Burn's `BoundingBox`: `coords` are `[x_min, y_min, width, height]` in the image's pixels (COCO's
     `bbox`), `label` the box's class id (COCO's `category_id`)."""
 
-    coords: tuple[float, float, float, float]
-    label: int
+    coords: tuple[float, float, float, float]  # [x_min, y_min, width, height], in pixels
+    label: int  # the object's class id
 
 
 @dataclasses.dataclass(frozen=True)
 class BoundingBoxes(Annotation):
     """The objects in an image (an empty list for an image without any)."""
 
-    boxes: list[BoundingBox]
+    boxes: list[BoundingBox]  # one per object
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class SegmentationMask(Annotation):
     """Class ids per pixel, `[H, W]` int64 (Burn keeps them flat; the first channel of the mask file)."""
 
-    mask: Tensor
+    mask: Tensor  # [H, W] int64 class ids
 
 
 Annotation.Label, Annotation.MultiLabel, Annotation.SegmentationMask = Label, MultiLabel, SegmentationMask
@@ -94,11 +103,13 @@ Annotation.BoundingBoxes = BoundingBoxes
 
 @dataclasses.dataclass
 class ImageDatasetItem:
+    """Burn's `ImageDatasetItem`: one decoded image and its annotation."""
+
     image: Tensor  # [H, W, C], the file's depth: uint8 (uint16 / float32 for deeper images)
-    image_width: int
-    image_height: int
-    annotation: Annotation
-    image_path: str
+    image_width: int  # W, in pixels
+    image_height: int  # H, in pixels
+    annotation: Annotation  # its label(s), boxes or mask
+    image_path: str  # the file it was read from
 
 
 @dataclasses.dataclass
@@ -107,9 +118,9 @@ class ImageItems(BatchedItems[ImageDatasetItem]):
     list of its `ImageDatasetItem`s for a batcher that iterates, as Burn's batchers get them
     (`BatchedItems`)."""
 
-    images: Tensor
-    annotations: list[Annotation]
-    image_paths: list[str]
+    images: Tensor  # [B, H, W, C], the files' depth
+    annotations: list[Annotation]  # one per image
+    image_paths: list[str]  # one per image
 
     def __len__(self) -> int:
         return len(self.image_paths)
@@ -151,7 +162,17 @@ def _extensions(extensions: Sequence[str]) -> tuple[str, ...]:
 
 def scan_folder(root: str | os.PathLike[str], extensions: Sequence[str], what: str) -> list[tuple[str, str]]:
     """`(path, parent folder name)` for every file with one of `extensions` at any depth under `root`,
-    sorted by path component by component (as Burn's glob walk), following symlinks."""
+    sorted by path component by component (as Burn's glob walk), following symlinks.
+
+    Args:
+        root: The folder to walk.
+        extensions: The file extensions to take (without the dot).
+        what: What the files are, for the error messages ("image").
+
+    Raises:
+        DatasetNotFoundError: `root` doesn't exist.
+        EmptySplitError: No file with those extensions under it.
+    """
     root = Path(root)
     if not root.is_dir():
         raise DatasetNotFoundError(f"{what} folder {root} not found" + (" (it is a file)" if root.exists() else ""))
@@ -174,6 +195,23 @@ class ImageFolderDataset(Dataset[ImageDatasetItem]):
     "RGB", "L", ...; `None` keeps each file's channels), `size` (`(height, width)` to resize to), and
     `skip_corrupt`: `False` (default) raises `ImageDecodeError` naming the file when it is read;
     `True` decodes every image once up front and leaves out, with one warning, those that fail.
+
+    Args:
+        items: The images and their raw annotations (the constructors make them).
+        classes: The class names; a label's id is its index here.
+        decoder: "auto", "pil" or "torchvision".
+        mode: The mode to convert to ("RGB", "L" ...; None keeps each file's channels).
+        size: `(height, width)` to resize to (None: each file's size).
+        skip_corrupt: Leave out the images that don't decode (else the read raises).
+
+    Attributes:
+        classes: The class names.
+        size: `(height, width)` the images are resized to (None: as they are).
+        items: The images and their raw annotations.
+
+    Raises:
+        ValueError: An unknown decoder or a bad size.
+        DatasetError: A label not among `classes`.
     """
 
     def __init__(self, items: Sequence[_Raw], classes: Sequence[str], *, decoder: str = "auto",
@@ -220,12 +258,24 @@ class ImageFolderDataset(Dataset[ImageDatasetItem]):
 
         `classes` (not in Burn) numbers the folders as another split did, so a validation folder
         missing a class keeps the same ids; a folder not among them is an error naming an image.
+
+        Args:
+            root: The folder of class folders.
+            classes: The class names in id order (None: the folders' names, sorted).
         """
         return cls.new_classification_with(root, SUPPORTED_FILES, classes, **options)
 
     @classmethod
     def new_classification_with(cls, root: str | os.PathLike[str], extensions: Sequence[str],
                                 classes: Sequence[str] | None = None, **options: Any) -> ImageFolderDataset:
+        """`new_classification` with other file extensions.
+
+        Args:
+            root: The folder of class folders.
+            extensions: The extensions to read (Burn's, plus gif, tif, tiff, webp).
+            classes: The class names in id order (None: the folders' names, sorted).
+            **options: `decoder`, `mode`, `size`, `skip_corrupt`.
+        """
         found = scan_folder(root, _extensions(extensions), "image")
         if classes is None:
             classes = sorted({label for _, label in found})
@@ -234,18 +284,37 @@ class ImageFolderDataset(Dataset[ImageDatasetItem]):
     @classmethod
     def new_classification_with_items(cls, items: Sequence[tuple[str | os.PathLike[str], str]],
                                       classes: Sequence[str], **options: Any) -> ImageFolderDataset:
+        """`(image path, class name)` pairs.
+
+        Args:
+            items: The pairs.
+            classes: The class names in id order.
+            **options: `decoder`, `mode`, `size`, `skip_corrupt`.
+        """
         return cls([_Raw(cls._checked_path(p), "label", label) for p, label in items], classes, **options)
 
     @classmethod
     def new_multilabel_classification_with_items(cls, items: Sequence[tuple[str | os.PathLike[str], Sequence[str]]],
                                                  classes: Sequence[str], **options: Any) -> ImageFolderDataset:
+        """`(image path, [class names])` pairs.
+
+        Args:
+            items: The pairs.
+            classes: The class names in id order.
+            **options: `decoder`, `mode`, `size`, `skip_corrupt`.
+        """
         return cls([_Raw(cls._checked_path(p), "multilabel", list(labels)) for p, labels in items], classes,
                    **options)
 
     @classmethod
     def new_segmentation_with_items(cls, items: Sequence[tuple[str | os.PathLike[str], str | os.PathLike[str]]],
                                     classes: Sequence[str], **options: Any) -> ImageFolderDataset:
-        """`(image path, mask path)` pairs; the mask's first channel holds each pixel's class id."""
+        """`(image path, mask path)` pairs; the mask's first channel holds each pixel's class id.
+
+        Args:
+            items: The pairs.
+            classes: The class names in id order.
+        """
         return cls([_Raw(cls._checked_path(p), "mask", str(m)) for p, m in items], classes, **options)
 
     @classmethod
@@ -258,6 +327,15 @@ class ImageFolderDataset(Dataset[ImageDatasetItem]):
         As in Burn, the file needs categories and annotations, and every image must exist; an error
         names the file, the entry (`annotations[3]`) and the key at fault. `size` is not an option
         here: the boxes are in the file's own pixels.
+
+        Args:
+            annotations_json: The COCO annotations file.
+            images_path: The folder the entries' `file_name`s are in.
+
+        Raises:
+            DatasetNotFoundError: The file or an image is missing.
+            DatasetError: The file is not valid COCO, naming the entry and key.
+            ValueError: A `size` option.
         """
         if options.get("size") is not None:
             raise ValueError("new_coco_detection takes no size: the boxes are in the image files' own pixels")
@@ -282,6 +360,7 @@ class ImageFolderDataset(Dataset[ImageDatasetItem]):
         return str(path)
 
     def num_classes(self) -> int:
+        """The number of classes."""
         return len(self.classes)
 
     def _decode(self, path: str) -> np.ndarray:

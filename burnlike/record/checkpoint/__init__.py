@@ -2,5 +2,5 @@
 (tagged values, model weights at the recorder's precision), reading one back, taking a model's
 weights out of a file of either kind, and the `RecorderCheckpointIO` plugin.
 
-Only `plugin` imports Lightning (6 s here), so inspecting a file or loading weights never does.
+Only `plugin` imports Lightning (seconds of start-up), so inspecting a file or loading weights never does.
 """

@@ -109,7 +109,19 @@ def snapshot_checkpoint(checkpoint: dict[str, Any], buffers: list[torch.Tensor] 
 def load_checkpoint(path: str | os.PathLike[str] | RemotePath, recorder: Recorder | None = None,
                     map_location: MapLocation = None) -> dict[str, Any]:
     """Read a checkpoint written by `RecorderCheckpointIO` (any recorder's format, found by the
-    registry), or one `torch.save` wrote (read with torch's `weights_only` loader only)."""
+    registry), or one `torch.save` wrote (read with torch's `weights_only` loader only).
+
+    Args:
+        path: The checkpoint file (a local path or an fsspec URL).
+        recorder: Its format (None: told from the file).
+        map_location: Where tensors go; CPU when None.
+
+    Returns:
+        Lightning's checkpoint dict.
+
+    Raises:
+        RecordError: The file is not a checkpoint, or is damaged.
+    """
     target = as_path(path)
     if registry.torch_format(target) is not None:
         return load_torch_checkpoint(target, recorder, map_location)

@@ -44,6 +44,15 @@ class RecorderCheckpointIO(CheckpointIO):
     mixes two steps), then casts, encodes and writes on one writer thread; a write's error is raised at
     the next save, load or at `teardown`, which waits for pending writes (Lightning calls it at the
     end of fit). Loads and removals wait for pending writes first.
+
+    Args:
+        recorder: The format checkpoints are written in (`CompactRecorder()` when None); loads read
+            any recorder's format.
+        async_save: Write on a background thread, so training goes on during the write.
+
+    Attributes:
+        recorder: The format checkpoints are written in.
+        async_save: Whether saves are written on the writer thread.
     """
 
     def __init__(self, recorder: Recorder | None = None, async_save: bool = False) -> None:
@@ -56,6 +65,17 @@ class RecorderCheckpointIO(CheckpointIO):
     @override
     def save_checkpoint(self, checkpoint: dict[str, Any], path: str | os.PathLike[str],
                         storage_options: Any | None = None) -> None:
+        """Write `checkpoint` to `path` as a record (to a temp file, then renamed), now or, with
+        `async_save`, on the writer thread.
+
+        Args:
+            checkpoint: Lightning's checkpoint dict.
+            path: Where to write it (a local path or an fsspec URL).
+            storage_options: fsspec's options for a URL.
+
+        Raises:
+            Exception: An earlier async write's error.
+        """
         self._raise_failed()
         target = as_path(path, cast(StorageOptions, storage_options))
         full = target.name.endswith(SPAWN_TRANSPORT)
@@ -79,7 +99,17 @@ class RecorderCheckpointIO(CheckpointIO):
         `weights_only` loader; `weights_only` is accepted and moot: nothing is ever unpickled).
         Lightning restores it; tensors are on CPU unless `map_location`. A sharded checkpoint's
         folder (`ShardedStrategy`'s) comes back gathered: the whole weights and optimizer states,
-        as a one-process fit saves them."""
+        as a one-process fit saves them.
+
+        Args:
+            path: The checkpoint's file (or a sharded checkpoint's folder).
+            map_location: Where tensors go (torch's `map_location` forms); CPU when None.
+            weights_only: Accepted for Lightning's signature; nothing is unpickled either way.
+
+        Raises:
+            FileNotFoundError: Nothing at `path`.
+            RecordError: The file is not a checkpoint this can read.
+        """
         self.wait()
         target = as_path(path)
         if not target.exists():
@@ -92,6 +122,11 @@ class RecorderCheckpointIO(CheckpointIO):
 
     @override
     def remove_checkpoint(self, path: str | os.PathLike[str]) -> None:
+        """Remove a checkpoint (a file, or a sharded checkpoint's folder), after pending writes.
+
+        Args:
+            path: The checkpoint to remove.
+        """
         self.wait()
         remove_checkpoint_path(path)  # a sharded checkpoint's folder too (resumed here from a sharded fit)
 
@@ -127,7 +162,19 @@ def load_lightning_module(module_cls: type[LM], path: str | os.PathLike[str], ma
                           strict: bool | None = None, recorder: Recorder | None = None, **kwargs: Any) -> LM:
     """`LightningModule.load_from_checkpoint` for recorder checkpoints (Lightning's own bypasses
     plugins and would unpickle). Hyperparameters saved as `Unstorable` markers (an nn.Module or a
-    partial in hparams) must be passed again as keyword arguments, which override saved ones."""
+    partial in hparams) must be passed again as keyword arguments, which override saved ones.
+
+    Args:
+        module_cls: The LightningModule class to build.
+        path: The checkpoint file.
+        map_location: Where tensors go; CPU when None.
+        strict: Whether the state dict's keys must match the module's exactly (Lightning's default when None).
+        recorder: The checkpoint's format (None: told from the file).
+        **kwargs: Hyperparameters for `module_cls`, overriding the saved ones.
+
+    Raises:
+        RecordError: The file can't be read, or a hyperparameter saved as `Unstorable` is not passed.
+    """
     from lightning.pytorch.core.saving import _load_state
 
     checkpoint = load_checkpoint(path, recorder, map_location)
@@ -144,5 +191,12 @@ def load_lightning_module(module_cls: type[LM], path: str | os.PathLike[str], ma
 def load_from_checkpoint(module_cls: type[LM], checkpoint_path: str | os.PathLike[str],
                          map_location: MapLocation = None, strict: bool | None = None, **kwargs: Any) -> LM:
     """Lightning's `Cls.load_from_checkpoint(path, map_location, strict, **kwargs)`, spelled as a
-    function: `load_from_checkpoint(MyModule, "epoch=3-step=100.ckpt")`."""
+    function: `load_from_checkpoint(MyModule, "epoch=3-step=100.ckpt")`.
+
+    Args:
+        module_cls: The LightningModule class to build.
+        checkpoint_path: The checkpoint file.
+        map_location: Where tensors go; CPU when None.
+        strict: Whether the state dict's keys must match the module's exactly.
+    """
     return load_lightning_module(module_cls, checkpoint_path, map_location=map_location, strict=strict, **kwargs)

@@ -109,7 +109,12 @@ def _join(key: str, k: Any) -> str:
 
 
 class Unstorable:
-    """What a value that could not be recorded reads back as."""
+    """What a value that could not be recorded reads back as.
+
+    Args:
+        type_name: The value's type, as it was saved.
+        text: Its `repr`, as it was saved.
+    """
 
     def __init__(self, type_name: str, text: str) -> None:
         self.type_name, self.text = type_name, text

@@ -25,7 +25,20 @@ def load_weights(module: nn.Module, path: str | os.PathLike[str] | RemotePath, r
                  device: torch.device | str | None = None) -> nn.Module:
     """Load `path` into `module` in place: a module record, or the model weights of a burnlike
     training checkpoint (a whole one, or a `trainer-N`: the `model-N` beside it). `recorder` None:
-    the registry tells the format from the file."""
+    the registry tells the format from the file.
+
+    Args:
+        module: The module to fill; its parameters keep their identity.
+        path: A module record or a training checkpoint.
+        recorder: The file's format (None: told from the file).
+        device: Where to move the module after loading (None: where it is).
+
+    Returns:
+        `module`.
+
+    Raises:
+        RecordError: The file is not readable, or its weights don't fit `module` (names, shapes).
+    """
     recorder = recorder or registry.sniff(path)
     target = recorder.resolve(path)
     with recorder.scan(target, module=module) as (_, item):

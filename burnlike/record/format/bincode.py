@@ -285,6 +285,8 @@ class BinFileRecorder(Recorder):
 
 
 class BinGzFileRecorder(BinFileRecorder):
+    """Burn's `BinGzFileRecorder`: bincode, gzipped (`.bin.gz`); loads and saves need the module."""
+
     extension = "bin.gz"
     format_type = "BinGzFileRecorder"
     gzip = True
@@ -292,7 +294,11 @@ class BinGzFileRecorder(BinFileRecorder):
 
 class SensitiveCompactRecorder(BinGzFileRecorder):
     """Burn's `SensitiveCompactRecorder`: `BinGzFileRecorder<HalfPrecisionSettings>`, the smallest
-    files; without field names, so a change to the model's fields breaks them."""
+    files; without field names, so a change to the model's fields breaks them.
+
+    Args:
+        burn_version: The Burn version whose record layout is written (`"0.19.0"` for Burn 0.19's).
+    """
 
     def __init__(self, burn_version: str = DEFAULT_VERSION) -> None:
         super().__init__(HalfPrecisionSettings, burn_version)
@@ -300,7 +306,11 @@ class SensitiveCompactRecorder(BinGzFileRecorder):
 
 class NoStdTrainingRecorder(BinFileRecorder):
     """Burn's `NoStdTrainingRecorder`: `BinFileRecorder<FullPrecisionSettings>`, files that
-    `NoStdInferenceRecorder` reads as bytes."""
+    `NoStdInferenceRecorder` reads as bytes.
+
+    Args:
+        burn_version: The Burn version whose record layout is written (`"0.19.0"` for Burn 0.19's).
+    """
 
     def __init__(self, burn_version: str = DEFAULT_VERSION) -> None:
         super().__init__(FullPrecisionSettings, burn_version)

@@ -143,15 +143,20 @@ class WritebackFile(io.BufferedWriter):
     """A buffered file that asks the kernel to start writing each `WRITEBACK_STEP` bytes to disk as
     soon as they are written, so the fsync before the rename has only the last step left to wait for.
 
-    Why: page-cache writeback otherwise starts only at the fsync, which then waited for the whole
-    file (0.09-0.13 s of a 0.45 s 100M-parameter save on a 2-core VM, about 0.005 s with this).
-    Linux only (`sync_file_range`, asynchronous: it neither waits nor makes anything durable);
+    Why: page-cache writeback otherwise starts only at the fsync, which then waits for the whole
+    file, a fifth of a big durable save. Linux only (`sync_file_range`, asynchronous: it neither waits nor makes anything durable);
     elsewhere a plain buffered file.
 
-    Big writes go to the kernel in pieces of at most `WRITE_PIECE`. Why: on a Firecracker VM
-    (free page reporting) a save whose writes were 4-8 MiB each was now and then 3x slower as a whole
-    (0.13-0.27 s against ~0.075 s; 6 of 30 100M transformer saves), its copies into the page cache
-    slow throughout; the same saves written in 2 MiB pieces: 0 of 30, with the same typical time.
+    Big writes go to the kernel in pieces of at most `WRITE_PIECE`. Why: on a virtual machine whose
+    host reclaims free pages, writes of several MiB each now and then made a whole save several
+    times slower (its copies into the page cache slow throughout); in 2 MiB pieces that never
+    happens, and the typical save takes as long. The figures are in docs/benchmarks.md ("Why a record's
+    save and load are built the way they are").
+
+    Args:
+        raw: The open file to write to.
+        buffer_size: The buffer's size in bytes.
+        writeback: Whether to start writeback every `WRITEBACK_STEP` bytes (False: only the pieces).
     """
 
     def __init__(self, raw: io.FileIO, buffer_size: int = io.DEFAULT_BUFFER_SIZE, writeback: bool = True) -> None:
@@ -188,9 +193,7 @@ def _reserve(fd: int, size: int) -> bool:
     allocates as it writes), nor off Linux.
 
     Why: ext4 otherwise reserves and maps each 4 KiB block as it is written (delayed allocation),
-    in the writer's thread: ~7% of a 100M-parameter save's CPU. Allocated up front, the save took
-    0.076-0.079 s instead of 0.083-0.085 s, 0.126-0.129 s of CPU instead of 0.137-0.139 s (2-core
-    VM, three interleaved runs)."""
+    in the writer's thread, a few percent of a big save's CPU (docs/benchmarks.md)."""
     if size <= 0 or _FALLOCATE is None:
         return False
     return _FALLOCATE(fd, 0, 0, size) == 0

@@ -44,8 +44,12 @@ class BytesRecorder:
     """Burn's `BytesRecorder` trait, the base of its in-memory recorders: a file recorder's format,
     into and out of `bytes`.
 
-    `BinBytesRecorder(HalfPrecisionSettings, burn_version="0.19.0")`: the settings class or an
-    instance, and the Burn version whose layout is written.
+    `BinBytesRecorder(HalfPrecisionSettings, burn_version="0.19.0")`.
+
+    Args:
+        settings: The precision floats and ints are written at: a settings class
+            (`HalfPrecisionSettings`) or an instance; full precision when None.
+        burn_version: The Burn version whose record layout is written.
     """
 
     file_recorder: ClassVar[type[Recorder]] = Recorder  # the format: its encode/decode
@@ -85,21 +89,42 @@ class BytesRecorder:
         return {**self.format.metadata(), "format": f"burn_core::record::memory::{self.format_type}<{args}>"}
 
     def record(self, item: Any, *, module: nn.Module | None = None) -> bytes:
-        """Burn's `recorder.record(item, ())`: `BurnRecord{metadata, item, _b}` as bytes (`module`:
-        the tree the item came from, which bincode needs to write a module record)."""
+        """Burn's `recorder.record(item, ())`: `BurnRecord{metadata, item, _b}` as bytes.
+
+        Args:
+            item: A record item: a module's (`module.into_record()`) or any tree of maps, lists,
+                strings, numbers and tensors.
+            module: The module the item came from; bincode, which has no field names, needs it to
+                write a module record.
+        """
         out = io.BytesIO()
         self.format.write({"metadata": self.metadata(), "item": item, "_b": []}, module, out)
         return out.getvalue()
 
     def load(self, data: Bytes, device: torch.device | str | None = None, *,
              module: nn.Module | None = None) -> Any:
-        """Burn's `recorder.load(bytes, &device)`: the record's item; malformed bytes raise
-        RecordError. `device` is Burn's argument: the tensors go to a device when the item is
-        loaded into a module (`load_module`, `module.load_record`)."""
+        """Burn's `recorder.load(bytes, &device)`: the record's item.
+
+        Args:
+            data: The bytes `record` or `save_module` returned.
+            device: Burn's argument, unused: the tensors go to a device when the item is loaded
+                into a module (`load_module`, `module.load_record`).
+            module: The module the record was written from; bincode needs it to read a module
+                record.
+
+        Raises:
+            RecordError: The bytes are not such a record, saying what they look like instead.
+            TypeError: `data` is not bytes (a path names the file recorder that reads it).
+        """
         return self._read(data, module, "load")[1]
 
     def read_record(self, data: Bytes, *, module: nn.Module | None = None) -> tuple[dict[str, str], Any]:
-        """`(metadata, item)` of the record in `data`."""
+        """`(metadata, item)` of the record in `data`.
+
+        Args:
+            data: The bytes `record` or `save_module` returned.
+            module: The module the record was written from (bincode needs it).
+        """
         return self._read(data, module, "read_record")
 
     def _expected(self, method: str) -> str:
@@ -155,13 +180,26 @@ class BytesRecorder:
         return said
 
     def save_module(self, module: nn.Module) -> bytes:
-        """`module`'s record as bytes (Burn: `recorder.record(model.into_record(), ())`)."""
+        """`module`'s record as bytes (Burn: `recorder.record(model.into_record(), ())`).
+
+        Args:
+            module: The module to record.
+        """
         item = module_to_record(module, self.settings, self.burn_version, lazy=True)
         return self.record(item, module=module)
 
     def load_module(self, module: nn.Module, data: Bytes, device: torch.device | str | None = None) -> None:
         """Load a module record (any precision) from `data` into `module`, in place (Burn:
-        `model.load_record(recorder.load(bytes, &device))`)."""
+        `model.load_record(recorder.load(bytes, &device))`).
+
+        Args:
+            module: The module to load into; it must have the record's structure.
+            data: The bytes `save_module` returned.
+            device: Move the module there once loaded; None leaves it where it is.
+
+        Raises:
+            RecordError: The bytes are not a record of this module, naming the key.
+        """
         load_module_record(module, self._read(data, module, "load_module")[1], BYTES)
         if device is not None:
             module.to(device)
@@ -191,7 +229,11 @@ class NamedMpkBytesRecorder(BytesRecorder):
 
 class NoStdInferenceRecorder(BinBytesRecorder):
     """Burn's `NoStdInferenceRecorder`: `BinBytesRecorder<FullPrecisionSettings, &'static [u8]>`,
-    the recorder that reads weights compiled into a no-std binary."""
+    the recorder that reads weights compiled into a no-std binary.
+
+    Args:
+        burn_version: The Burn version whose record layout is written (`"0.19.0"` for Burn 0.19's).
+    """
 
     type_args = ("&[u8]",)
 

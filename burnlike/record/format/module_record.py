@@ -85,8 +85,12 @@ def module_to_record(module: nn.Module, settings: SettingsLike = None, version: 
                      lazy: bool = False) -> Any:
     """The record item of `module` (nested maps/lists/None, ParamSerde leaves).
 
-    `lazy` leaves tensor bytes as `TensorBytes` for the streaming writers (no copy of the weights
-    is held in memory); the default materialises them, for `into_record()` users.
+    Args:
+        module: Any torch module; its fields are walked in Burn's order.
+        settings: The precision to record floats and ints at; the tensors' own dtypes when None.
+        version: The Burn version whose record layout is written.
+        lazy: Leave tensor bytes as `TensorBytes` for the streaming writers (no copy of the
+            weights is held in memory); the default materialises them, for `into_record()` users.
     """
     resolved = as_settings(settings) if settings is not None else None
     return walk(module, _ToRecord(param_ids(module), resolved, version, lazy), None, version)
@@ -145,6 +149,16 @@ def load_module_record(module: nn.Module, record: Any, path: RecordPath = None, 
 
     Checks every key and shape first-come and names the parameter in the RecordError; nothing in
     `module` changes unless the whole record checks out.
+
+    Args:
+        module: The module to load into.
+        record: A record item (a recorder's `load`, `into_record()`), at any precision.
+        path: The file the item came from, for the errors to name.
+        strict: Refuse a record that lacks one of the module's parameters; False leaves such a
+            parameter as it is.
+
+    Raises:
+        RecordError: A missing entry, a shape that differs, or a value that is not a tensor record.
     """
     load = _Load(path, strict)
     walk(module, load, record)

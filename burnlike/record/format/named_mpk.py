@@ -30,6 +30,8 @@ class NamedMpkFileRecorder(Recorder):
 
 
 class NamedMpkGzFileRecorder(NamedMpkFileRecorder):
+    """Burn's `NamedMpkGzFileRecorder`: named MessagePack, gzipped (`.mpk.gz`)."""
+
     extension = "mpk.gz"
     format_type = "NamedMpkGzFileRecorder"
     gzip = True
@@ -37,14 +39,22 @@ class NamedMpkGzFileRecorder(NamedMpkFileRecorder):
 
 class CompactRecorder(NamedMpkFileRecorder):
     """Burn's `CompactRecorder`: NamedMpk with half precision (f16 floats, i16 ints; see
-    `storage_dtype` for the tensors that keep a wider type). Writes NamedMpk's metadata."""
+    `storage_dtype` for the tensors that keep a wider type). Writes NamedMpk's metadata.
+
+    Args:
+        burn_version: The Burn version whose record layout is written (`"0.19.0"` for Burn 0.19's).
+    """
 
     def __init__(self, burn_version: str = DEFAULT_VERSION) -> None:
         super().__init__(HalfPrecisionSettings, burn_version)
 
 
 class DefaultRecorder(NamedMpkFileRecorder):
-    """Burn's `DefaultRecorder`: NamedMpk with full precision (f32, i32)."""
+    """Burn's `DefaultRecorder`: NamedMpk with full precision (f32, i32).
+
+    Args:
+        burn_version: The Burn version whose record layout is written (`"0.19.0"` for Burn 0.19's).
+    """
 
     def __init__(self, burn_version: str = DEFAULT_VERSION) -> None:
         super().__init__(FullPrecisionSettings, burn_version)

@@ -53,6 +53,8 @@ class PrettyJsonFileRecorder(Recorder):
 
 
 class JsonGzFileRecorder(PrettyJsonFileRecorder):
+    """Burn's `JsonGzFileRecorder`: JSON on one line, gzipped (`.json.gz`)."""
+
     extension = "json.gz"
     format_type = "JsonGzFileRecorder"
     gzip = True

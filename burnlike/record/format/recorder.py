@@ -35,8 +35,19 @@ OTHER_EXTENSIONS = ("ckpt", "safetensors", "pt", "pth")  # weight files `path_fo
 class Recorder:
     """Base of all file recorders.
 
-    `NamedMpkFileRecorder(HalfPrecisionSettings, burn_version="0.19.0")`: the settings class or an
-    instance; the Burn version decides the layout written (readers take it from the file).
+    `NamedMpkFileRecorder(HalfPrecisionSettings, burn_version="0.19.0")`. Burn's generic spelling
+    works too: `NamedMpkFileRecorder[HalfPrecisionSettings]()`.
+
+    Args:
+        settings: The precision floats and ints are written at: a settings class
+            (`HalfPrecisionSettings`) or an instance; full precision when None. Any precision
+            reads.
+        burn_version: The Burn version whose record layout is written (`"0.19.0"` for Burn
+            0.19's); readers take it from the file.
+
+    Raises:
+        ValueError: `burn_version` does not look like `"0.21.0"`.
+        TypeError: `settings` is not precision settings.
     """
 
     extension = ""
@@ -45,9 +56,11 @@ class Recorder:
 
     def __init__(self, settings: SettingsLike = None, burn_version: str = DEFAULT_VERSION) -> None:
         self.settings: PrecisionSettings = as_settings(settings)
+        """The precision records are written at."""
         if not isinstance(burn_version, str) or not burn_version.startswith("0."):
             raise ValueError(f"burn_version must look like '0.21.0' or '0.19.0', got {burn_version!r}")
         self.burn_version = burn_version
+        """The Burn version whose record layout is written."""
 
     def __class_getitem__(cls, settings: SettingsLike) -> Callable[..., Recorder]:
         """`NamedMpkFileRecorder[HalfPrecisionSettings]()` — Burn's generic spelling."""
@@ -64,9 +77,12 @@ class Recorder:
         return hash((self.extension, self.settings, self.burn_version))
 
     def file_extension(self) -> str:
+        """Burn's `FileRecorder::file_extension`: `"mpk"`, `"bin.gz"`, ... (without the dot)."""
         return self.extension
 
     def metadata(self) -> dict[str, str]:
+        """The `BurnMetadata` written with each record: the float and int types, the recorder's Rust
+        type name, the Burn version and the settings' name."""
         name = self.settings.name
         return {
             "float": self.settings.float_name,
@@ -80,7 +96,11 @@ class Recorder:
         """Replace any extension with this recorder's `file_extension()` (`model.mpk.gz` → `model.bin`,
         `model` → `model.mpk`); a subclass that overrides it, as Burn's `FileRecorder` allows, names
         every file it is given a path for with its own. Training checkpoints keep the checkpointer's
-        names (`checkpoint/model-N.<file_extension()>`, ...), which a resume finds them by."""
+        names (`checkpoint/model-N.<file_extension()>`, ...), which a resume finds them by.
+
+        Args:
+            path: A path or an fsspec URL, with or without an extension.
+        """
         p = as_path(path)
         name = p.name
         ext = self.file_extension()
@@ -93,7 +113,11 @@ class Recorder:
         return p.with_name(f"{name}.{ext}")
 
     def resolve(self, path: str | os.PathLike[str] | RemotePath) -> AnyPath:
-        """The file to read: `path`, or `path` with this recorder's extension when only that exists."""
+        """The file to read: `path`, or `path` with this recorder's extension when only that exists.
+
+        Args:
+            path: A path or an fsspec URL, with or without the extension.
+        """
         target = as_path(path)
         if not target.exists() and self.path_for(target).exists():
             return self.path_for(target)
@@ -104,7 +128,22 @@ class Recorder:
                module: nn.Module | None = None, durable: bool = False) -> AnyPath:
         """Write `BurnRecord{metadata, item, _b}` to `path` atomically (extension replaced unless
         `exact_path`). `item` may hold lazy `TensorBytes`; they are streamed to the file.
-        `durable`: on the disk before it replaces `path` (`atomic_write`); checkpoints are."""
+        `durable`: on the disk before it replaces `path` (`atomic_write`); checkpoints are.
+
+        Args:
+            item: A record item: a module's (`module.into_record()`) or any tree of maps, lists,
+                strings, numbers and tensors.
+            path: Where to write, a local path or an fsspec URL.
+            exact_path: Write `path` as given, its extension kept.
+            module: The module the item came from; bincode, which has no field names, needs it.
+            durable: fsync the file before the rename and its folder after.
+
+        Returns:
+            The path written.
+
+        Raises:
+            SaveError: The file could not be written; the previous one at the path is unchanged.
+        """
         target = as_path(path) if exact_path else self.path_for(path)
         record = {"metadata": self.metadata(), "item": item, "_b": []}
         atomic_write(target, lambda f: self.write(record, module, f), self.size_hint(record), durable=durable)
@@ -121,13 +160,30 @@ class Recorder:
         input raises RecordError. As Burn's file recorders add their extension, `path` without it (or
         with another) reads `path` with this recorder's extension, unless `path` itself exists or
         `exact_path`. `device` is Burn's argument: the item holds the tensors' bytes, which go to a
-        device when loaded into a module (`load_module(module, path, device)`, `module.load_file`)."""
+        device when loaded into a module (`load_module(module, path, device)`, `module.load_file`).
+
+        Args:
+            path: The file, a local path or an fsspec URL.
+            device: Burn's argument, unused here (see above).
+            exact_path: Read `path` as given, never with this recorder's extension added.
+            module: The module the record was written from; bincode needs it to read a module
+                record.
+
+        Raises:
+            RecordError: The file is missing, truncated or not such a record, naming it and the key.
+        """
         target = as_path(path) if exact_path else self.resolve(path)
         return self.read_record(target, exact_path=True, module=module)[1]
 
     def read_record(self, path: str | os.PathLike[str] | RemotePath, *, exact_path: bool = True,
                     module: nn.Module | None = None) -> tuple[dict[str, str], Any]:
-        """Read a record and return `(metadata, item)` with every tensor's bytes in memory."""
+        """Read a record and return `(metadata, item)` with every tensor's bytes in memory.
+
+        Args:
+            path: The file, a local path or an fsspec URL.
+            exact_path: Read `path` as given; False reads `path` with this recorder's extension.
+            module: The module the record was written from (bincode needs it).
+        """
         target = as_path(path) if exact_path else self.path_for(path)
         with open_record(target) as (f, size):
             return self.parse(f, size, _named(target), module, lazy=False)
@@ -136,7 +192,12 @@ class Recorder:
     def scan(self, path: str | os.PathLike[str] | RemotePath, *, module: nn.Module | None = None
              ) -> Iterator[tuple[dict[str, str], Any]]:
         """`(metadata, item)` with big tensors' bytes left in the file (valid inside the `with`):
-        looks at a 200 MB record in milliseconds, without reading its weights."""
+        looks at a 200 MB record in milliseconds, without reading its weights.
+
+        Args:
+            path: The file, a local path or an fsspec URL, read as given.
+            module: The module the record was written from (bincode needs it).
+        """
         target = as_path(path)
         with open_record(target) as (f, size):
             metadata_item = self.parse(f, size, _named(target), module, lazy=True)
@@ -165,13 +226,30 @@ class Recorder:
     def save_module(self, module: nn.Module, path: str | os.PathLike[str] | RemotePath, *,
                     exact_path: bool = False, durable: bool = False) -> AnyPath:
         """Save `module`'s record; returns the path written (extension replaced, like Burn, unless
-        `exact_path`)."""
+        `exact_path`).
+
+        Args:
+            module: The module to record.
+            path: Where to write, a local path or an fsspec URL.
+            exact_path: Write `path` as given, its extension kept.
+            durable: fsync the file before the rename and its folder after.
+        """
         item = module_to_record(module, self.settings, self.burn_version, lazy=True)
         return self.record(item, path, exact_path=exact_path, module=module, durable=durable)
 
     def load_module(self, module: nn.Module, path: str | os.PathLike[str] | RemotePath,
                     device: torch.device | str | None = None) -> None:
-        """Load a module record (any precision) into `module`, in place."""
+        """Load a module record (any precision) into `module`, in place.
+
+        Args:
+            module: The module to load into; it must have the record's structure.
+            path: The file, with or without this recorder's extension.
+            device: Move the module there once loaded; None leaves it where it is.
+
+        Raises:
+            RecordError: The file is not a record of this module (a missing or extra field, a
+                shape that differs), naming the file and the key.
+        """
         target = self.resolve(path)
         with self.scan(target, module=module) as (_, item):
             load_module_record(module, item, str(target))

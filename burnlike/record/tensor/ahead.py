@@ -3,12 +3,11 @@ transposed on a worker thread while the writer is still writing earlier ones; th
 queued ones itself whenever the part it needs is still being made.
 
 Why: at 100M parameters in Burn's Linear layout a save is mostly casts, transposes, range checks
-(memory-bound, GIL released) and file writes: 0.115 s one after the other on one thread. The work
-is memory-bound, so busy threads beyond the cores slow each other down. Two workers beside the
-writer (three busy threads on 2 cores): 0.101-0.116 s; one worker, and a writer that makes a later
-queued part itself instead of waiting for one still being made: 0.089-0.096 s (2-core VM, median
-of 7 in one process, three interleaved runs each: 0.75-0.87x and 0.64-0.71x torch.save). A queued
-job no worker has started when the writer reaches it is likewise made by the writer.
+(memory-bound, GIL released) and file writes. The work is memory-bound, so busy threads beyond the
+cores slow each other down: two workers beside the writer gained little on two cores, while one
+worker, and a writer that makes a later queued part itself instead of waiting for one still being
+made, took a fifth off the save (docs/benchmarks.md). A queued job no worker has started when the
+writer reaches it is likewise made by the writer.
 """
 
 from __future__ import annotations
@@ -59,8 +58,7 @@ def _jobs(tb: TensorBytes) -> list[Job]:
 class Temps:
     """Each thread's own scratch for what lives only within one part (a cast before its transpose).
     Why not one per ring slot: the work is memory-bound, and with one per thread a save's buffers
-    stay small enough to stay in cache (100M Linear save: 0.091-0.099 s against 0.099-0.104 s, and
-    0.144-0.149 s of CPU against 0.151-0.161 s, interleaved runs)."""
+    stay small enough to stay in cache, which makes the save faster (docs/benchmarks.md)."""
 
     def __init__(self) -> None:
         self._by_thread: dict[int, Scratch] = {}
@@ -86,8 +84,7 @@ class ViewsAhead:
     after a tensor's last part it calls `tb.settle()`, and when that is False goes back to where the
     tensor started and writes `again(tb)`. Why: a big tensor in parts was decided by a pass over all
     of its f32 values before its first part (the bin's length depends on the dtype), on the writer's
-    critical path; the parts' own casts settle it instead (100M GPT-2-like save, its 32000x768
-    embedding in 12 parts: 0.081-0.087 s -> 0.074-0.077 s, five interleaved pairs).
+    critical path; the parts' own casts settle it instead (docs/benchmarks.md).
     """
 
     def __init__(self, order: Iterable[TensorBytes], workers: int | None = None, rewind: bool = False) -> None:

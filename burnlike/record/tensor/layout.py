@@ -4,10 +4,9 @@ bytes produced (cast, transposed) only when a writer asks for them.
 
 Why a module: at 100M parameters this transpose is most of a record's save and load time. A
 same-dtype `dst.copy_(src.t())` takes torch's blocked transpose kernel; a transpose that also casts
-goes element by element instead (2-3x slower). So the transpose is always done at the narrower
-dtype, and the cast on contiguous memory: measured on a 2-core Xeon (torch 2.14, one thread),
-f16 [1024, 4096]: 6.0 ms for the transpose against 16.2 ms for numpy 256x256 tiles (the previous
-way), and 7.4 ms against 17.4 ms for a load's transpose-and-widen.
+goes element by element instead, several times slower. So the transpose is always done at the
+narrower dtype, and the cast on contiguous memory (less than half the time of numpy tiles; the
+figures are in docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -45,10 +44,9 @@ def transpose_pairs(dst: torch.Tensor, src: torch.Tensor, scratch: Scratch) -> t
     """`dst.copy_(src.t())` for a 2-byte `src` (see `_pairable`) into a contiguous CPU `dst` of any
     dtype: the blocked transpose moves neighbouring pairs as 4-byte words, `[a, b] -> [b/2, a]`, and
     one more pass splits each pair into its two rows of `dst` (casting on the way when widening).
-    Why: torch's transpose of 2-byte elements is the slow part of a record load, about 1 ms per 1M
-    f16 values here; in pairs a load's transpose-and-widen took 0.70x the time. Only for widening:
-    there the split is the cast's pass anyway; a save or a same-dtype transpose would gain a pass
-    (measured: a 100M-parameter save went from 0.25 s to 0.30 s)."""
+    Why: torch's transpose of 2-byte elements is the slow part of a record load; in pairs a load's
+    transpose-and-widen takes less time. Only for widening: there the split is the cast's pass
+    anyway; a save or a same-dtype transpose would gain a pass, and was slower (docs/benchmarks.md)."""
     a, b = src.shape
     words = transpose_into(scratch.get(PAIRS_SLOT, torch.int32, [b // 2, a]), src.view(torch.int32))
     pairs = words.view(src.dtype).view(b // 2, a, 2).permute(0, 2, 1)  # [j, k, i] = src[i, 2j + k]
@@ -177,8 +175,8 @@ class TensorBytes:
         likely dtype: one range (the whole tensor) unless it is over two parts' worth and on the CPU.
         Why whole up to two: a tensor made whole settles its own f16 check (`part`) and is cast
         contiguously, and its scratch still stays within two parts. GPT-2's 768x3072 MLP weights
-        (4.5 MiB in f16) were two parts each, with a pass over the f32 source and strided casts:
-        100M transformer save 0.107-0.115 s, whole 0.088-0.093 s (interleaved runs)."""
+        (4.5 MiB in f16) in two parts each needed a pass over the f32 source and strided casts, and
+        a transformer's save took a fifth longer (docs/benchmarks.md)."""
         rows = self.rows
         if self.tensor.device.type != "cpu" or self.likely_nbytes <= 2 * part_bytes or rows < 2:
             return [(0, rows)]

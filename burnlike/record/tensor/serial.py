@@ -5,7 +5,7 @@ piece on the calling thread; min/max by numpy.
 Why: torch splits an op over more than 32768 elements across its intra-op thread pool. In a record
 save or load that only adds hand-offs: the work is memory-bound, loads already run on threads of
 their own, and on a busy machine (dataloader workers, other jobs) the pool's threads spin waiting
-for cores. A 100M-parameter save on a loaded 2-core VM: 4.3 s with the pool, 1.3 s in pieces.
+for cores: on a loaded machine a save with the pool took three times as long (docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ def alone() -> Iterator[None]:
     How: the thread's own OpenMP team size (an OpenMP per-thread setting, which torch reads on each
     op) is 1 inside and restored after; `torch.set_num_threads` would change it for every thread
     started later too. Where torch's OpenMP can't be reached, `copy_` goes piece by piece instead.
-    Why: one call per 32K-element piece costs ~5 us of set-up each; in a 100M-parameter save that
-    was 0.015 s of CPU (measured: save 0.066 s whole against 0.077 s in pieces, 2-core VM)."""
+    Why: each call per 32K-element piece pays torch's set-up, which adds up over a big save
+    (docs/benchmarks.md)."""
     if _OMP_SET is None or _OMP_GET is None or getattr(_state, "alone", False):
         yield
         return
@@ -77,7 +77,7 @@ def copy_(dst: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
 
 def aminmax(t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """`t.aminmax()` (NaN if `t` holds one, as torch's), on the calling thread: torch's own inside
-    `alone()` (one pass: 0.004 s against 0.0066 s for 24.6M f32 values); else numpy's min and max
+    `alone()` (one pass, faster than two); else numpy's min and max
     where numpy has the dtype (one thread, vectorised: as fast as torch's whole-tensor op; torch
     in pieces costs ~3x in per-call overhead), else piece by piece."""
     if _whole(t) or getattr(_state, "alone", False) and t.dtype != torch.bool:  # alone: one pass, not two

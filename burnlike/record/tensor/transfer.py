@@ -2,8 +2,8 @@
 
 Why deferred: the whole record is validated before any parameter changes, so a bad file leaves the
 module as it was. Why threads: at 100M parameters a load is file reads plus Burn's transposed
-Linear layout; both release the GIL, and two threads loaded 95 Linear weights in 0.15 s instead of
-0.24 s on a 2-core machine.
+Linear layout; both release the GIL, so two threads load a stack of Linear weights in well under
+the time of one (docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -38,9 +38,9 @@ class Copy:
 
     def parts(self) -> list[Copy]:
         """This copy as parts of at most `PART_BYTES` of record bytes, when it is a big untransposed
-        one from the file into a contiguous CPU tensor. Why: a 32000×768 embedding read whole went
-        through a 49 MB scratch buffer (fresh pages, out of cache) on one thread while the other
-        idled: 2.5 ms per 1M values against 0.5 ms for 1M-value tensors."""
+        one from the file into a contiguous CPU tensor. Why: a big embedding read whole goes through
+        a scratch buffer as big (fresh pages, out of cache) on one thread while the other idles,
+        several times slower per value than small tensors (docs/benchmarks.md)."""
         raw, target = self.raw, self.target
         if self.transpose or not isinstance(raw, FileSlice) or len(raw) <= PART_BYTES or \
                 target.device.type != "cpu" or not target.is_contiguous():
@@ -63,7 +63,7 @@ class Copy:
             if self.transpose:
                 transposed_cast(target, source, scratch, 3)
             else:
-                target.copy_(source)  # whole: torch's pool halved an embedding stack's load (0.09 -> 0.05 s)
+                target.copy_(source)  # whole: torch's pool nearly halves an embedding stack's load
 
 
 def _direct(target: torch.Tensor, dtype: torch.dtype) -> bool:

@@ -26,8 +26,8 @@ Number = Tensor | float | int
 class MetricContext:
     """What a step knows beyond the output item (for metrics with Burn's `Input = ()`)."""
 
-    lr: float | None = None
-    iteration: int = 0
+    lr: float | None = None  # the learning rate of the step, None when unknown
+    iteration: int = 0  # the global step's index
 
 
 def weighted_mean() -> MeanMetric:
@@ -51,25 +51,49 @@ class Metric(nn.Module):
     """
 
     name: str = "Metric"
+    """The metric's name as Burn prints and logs it (`"Accuracy"`, the folder of its log files)."""
     input: str = NONE
+    """The kind of output item it reads (`burnlike.train.output`'s `LOSS`, `ACCURACY`, ...), which
+    the Learner checks against the outputs' `provides` before training."""
     unit: str = ""
+    """The unit shown after the value (`"%"`), or none."""
     numeric: bool = True
+    """Whether its values are numbers (every burnlike metric's are)."""
     higher_is_better: ClassVar[bool | None] = None
+    """The metric's direction: True, False, or None where neither is better."""
 
     def __init__(self) -> None:
         super().__init__()
         self.mean = weighted_mean()
+        """The epoch aggregate (a float64 `MeanMetric`), summed across processes at epoch end."""
         self._history: list[tuple[Number, Number]] = []
         self._running = (0.0, 0.0, 0)  # (Σ v·c, Σ c, entries folded) for the progress display
 
     def batch_value(self, item: Any, ctx: MetricContext) -> tuple[Number, Number]:
+        """The batch's value and its weight in the epoch's mean (what a metric implements); tensors
+        stay on the device.
+
+        Args:
+            item: The step's output item (`ClassificationOutput`, ...).
+            ctx: What the step knows beyond it (the learning rate, the iteration).
+
+        Returns:
+            `(value, count)`: Burn's numeric entry for the step.
+        """
         raise NotImplementedError
 
     def update(self, item: Any, ctx: MetricContext) -> None:
+        """Add a step: its `batch_value` is kept for the epoch (no host sync).
+
+        Args:
+            item: The step's output item.
+            ctx: What the step knows beyond it.
+        """
         self._history.append(self.batch_value(item, ctx))
 
     @property
     def updated(self) -> bool:
+        """Whether the epoch under way has steps."""
         return bool(self._history)
 
     @property
@@ -95,7 +119,11 @@ class Metric(nn.Module):
 
     def synced_mean(self, pairs: list[tuple[float, float]]) -> float:
         """Σ value·count / Σ count over `pairs` and every other rank's (Burn's epoch aggregate of the
-        logged entries, `metric/store/aggregate.rs`), in float64."""
+        logged entries, `metric/store/aggregate.rs`), in float64.
+
+        Args:
+            pairs: This rank's `(value, count)` steps.
+        """
         values = torch.tensor([v for v, _ in pairs], dtype=torch.float64, device=self.mean.device)
         counts = torch.tensor([c for _, c in pairs], dtype=torch.float64, device=self.mean.device)
         # a module's .to(device) resets torchmetrics' dtype to float32, and MeanMetric casts each
@@ -111,11 +139,16 @@ class Metric(nn.Module):
         return _to_host(self._history)
 
     def restore_history(self, steps: list[tuple[float, float]]) -> None:
-        """Continue an epoch from a checkpoint: its steps so far, then the resumed ones."""
+        """Continue an epoch from a checkpoint: its steps so far, then the resumed ones.
+
+        Args:
+            steps: The `(value, count)` steps the checkpoint holds for the epoch under way.
+        """
         self.reset()
         self._history = list(steps)
 
     def reset(self) -> None:
+        """Forget the epoch under way's steps."""
         self.mean.reset()
         self._history = []
         self._running = (0.0, 0.0, 0)

@@ -19,6 +19,15 @@ class AccuracyMetric(Metric):
     the batch-size-weighted mean of the batch values (a batch of pads only is 0/0, NaN, in Burn too).
     `weighted_by_tokens()` weighs each batch by its non-pad count instead, so the epoch value is the
     exact share of all non-pad targets predicted right (a batch of pads only then weighs nothing).
+
+    Args:
+        pad_token: A target id left out of the value (Burn's `with_pad_token`); None: none.
+        token_weighted: Weigh each batch by its non-pad targets instead of the batch size (see
+            `weighted_by_tokens`).
+
+    Attributes:
+        pad_token: The pad token, or None.
+        token_weighted: Whether batches are weighed by their non-pad targets.
     """
 
     name = "Accuracy"
@@ -32,11 +41,23 @@ class AccuracyMetric(Metric):
         self.token_weighted = token_weighted
 
     def with_pad_token(self, index: int) -> AccuracyMetric:
+        """Burn's `with_pad_token(index)`: leave that target id out; the metric itself.
+
+        Args:
+            index: The pad token's id.
+        """
         self.pad_token = index
         return self
 
     def weighted_by_tokens(self, enabled: bool = True) -> AccuracyMetric:
-        """Weigh each batch by its non-pad targets (burnlike's exact token accuracy), not Burn's batch size."""
+        """Weigh each batch by its non-pad targets (burnlike's exact token accuracy), not Burn's batch size.
+
+        Args:
+            enabled: Whether to; False restores Burn's weighting.
+
+        Returns:
+            The metric itself, for chaining.
+        """
         self.token_weighted = enabled
         return self
 
@@ -50,7 +71,22 @@ class AccuracyMetric(Metric):
 
 class TopKAccuracyMetric(Metric):
     """`Top-K Accuracy @ TopK(k)` in %: target among the k highest logits (burn-train
-    `metric/top_k_acc.rs`). The pad token and `weighted_by_tokens()` as `AccuracyMetric`'s."""
+    `metric/top_k_acc.rs`). The pad token and `weighted_by_tokens()` as `AccuracyMetric`'s.
+
+    Args:
+        k: How many of the highest logits count as a hit; at least 1.
+        pad_token: A target id left out of the value (Burn's `with_pad_token`); None: none.
+        token_weighted: Weigh each batch by its non-pad targets instead of the batch size (see
+            `weighted_by_tokens`).
+
+    Raises:
+        ValueError: `k` is below 1.
+
+    Attributes:
+        k: How many of the highest logits count.
+        pad_token: The pad token, or None.
+        token_weighted: Whether batches are weighed by their non-pad targets.
+    """
 
     input = TOP_K
     unit = "%"
@@ -64,11 +100,23 @@ class TopKAccuracyMetric(Metric):
         self.name = f"Top-K Accuracy @ TopK({k})"
 
     def with_pad_token(self, index: int) -> TopKAccuracyMetric:
+        """Burn's `with_pad_token(index)`: leave that target id out; the metric itself.
+
+        Args:
+            index: The pad token's id.
+        """
         self.pad_token = index
         return self
 
     def weighted_by_tokens(self, enabled: bool = True) -> TopKAccuracyMetric:
-        """Weigh each batch by its non-pad targets, not Burn's batch size (see `AccuracyMetric`)."""
+        """Weigh each batch by its non-pad targets, not Burn's batch size (see `AccuracyMetric`).
+
+        Args:
+            enabled: Whether to; False restores Burn's weighting.
+
+        Returns:
+            The metric itself, for chaining.
+        """
         self.token_weighted = enabled
         return self
 

@@ -117,27 +117,54 @@ class DistsConfig:
     """Burn's `DistsConfig`: `normalize` applies ImageNet normalisation to the input images
     (inputs in [0, 1])."""
 
-    normalize: bool = True
+    normalize: bool = True  # apply ImageNet normalisation to the input images (inputs in [0, 1])
 
     def init(self, device: torch.device | str | None = None) -> Dists:
-        """A `Dists` with a random VGG16 and α = β = 0.1 (Burn's `init`)."""
+        """A `Dists` with a random VGG16 and α = β = 0.1 (Burn's `init`).
+
+        Args:
+            device: Where the network is moved; None: the CPU.
+        """
         return Dists(self.normalize).to(device)
 
     def init_pretrained(self, backbone: PathLike, weights: PathLike | None = None,
                         device: torch.device | str | None = None) -> Dists:
         """A `Dists` with the published weights, read from local files: `backbone` (VGG16's
         ImageNet state dict, `VGG16_IMAGENET_URL`) and `weights` (α and β, `DISTS_WEIGHTS_URL`;
-        torchmetrics' copy when None). Burn's `init_pretrained` downloads them; this never does."""
+        torchmetrics' copy when None). Burn's `init_pretrained` downloads them; this never does.
+
+        Args:
+            backbone: VGG16's ImageNet weights. A local file: a PyTorch state dict (`.pt`/`.pth`) or
+                `.safetensors`.
+            weights: The DISTS α and β; None: torchmetrics' copy.
+            device: Where the network is moved; None: the CPU.
+
+        Raises:
+            WeightsError: A file that is not those weights, naming the key.
+            FileNotFoundError: A file that isn't there.
+        """
         return Dists(self.normalize).load_weights(backbone, weights).to(device)
 
 
 class Dists(nn.Module):
     """Burn's `Dists`: `forward(input, target, reduction)` is the reduced distance (a 0-dim tensor,
     Burn's is of shape [1]), `forward_no_reduction(input, target)` one distance per image [B].
-    Images are [B, 3, H, W]. The module stays in eval mode and holds no gradients."""
+    Images are [B, 3, H, W]. The module stays in eval mode and holds no gradients.
+
+    Args:
+        normalize: Apply ImageNet normalisation to the input images (inputs in [0, 1]).
+
+    Attributes:
+        normalize: Whether inputs are normalised.
+        features: VGG16's convolutions with L2 pooling (torchvision's `features.N` indices).
+        alpha: The structure terms' weights, one per channel of the six stages (1475).
+        beta: The texture terms' weights, one per channel.
+    """
 
     mean: Tensor
+    """ImageNet's channel means, `[1, 3, 1, 1]` (a non-persistent buffer)."""
     std: Tensor
+    """ImageNet's channel standard deviations, `[1, 3, 1, 1]` (a non-persistent buffer)."""
 
     def __init__(self, normalize: bool = True) -> None:
         super().__init__()
@@ -153,7 +180,16 @@ class Dists(nn.Module):
     def load_weights(self, backbone: PathLike, weights: PathLike | None = None) -> Dists:
         """Read VGG16's ImageNet state dict from `backbone` and α, β from `weights` (torchmetrics'
         copy when None); see the module docstring for where they are published. Keys or shapes that
-        don't match raise `WeightsError` before anything is copied."""
+        don't match raise `WeightsError` before anything is copied.
+
+        Args:
+            backbone: VGG16's ImageNet weights. A local file: a PyTorch state dict (`.pt`/`.pth`) or
+                `.safetensors`.
+            weights: The DISTS α and β; None: torchmetrics' copy.
+
+        Returns:
+            The module itself.
+        """
         what = f"the VGG16 ImageNet weights torchvision publishes ({VGG16_IMAGENET_URL})"
         backbone_state = read_state_dict(backbone, what)
         targets = {f"features.{key}": tensor for key, tensor in tensors(self.features).items()}
@@ -170,7 +206,11 @@ class Dists(nn.Module):
         return self
 
     def stages(self, x: Tensor) -> list[Tensor]:
-        """The six stages' features of images `x` (already normalised)."""
+        """The six stages' features of images `x` (already normalised).
+
+        Args:
+            x: Images `[B, 3, H, W]`.
+        """
         out = [x]
         for i, layer in enumerate(self.features):
             x = layer(x)
@@ -179,7 +219,12 @@ class Dists(nn.Module):
         return out
 
     def forward_no_reduction(self, input: Tensor, target: Tensor) -> Tensor:
-        """The distance of each pair of images, [B]."""
+        """The distance of each pair of images, [B].
+
+        Args:
+            input: Images `[B, 3, H, W]`.
+            target: Images of the same shape.
+        """
         check_images("DISTS", input, target)
         with torch.no_grad():
             if self.normalize:
@@ -203,6 +248,13 @@ class Dists(nn.Module):
             return structure / alpha.sum() + texture / beta.sum()
 
     def forward(self, input: Tensor, target: Tensor, reduction: Reduction | str = Reduction.Mean) -> Tensor:
+        """The reduced distance (Burn's `forward(input, target, reduction)`), a 0-dim tensor.
+
+        Args:
+            input: Images `[B, 3, H, W]`.
+            target: Images of the same shape.
+            reduction: `Reduction.Mean` (the default) or `Sum` over the batch.
+        """
         distance = self.forward_no_reduction(input, target)
         return distance.sum() if Reduction(reduction) is Reduction.Sum else distance.mean()
 
@@ -213,7 +265,14 @@ class DistsMetric(ImageDistanceMetric):
 
     `DistsMetric(DistsConfig().init_pretrained(backbone="vgg16-397923af.pth"))`. The network runs
     in float32, outside autocast, without gradients, on the images' device; it is not a submodule
-    of the training module (not in its checkpoints or summary)."""
+    of the training module (not in its checkpoints or summary).
+
+    Args:
+        dists: The network (`DistsConfig().init_pretrained(...)`).
+
+    Raises:
+        TypeError: `dists` is not a `Dists`.
+    """
 
     def __init__(self, dists: Dists) -> None:
         if not isinstance(dists, Dists):
@@ -223,6 +282,7 @@ class DistsMetric(ImageDistanceMetric):
 
     @property
     def dists(self) -> Dists:
+        """The network."""
         return cast(Dists, self._network.module)
 
     def clone(self) -> DistsMetric:

@@ -170,9 +170,30 @@ class InceptionE(nn.Module):
 
 class InceptionV3FeatureExtractor(nn.Module):
     """Burn's `InceptionV3FeatureExtractor`: images [N, 3, H, W] (resized to 299×299 bilinearly,
-    corners aligned, unless already that size) to their 2048 pooled features [N, 2048]."""
+    corners aligned, unless already that size) to their 2048 pooled features [N, 2048]. Its attributes
+    are pytorch-fid's (its weight file's keys).
+
+    Attributes:
+        Conv2d_1a_3x3: Stem, 3 → 32, stride 2.
+        Conv2d_2a_3x3: Stem, 32 → 32.
+        Conv2d_2b_3x3: Stem, 32 → 64, then a 3×3 max-pool.
+        Conv2d_3b_1x1: Stem, 64 → 80.
+        Conv2d_4a_3x3: Stem, 80 → 192, then a 3×3 max-pool.
+        Mixed_5b: Inception A block, 192 → 256.
+        Mixed_5c: Inception A block, 256 → 288.
+        Mixed_5d: Inception A block, 288 → 288.
+        Mixed_6a: Inception B block (grid reduction), 288 → 768.
+        Mixed_6b: Inception C block, 768 → 768.
+        Mixed_6c: Inception C block.
+        Mixed_6d: Inception C block.
+        Mixed_6e: Inception C block.
+        Mixed_7a: Inception D block (grid reduction), 768 → 1280.
+        Mixed_7b: Inception E block, 1280 → 2048.
+        Mixed_7c: Inception E block with max-pooling (pytorch-fid's), 2048 → 2048.
+    """
 
     num_features = NUM_FEATURES
+    """The features per image, 2048."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -194,6 +215,14 @@ class InceptionV3FeatureExtractor(nn.Module):
         self.Mixed_7c = InceptionE(2048, use_max_pool=True)
 
     def forward(self, x: Tensor) -> Tensor:
+        """The pooled features.
+
+        Args:
+            x: Images `[N, 3, H, W]`, already normalised.
+
+        Returns:
+            `[N, 2048]`.
+        """
         if x.shape[2:] != (INPUT_SIZE, INPUT_SIZE):
             x = F.interpolate(x, size=(INPUT_SIZE, INPUT_SIZE), mode="bilinear", align_corners=True)
         x = self.Conv2d_2b_3x3(self.Conv2d_2a_3x3(self.Conv2d_1a_3x3(x)))
@@ -213,16 +242,30 @@ class FidConfig:
     `num_iterations` is Burn's Newton–Schulz count, kept for its config files and not used (the
     square root is torchmetrics' eigenvalue form)."""
 
-    normalize: bool = True
-    num_iterations: int = 50
+    normalize: bool = True  # map images in [0, 1] to ImageNet's normalisation
+    num_iterations: int = 50  # Burn's Newton–Schulz iterations: kept for its config files, not used
 
     def init(self, device: torch.device | str | None = None) -> Fid:
-        """An `Fid` with a random InceptionV3 (Burn's `init`)."""
+        """An `Fid` with a random InceptionV3 (Burn's `init`).
+
+        Args:
+            device: Where the network is moved; None: the CPU.
+        """
         return Fid(self.normalize).to(device)
 
     def init_pretrained(self, weights: PathLike, device: torch.device | str | None = None) -> Fid:
         """An `Fid` with pytorch-fid's InceptionV3 weights, read from the local file `weights`
-        (`INCEPTION_WEIGHTS_URL`). Burn's `init_pretrained` downloads them; this never does."""
+        (`INCEPTION_WEIGHTS_URL`). Burn's `init_pretrained` downloads them; this never does.
+
+        Args:
+            weights: pytorch-fid's InceptionV3 weights. A local file: a PyTorch state dict (`.pt`/`.pth`) or
+                `.safetensors`.
+            device: Where the network is moved; None: the CPU.
+
+        Raises:
+            WeightsError: A file that is not those weights, naming the key.
+            FileNotFoundError: A file that isn't there.
+        """
         return Fid(self.normalize).load_weights(weights).to(device)
 
 
@@ -232,10 +275,26 @@ class Fid(nn.Module):
 
     `extractor` replaces the InceptionV3 with another feature network (burnlike's, as
     torchmetrics' `feature`): a module from images [N, 3, H, W] to features [N, D] with an int
-    `num_features` (D). The module stays in eval mode and holds no gradients."""
+    `num_features` (D). The module stays in eval mode and holds no gradients.
+
+    Args:
+        normalize: Map images in [0, 1] to ImageNet's normalisation.
+        extractor: The feature network; None: pytorch-fid's InceptionV3 (random until
+            `load_weights`).
+
+    Raises:
+        TypeError: The extractor has no int `num_features`.
+
+    Attributes:
+        normalize: Whether images are normalised.
+        extractor: The feature network.
+        num_features: The features per image (D).
+    """
 
     mean: Tensor
+    """ImageNet's channel means, `[1, 3, 1, 1]` (a non-persistent buffer)."""
     std: Tensor
+    """ImageNet's channel standard deviations, `[1, 3, 1, 1]` (a non-persistent buffer)."""
 
     def __init__(self, normalize: bool = True, extractor: nn.Module | None = None) -> None:
         super().__init__()
@@ -251,13 +310,28 @@ class Fid(nn.Module):
         self.eval().requires_grad_(False)
 
     def train(self, mode: bool = True) -> Fid:
-        """Always in eval mode: batch norm uses its running statistics."""
+        """Always in eval mode: batch norm uses its running statistics.
+
+        Args:
+            mode: Ignored (torch's signature).
+        """
         return super().train(False)
 
     def load_weights(self, weights: PathLike) -> Fid:
         """Read pytorch-fid's InceptionV3 state dict from `weights` (see `INCEPTION_WEIGHTS_URL`).
         Keys or shapes that don't match raise `WeightsError` before anything is copied; the file's
-        `fc.*` classifier is skipped, and BatchNorm's `num_batches_tracked` may be absent."""
+        `fc.*` classifier is skipped, and BatchNorm's `num_batches_tracked` may be absent.
+
+        Args:
+            weights: pytorch-fid's InceptionV3 weights. A local file: a PyTorch state dict (`.pt`/`.pth`) or
+                `.safetensors`.
+
+        Returns:
+            The module itself.
+
+        Raises:
+            TypeError: The extractor is not the InceptionV3.
+        """
         if not isinstance(self.extractor, InceptionV3FeatureExtractor):
             raise TypeError(f"Fid.load_weights reads pytorch-fid's InceptionV3 weights; this Fid's extractor is "
                             f"a {type(self.extractor).__name__} (load its weights yourself)")
@@ -269,7 +343,11 @@ class Fid(nn.Module):
         return self
 
     def extract_features(self, images: Tensor) -> Tensor:
-        """The features [N, D] of images [N, 3, H, W] (in [0, 1] when `normalize`)."""
+        """The features [N, D] of images [N, 3, H, W] (in [0, 1] when `normalize`).
+
+        Args:
+            images: RGB images `[N, 3, H, W]`.
+        """
         if images.dim() != 4 or images.shape[1] != 3:
             raise ValueError(f"Fid: expects RGB images [batch, 3, height, width], got {tuple(images.shape)}")
         with torch.no_grad():
@@ -279,7 +357,12 @@ class Fid(nn.Module):
         return features
 
     def compute_fid(self, features_real: Tensor, features_gen: Tensor) -> Tensor:
-        """The Fréchet distance between two sets of features [N, D] (at least 2 rows each)."""
+        """The Fréchet distance between two sets of features [N, D] (at least 2 rows each).
+
+        Args:
+            features_real: The real images' features.
+            features_gen: The generated images' features.
+        """
         for name, features in (("features_real", features_real), ("features_gen", features_gen)):
             if features.dim() != 2 or features.shape[0] < 2:
                 raise ValueError(f"Fid.compute_fid: {name} must be [N, D] with N >= 2, got {tuple(features.shape)}")
@@ -292,6 +375,12 @@ class Fid(nn.Module):
         return state.compute()
 
     def forward(self, images_real: Tensor, images_gen: Tensor) -> Tensor:
+        """The FID between two sets of images (Burn's `forward`), a 0-dim tensor.
+
+        Args:
+            images_real: Real images `[N, 3, H, W]`, N >= 2.
+            images_gen: Generated images `[M, 3, H', W']`, M >= 2.
+        """
         return self.compute_fid(self.extract_features(images_real), self.extract_features(images_gen))
 
 
@@ -344,7 +433,14 @@ class FidMetric(Metric):
     value exists, so the progress display shows the last epoch's value. A run resumed in the middle
     of an epoch computes that epoch's FID over the images after the resume.
 
-    `FidMetric(FidConfig().init_pretrained("pt_inception-2015-12-05-6726825d.pth"))`."""
+    `FidMetric(FidConfig().init_pretrained("pt_inception-2015-12-05-6726825d.pth"))`.
+
+    Args:
+        fid: The network (`FidConfig().init_pretrained(...)`).
+
+    Raises:
+        TypeError: `fid` is not an `Fid`.
+    """
 
     name = "FID"
     input = IMAGE
@@ -360,9 +456,15 @@ class FidMetric(Metric):
 
     @property
     def fid(self) -> Fid:
+        """The network."""
         return self._network.module
 
     def with_name(self, name: str) -> FidMetric:
+        """Burn's `with_name`: log and show it under `name`; the metric itself.
+
+        Args:
+            name: The name.
+        """
         self.name = name
         return self
 

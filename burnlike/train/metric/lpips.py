@@ -74,13 +74,21 @@ SQUEEZENET_IMAGENET_URL = "https://download.pytorch.org/models/squeezenet1_1-f36
 
 def get_lpips_weights_url(net: LpipsNet) -> str:
     """Where the LPIPS linear-layer weights of `net` are published (Burn's function; burnlike only
-    names the address)."""
+    names the address).
+
+    Args:
+        net: The backbone.
+    """
     return {LpipsNet.Vgg: LPIPS_VGG_URL, LpipsNet.Alex: LPIPS_ALEX_URL, LpipsNet.Squeeze: LPIPS_SQUEEZE_URL}[
         LpipsNet(net)]
 
 
 def get_backbone_weights_url(net: LpipsNet) -> str:
-    """Where the ImageNet weights of `net`'s backbone are published (Burn's function)."""
+    """Where the ImageNet weights of `net`'s backbone are published (Burn's function).
+
+    Args:
+        net: The backbone.
+    """
     return {LpipsNet.Vgg: VGG16_IMAGENET_URL, LpipsNet.Alex: ALEXNET_IMAGENET_URL,
             LpipsNet.Squeeze: SQUEEZENET_IMAGENET_URL}[LpipsNet(net)]
 
@@ -97,11 +105,15 @@ class LpipsConfig:
     """Burn's `LpipsConfig`: the backbone (`net`, VGG16 by default) and `normalize` (inputs in
     [0, 1], mapped to [-1, 1]; False: inputs already in [-1, 1])."""
 
-    net: LpipsNet = LpipsNet.Vgg
-    normalize: bool = True
+    net: LpipsNet = LpipsNet.Vgg  # the backbone
+    normalize: bool = True  # inputs in [0, 1], mapped to [-1, 1]; False: inputs already in [-1, 1]
 
     def init(self, device: torch.device | str | None = None) -> Lpips:
-        """An `Lpips` with random weights (Burn's `init`)."""
+        """An `Lpips` with random weights (Burn's `init`).
+
+        Args:
+            device: Where the network is moved; None: the CPU.
+        """
         return Lpips(self.net, self.normalize).to(device)
 
     def init_pretrained(self, backbone: PathLike, weights: PathLike | None = None,
@@ -109,14 +121,35 @@ class LpipsConfig:
         """An `Lpips` with the published weights, read from local files: `backbone` (the
         backbone's ImageNet state dict, see `get_backbone_weights_url`) and `weights` (the LPIPS
         linear layers, see `get_lpips_weights_url`; torchmetrics' copy when None). Burn's
-        `init_pretrained` downloads them; this never does."""
+        `init_pretrained` downloads them; this never does.
+
+        Args:
+            backbone: The backbone's ImageNet weights. A local file: a PyTorch state dict (`.pt`/`.pth`) or
+                `.safetensors`.
+            weights: The LPIPS linear layers; None: torchmetrics' copy.
+            device: Where the network is moved; None: the CPU.
+
+        Raises:
+            WeightsError: A file that is not those weights, naming the key.
+            FileNotFoundError: A file that isn't there.
+        """
         return Lpips(self.net, self.normalize).load_weights(backbone, weights).to(device)
 
 
 class Lpips(nn.Module):
     """Burn's `Lpips`: `forward(input, target, reduction)` is the reduced distance (a 0-dim tensor,
     Burn's is of shape [1]), `forward_no_reduction(input, target)` one distance per image [B].
-    Images are [B, 3, H, W]. The module stays in eval mode and holds no gradients."""
+    Images are [B, 3, H, W]. The module stays in eval mode and holds no gradients.
+
+    Args:
+        net: The backbone.
+        normalize: Inputs in [0, 1], mapped to [-1, 1]; False: inputs already in [-1, 1].
+
+    Attributes:
+        net: The backbone.
+        normalize: Whether inputs are mapped from [0, 1].
+        model: torchmetrics' LPIPS network (backbone and linear layers).
+    """
 
     def __init__(self, net: LpipsNet = LpipsNet.Vgg, normalize: bool = True) -> None:
         super().__init__()
@@ -137,13 +170,26 @@ class Lpips(nn.Module):
         self.eval().requires_grad_(False)
 
     def train(self, mode: bool = True) -> Lpips:
-        """Always in eval mode: the backbone's dropout is never on."""
+        """Always in eval mode: the backbone's dropout is never on.
+
+        Args:
+            mode: Ignored (torch's signature).
+        """
         return super().train(False)
 
     def load_weights(self, backbone: PathLike, weights: PathLike | None = None) -> Lpips:
         """Read the backbone's ImageNet state dict from `backbone` and the LPIPS linear layers from
         `weights` (torchmetrics' copy when None); see the module docstring for where they are
-        published. Keys or shapes that don't match raise `WeightsError` before anything is copied."""
+        published. Keys or shapes that don't match raise `WeightsError` before anything is copied.
+
+        Args:
+            backbone: The backbone's ImageNet weights. A local file: a PyTorch state dict (`.pt`/`.pth`) or
+                `.safetensors`.
+            weights: The LPIPS linear layers; None: torchmetrics' copy.
+
+        Returns:
+            The module itself.
+        """
         name = _BACKBONE_NAME[self.net]
         what = f"the {name} ImageNet weights torchvision publishes ({get_backbone_weights_url(self.net)})"
         backbone_state = read_state_dict(backbone, what)
@@ -166,13 +212,25 @@ class Lpips(nn.Module):
         return self
 
     def forward_no_reduction(self, input: Tensor, target: Tensor) -> Tensor:
-        """The distance of each pair of images, [B]."""
+        """The distance of each pair of images, [B].
+
+        Args:
+            input: Images `[B, 3, H, W]`.
+            target: Images of the same shape.
+        """
         check_images(f"LPIPS ({self.net.value})", input, target, MIN_SIZE[self.net])
         with torch.no_grad():
             distance: Tensor = self.model(input, target, normalize=self.normalize)
         return distance.reshape(input.shape[0])
 
     def forward(self, input: Tensor, target: Tensor, reduction: Reduction | str = Reduction.Mean) -> Tensor:
+        """The reduced distance (Burn's `forward(input, target, reduction)`), a 0-dim tensor.
+
+        Args:
+            input: Images `[B, 3, H, W]`.
+            target: Images of the same shape.
+            reduction: `Reduction.Mean` (the default) or `Sum` over the batch.
+        """
         distance = self.forward_no_reduction(input, target)
         return distance.sum() if Reduction(reduction) is Reduction.Sum else distance.mean()
 
@@ -183,7 +241,14 @@ class LpipsMetric(ImageDistanceMetric):
 
     `LpipsMetric(LpipsConfig().with_net(LpipsNet.Alex).init_pretrained(backbone="alexnet-owt-4df8aa71.pth"))`.
     The network runs in float32, outside autocast, without gradients, on the images' device; it is
-    not a submodule of the training module (not in its checkpoints or summary)."""
+    not a submodule of the training module (not in its checkpoints or summary).
+
+    Args:
+        lpips: The network (`LpipsConfig().init_pretrained(...)`).
+
+    Raises:
+        TypeError: `lpips` is not an `Lpips`.
+    """
 
     def __init__(self, lpips: Lpips) -> None:
         if not isinstance(lpips, Lpips):
@@ -193,6 +258,7 @@ class LpipsMetric(ImageDistanceMetric):
 
     @property
     def lpips(self) -> Lpips:
+        """The network."""
         return cast(Lpips, self._network.module)
 
     def clone(self) -> LpipsMetric:

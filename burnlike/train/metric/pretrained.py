@@ -178,9 +178,15 @@ class ImageDistanceMetric(Metric):
         super().__init__()
         self._network = Held(network)
         self.name = name
-        self.min_size = min_size  # the smallest image side the network takes
+        self.min_size = min_size
+        """The smallest image side the network takes."""
 
     def with_name(self: D, name: str) -> D:
+        """Burn's `with_name`: log and show it under `name`; the metric itself.
+
+        Args:
+            name: The name.
+        """
         self.name = name
         return self
 

@@ -41,13 +41,22 @@ class Direction(str, Enum):
 
     @classmethod
     def of(cls, higher_is_better: bool | None) -> Direction | None:
-        """A metric's direction from its torchmetrics-style `higher_is_better` (None: neither)."""
+        """A metric's direction from its torchmetrics-style `higher_is_better` (None: neither).
+
+        Args:
+            higher_is_better: True, False or None.
+        """
         if higher_is_better is None:
             return None
         return cls.HIGHEST if higher_is_better else cls.LOWEST
 
     def improves(self, value: float, best: float | None) -> bool:
-        """Strictly better than `best` (Burn's comparison; NaN never improves)."""
+        """Strictly better than `best` (Burn's comparison; NaN never improves).
+
+        Args:
+            value: The new value.
+            best: The best so far; None: anything but NaN improves.
+        """
         if math.isnan(value):
             return False
         if best is None:
@@ -67,11 +76,12 @@ class Aggregate(str, Enum):
 class EpochEntry:
     """One metric's epoch: its value (synced across ranks) and this rank's `(value, count)` steps."""
 
-    value: float
-    steps: list[tuple[float, float]] = field(default_factory=list)
+    value: float  # the epoch's count-weighted mean, synced across ranks
+    steps: list[tuple[float, float]] = field(default_factory=list)  # this rank's (value, count) per step
 
 
 EpochListener = Callable[[Split, int, Mapping[str, EpochEntry]], None]
+"""What `MetricStore.add_listener` takes: called with `(split, epoch, entries)` after each epoch."""
 
 
 class MetricStore:
@@ -84,7 +94,14 @@ class MetricStore:
 
     # Metrics and listeners ---------------------------------------------------------------------
     def register(self, metrics: Iterable[Metric]) -> None:
-        """Declare the metrics of this run (their names and directions)."""
+        """Declare the metrics of this run (their names and directions).
+
+        Args:
+            metrics: The run's metrics.
+
+        Raises:
+            ValueError: Two metrics of one name with different directions.
+        """
         for m in metrics:
             direction = Direction.of(m.higher_is_better)
             known = self._directions.setdefault(m.name, direction)
@@ -93,16 +110,30 @@ class MetricStore:
                                  f"({_label(known)} and {_label(direction)}); give the metrics distinct names")
 
     def direction(self, name: str) -> Direction | None:
-        """The registered metric's direction (None: it has none, or it isn't registered)."""
+        """The registered metric's direction (None: it has none, or it isn't registered).
+
+        Args:
+            name: The metric's name.
+        """
         return self._directions.get(name)
 
     def add_listener(self, listener: EpochListener) -> None:
-        """Call `listener(split, epoch, entries)` after each epoch is stored."""
+        """Call `listener(split, epoch, entries)` after each epoch is stored.
+
+        Args:
+            listener: A callable of `(split, epoch, entries)`.
+        """
         self._listeners.append(listener)
 
     # Writing -----------------------------------------------------------------------------------
     def end_epoch(self, split: Split, epoch: int, entries: Mapping[str, EpochEntry]) -> None:
-        """Store one split's epoch values, then notify the listeners."""
+        """Store one split's epoch values, then notify the listeners.
+
+        Args:
+            split: `Split.Train`, `Split.Valid` or `Split.Test` (or its value).
+            epoch: The epoch's number (from 1).
+            entries: Each metric's name and epoch entry.
+        """
         split = Split(split)
         for name, entry in entries.items():
             self.record(split, epoch, name, entry.value)
@@ -110,11 +141,27 @@ class MetricStore:
             listener(split, epoch, entries)
 
     def record(self, split: Split, epoch: int, name: str, value: float) -> None:
+        """Store one metric's epoch value (without notifying the listeners).
+
+        Args:
+            split: `Split.Train`, `Split.Valid` or `Split.Test` (or its value).
+            epoch: The epoch's number.
+            name: The metric's name.
+            value: Its epoch value.
+        """
         self._values.setdefault((Split(split), name), {})[epoch] = float(value)
 
     # Queries (Burn's `find_metric` / `find_epoch`) ---------------------------------------------
     def epochs(self, split: Split, name: str) -> dict[int, float]:
-        """Every stored epoch of `name` in `split`, in epoch order."""
+        """Every stored epoch of `name` in `split`, in epoch order.
+
+        Args:
+            split: `Split.Train`, `Split.Valid` or `Split.Test` (or its value).
+            name: The metric's name.
+
+        Returns:
+            `{epoch: value}`.
+        """
         return dict(sorted(self._values.get((Split(split), name), {}).items()))
 
     def epochs_stored(self) -> bool:
@@ -122,14 +169,32 @@ class MetricStore:
         return any(self._values.values())
 
     def has_epoch(self, split: Split, epoch: int) -> bool:
-        """Whether `epoch` of `split` is stored (for any metric)."""
+        """Whether `epoch` of `split` is stored (for any metric).
+
+        Args:
+            split: `Split.Train`, `Split.Valid` or `Split.Test` (or its value).
+            epoch: The epoch's number.
+        """
         split = Split(split)
         return any(s is split and epoch in values for (s, _), values in self._values.items())
 
     def names(self, split: Split) -> list[str]:
+        """The names of the metrics stored for `split`, sorted.
+
+        Args:
+            split: `Split.Train`, `Split.Valid` or `Split.Test` (or its value).
+        """
         return sorted(name for s, name in self._values if s is Split(split))
 
     def find_metric(self, name: str, epoch: int, split: Split, aggregate: Aggregate = Aggregate.MEAN) -> float | None:
+        """Burn's `find_metric`: one epoch's value, or None when it isn't stored.
+
+        Args:
+            name: The metric's name.
+            epoch: The epoch's number.
+            split: `Split.Train`, `Split.Valid` or `Split.Test` (or its value).
+            aggregate: Burn's argument; only the mean exists.
+        """
         Aggregate(aggregate)
         return self._values.get((Split(split), name), {}).get(epoch)
 
@@ -137,7 +202,15 @@ class MetricStore:
                    aggregate: Aggregate = Aggregate.MEAN) -> int | None:
         """The best epoch so far: the first to reach the best value (None while nothing is stored).
 
-        `direction=None` means the metric's own."""
+        Args:
+            name: The metric's name.
+            split: `Split.Train`, `Split.Valid` or `Split.Test` (or its value).
+            direction: Which way is better; None: the metric's own.
+            aggregate: Burn's argument; only the mean exists.
+
+        Raises:
+            ValueError: `direction` is None and the metric has none.
+        """
         Aggregate(aggregate)
         values = self.epochs(split, name)
         if not values:
@@ -150,7 +223,12 @@ class MetricStore:
         return best_epoch
 
     def resolve(self, name: str, direction: Direction | None) -> Direction:
-        """`direction`, else the metric's own; an error names the metric when it has none."""
+        """`direction`, else the metric's own; an error names the metric when it has none.
+
+        Args:
+            name: The metric's name.
+            direction: A direction, or None for the metric's own.
+        """
         if direction is not None:
             return Direction(direction)
         own = self._directions.get(name)
@@ -168,6 +246,11 @@ class MetricStore:
         return out
 
     def load_state_dict(self, state: Mapping[str, Mapping[str, Mapping[Any, Any]]]) -> None:
+        """Store the epochs a checkpoint's `state_dict()` holds (a resumed run's earlier epochs).
+
+        Args:
+            state: `{split: {name: {epoch: value}}}`.
+        """
         for split, metrics in state.items():
             for name, values in metrics.items():
                 for epoch, value in values.items():

@@ -28,10 +28,12 @@ class _Cuda(Metric):
     def __init__(self) -> None:
         super().__init__()
         self.available = torch.cuda.is_available() and self.probe()
+        """Whether it records: CUDA (and what the metric reads) is there."""
         if not self.available:
             log.warning("%s: no CUDA device or NVML, nothing will be recorded", type(self).__name__)
 
     def probe(self) -> bool:
+        """Whether what the metric reads answers here (with CUDA there)."""
         return True
 
     def update(self, item: Any, ctx: MetricContext) -> None:
@@ -72,7 +74,11 @@ _CPU_SENSORS = ("coretemp", "k10temp", "zenpower", "cpu_thermal", "cpu-thermal",
 
 
 def cpu_temperature(sys_root: str | Path = "/sys") -> float:
-    """The CPU temperature in °C from Linux sysfs (hwmon, then thermal zones), NaN if none is exposed."""
+    """The CPU temperature in °C from Linux sysfs (hwmon, then thermal zones), NaN if none is exposed.
+
+    Args:
+        sys_root: Where sysfs is mounted.
+    """
     root = Path(sys_root) / "class"
     for hwmon in sorted((root / "hwmon").glob("hwmon*")):
         name = _read(hwmon / "name")
@@ -104,7 +110,11 @@ def _celsius(path: Path) -> float | None:
 
 
 class CpuTemperature(Metric):
-    """`CPU Temperature` in °C (NaN where the OS exposes none)."""
+    """`CPU Temperature` in °C (NaN where the OS exposes none).
+
+    Args:
+        sys_root: Where sysfs is mounted (Linux's hwmon and thermal zones are read).
+    """
 
     name = "CPU Temperature"
     input = NONE
@@ -114,6 +124,7 @@ class CpuTemperature(Metric):
     def __init__(self, sys_root: str | Path = "/sys") -> None:
         super().__init__()
         self.sys_root = Path(sys_root)
+        """Where sysfs is mounted."""
 
     def batch_value(self, item: Any, ctx: MetricContext) -> tuple[Number, Number]:
         return cpu_temperature(self.sys_root), 1

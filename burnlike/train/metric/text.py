@@ -42,14 +42,25 @@ class _ErrorRate(Metric):
     higher_is_better = False
 
     def __init__(self, pad_token: int | None = None) -> None:
+        """An edit-distance rate over token ids.
+
+        Args:
+            pad_token: A token id left out (Burn's `with_pad_token`); None: none.
+        """
         super().__init__()
         self.pad_token = pad_token
+        """The pad token, or None."""
 
     def with_pad_token(self, index: int) -> Any:
+        """Burn's `with_pad_token(index)`: leave that token id out; the metric itself.
+
+        Args:
+            index: The pad token's id.
+        """
         self.pad_token = index
         return self
 
-    def pairs(self, outputs: list[list[int]], targets: list[list[int]]) -> list[tuple[list[int], list[int]]]:
+    def _pairs(self, outputs: list[list[int]], targets: list[list[int]]) -> list[tuple[list[int], list[int]]]:
         raise NotImplementedError
 
     def batch_value(self, item: Any, ctx: MetricContext) -> tuple[Number, Number]:
@@ -57,7 +68,7 @@ class _ErrorRate(Metric):
         if outputs.shape != targets.shape or outputs.dim() != 2:
             raise ValueError(f"{self.name}: predictions {tuple(outputs.shape)} and targets {tuple(targets.shape)} "
                              "must both be [batch, sequence]")
-        pairs = self.pairs(outputs.tolist(), targets.tolist())
+        pairs = self._pairs(outputs.tolist(), targets.tolist())
         return _rate(pairs), targets.shape[0]
 
 
@@ -67,7 +78,7 @@ class CharErrorRate(_ErrorRate):
     name = "CER"
     input = CER
 
-    def pairs(self, outputs: list[list[int]], targets: list[list[int]]) -> list[tuple[list[int], list[int]]]:
+    def _pairs(self, outputs: list[list[int]], targets: list[list[int]]) -> list[tuple[list[int], list[int]]]:
         pad = self.pad_token
         if pad is None:
             return list(zip(outputs, targets))
@@ -80,7 +91,7 @@ class WordErrorRate(_ErrorRate):
     name = "WER"
     input = WER
 
-    def pairs(self, outputs: list[list[int]], targets: list[list[int]]) -> list[tuple[list[int], list[int]]]:
+    def _pairs(self, outputs: list[list[int]], targets: list[list[int]]) -> list[tuple[list[int], list[int]]]:
         pad = self.pad_token
         if pad is None:
             return list(zip(outputs, targets))
@@ -112,10 +123,21 @@ class PerplexityMetric(Metric):
     higher_is_better = False
 
     def __init__(self, pad_token: int | None = None) -> None:
+        """Burn's perplexity.
+
+        Args:
+            pad_token: A token id left out (Burn's `with_pad_token`); None: none.
+        """
         super().__init__()
         self.pad_token = pad_token
+        """The pad token, or None."""
 
     def with_pad_token(self, index: int) -> Any:
+        """Burn's `with_pad_token(index)`: leave that token id out; the metric itself.
+
+        Args:
+            index: The pad token's id.
+        """
         self.pad_token = index
         return self
 
@@ -142,7 +164,12 @@ class PerplexityMetric(Metric):
         return value, lines
 
     def epoch_value(self, history: list[tuple[float, float]], lines: list[tuple[float, float]]) -> float:
-        """Burn's: the token-weighted mean of the logged lines (every rank's)."""
+        """Burn's: the token-weighted mean of the logged lines (every rank's).
+
+        Args:
+            history: This rank's `(mean NLL, tokens)` steps.
+            lines: Its perplexity lines, `(perplexity so far, tokens so far)`.
+        """
         return self.synced_mean(lines)
 
 
@@ -154,6 +181,12 @@ class CorpusPerplexityMetric(PerplexityMetric):
     name = "Corpus Perplexity"
 
     def epoch_value(self, history: list[tuple[float, float]], lines: list[tuple[float, float]]) -> float:
+        """exp of the token-weighted mean NLL over every rank's steps.
+
+        Args:
+            history: This rank's `(mean NLL, tokens)` steps.
+            lines: Its perplexity lines (logged, not used for the value).
+        """
         return _exp(self.synced_mean(history))
 
 

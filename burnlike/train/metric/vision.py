@@ -51,13 +51,23 @@ def _same_shape(name: str, output: Tensor, targets: Tensor, rank: int | None = N
 # Dice --------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class DiceMetricConfig:
-    epsilon: float = 1e-7
-    include_background: bool = False
+    """Burn's `DiceMetricConfig`."""
+
+    epsilon: float = 1e-7  # added to the numerator and the denominator (an empty mask scores 1)
+    include_background: bool = False  # count channel 0, the background
 
 
 class DiceMetric(Metric):
     """`{D}D Dice Metric`: (2·|O∩T| + ε) / (|O| + |T| + ε) over the batch, channel 0 (background)
-    left out unless `include_background`. `dims` is Burn's `D`, the rank of the masks (default 4)."""
+    left out unless `include_background`. `dims` is Burn's `D`, the rank of the masks (default 4).
+
+    Args:
+        config: Its settings; None: the defaults.
+        dims: The rank of the masks `[B, C, ...]`, at least 3.
+
+    Raises:
+        ValueError: `dims` is below 3.
+    """
 
     input = DICE
     higher_is_better = True
@@ -67,11 +77,19 @@ class DiceMetric(Metric):
         if dims < 3:
             raise ValueError(f"DiceMetric requires at least 3 dimensions, got dims={dims}")
         self.config = config or DiceMetricConfig()
+        """Its settings."""
         self.dims = dims
+        """The rank of the masks."""
         self.name = f"{dims}D Dice Metric"
 
     @classmethod
     def with_config(cls, config: DiceMetricConfig, dims: int = 4) -> DiceMetric:
+        """Burn's `DiceMetric::with_config(config)`.
+
+        Args:
+            config: Its settings.
+            dims: The rank of the masks.
+        """
         return cls(config, dims)
 
     def batch_value(self, item: Any, ctx: MetricContext) -> tuple[Number, Number]:
@@ -96,18 +114,29 @@ class _ImageMetric(Metric):
     higher_is_better = True
 
     def __init__(self, config: Any) -> None:
+        """The metric, named after its settings as Burn names it.
+
+        Args:
+            config: Its settings (the metric's config class).
+        """
         super().__init__()
         self.config = config
-        self.name = self.label(config)
+        """Its settings."""
+        self.name = self._label(config)
 
-    def label(self, config: Any) -> str:
+    def _label(self, config: Any) -> str:
         raise NotImplementedError
 
     def with_name(self, name: str) -> Any:
+        """Burn's `with_name`: log and show it under `name`; the metric itself.
+
+        Args:
+            name: The name.
+        """
         self.name = name
         return self
 
-    def images(self, item: Any) -> tuple[Tensor, Tensor]:
+    def _images(self, item: Any) -> tuple[Tensor, Tensor]:
         x, y = item.output.detach().float(), item.targets.float()
         _same_shape(self.name, x, y, 4)
         return x, y
@@ -116,27 +145,38 @@ class _ImageMetric(Metric):
 # PSNR --------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class PsnrMetricConfig:
-    max_pixel_val: float
-    epsilon: float = 1e-10
+    """Burn's `PsnrMetricConfig`."""
+
+    max_pixel_val: float  # the range of pixel values (1.0 for [0, 1] images, 255.0 for 8-bit ones)
+    epsilon: float = 1e-10  # the MSE's floor (identical images score 10·log10(max²/ε))
 
     def __post_init__(self) -> None:
         _positive("PsnrMetricConfig", max_pixel_val=self.max_pixel_val, epsilon=self.epsilon)
 
     def with_epsilon(self, epsilon: float) -> PsnrMetricConfig:
+        """A copy with `epsilon` set.
+
+        Args:
+            epsilon: The MSE's floor, > 0.
+        """
         return replace(self, epsilon=epsilon)
 
 
 class PsnrMetric(_ImageMetric):
-    """`PSNR@{max}` in dB: 10·log10(max² / MSE) per image (MSE clamped at ε), averaged over the batch."""
+    """`PSNR@{max}` in dB: 10·log10(max² / MSE) per image (MSE clamped at ε), averaged over the batch.
+
+    Args:
+        config: Its settings.
+    """
 
     unit = "dB"
     config: PsnrMetricConfig
 
-    def label(self, config: PsnrMetricConfig) -> str:
+    def _label(self, config: PsnrMetricConfig) -> str:
         return f"PSNR@{rust_f64(config.max_pixel_val)}"
 
     def batch_value(self, item: Any, ctx: MetricContext) -> tuple[Number, Number]:
-        x, y = self.images(item)
+        x, y = self._images(item)
         mse = (x - y).pow(2).mean(dim=(1, 2, 3)).clamp_min(self.config.epsilon)
         psnr = 10.0 * torch.log10(self.config.max_pixel_val**2 / mse)
         return psnr.mean(), x.shape[0]
@@ -144,7 +184,12 @@ class PsnrMetric(_ImageMetric):
 
 # SSIM and MS-SSIM --------------------------------------------------------------------------------
 def gaussian_kernel(size: int, sigma: float) -> Tensor:
-    """Burn's normalised 1-D Gaussian window, centred on index size // 2."""
+    """Burn's normalised 1-D Gaussian window, centred on index size // 2.
+
+    Args:
+        size: The window's length.
+        sigma: The Gaussian's standard deviation.
+    """
     x = torch.arange(size, dtype=torch.float64) - size // 2
     kernel = torch.exp(-(x * x) / (2.0 * sigma * sigma))
     return kernel / kernel.sum()
@@ -177,11 +222,13 @@ def _ssim_terms(x: Tensor, y: Tensor, kernel: Tensor, c1: float, c2: float, refl
 
 @dataclass(frozen=True)
 class SsimMetricConfig:
-    pixel_range: float
-    k1: float = 0.01
-    k2: float = 0.03
-    kernel_size: int = 11
-    sigma: float = 1.5
+    """Burn's `SsimMetricConfig`."""
+
+    pixel_range: float  # the range of pixel values (1.0 for [0, 1] images, 255.0 for 8-bit ones)
+    k1: float = 0.01  # the luminance constant's factor, c1 = (k1·pixel_range)²
+    k2: float = 0.03  # the contrast constant's factor, c2 = (k2·pixel_range)²
+    kernel_size: int = 11  # the Gaussian window's size, odd
+    sigma: float = 1.5  # the Gaussian window's standard deviation
 
     def __post_init__(self) -> None:
         owner = type(self).__name__
@@ -189,26 +236,46 @@ class SsimMetricConfig:
         _odd_kernel(owner, self.kernel_size)
 
     def with_k1_k2(self, k1: float, k2: float) -> Any:
+        """A copy with `k1` and `k2` set.
+
+        Args:
+            k1: The luminance constant's factor.
+            k2: The contrast constant's factor.
+        """
         return replace(self, k1=k1, k2=k2)
 
     def with_kernel_size(self, kernel_size: int) -> Any:
+        """A copy with `kernel_size` set.
+
+        Args:
+            kernel_size: The Gaussian window's size, odd.
+        """
         return replace(self, kernel_size=kernel_size)
 
     def with_sigma(self, sigma: float) -> Any:
+        """A copy with `sigma` set.
+
+        Args:
+            sigma: The Gaussian window's standard deviation.
+        """
         return replace(self, sigma=sigma)
 
 
 class SsimMetric(_ImageMetric):
-    """`SSIM (dr=…, w=…, σ=…)`: mean SSIM map per image (zero-padded Gaussian window), batch mean."""
+    """`SSIM (dr=…, w=…, σ=…)`: mean SSIM map per image (zero-padded Gaussian window), batch mean.
+
+    Args:
+        config: Its settings.
+    """
 
     config: SsimMetricConfig
 
-    def label(self, config: SsimMetricConfig) -> str:
+    def _label(self, config: SsimMetricConfig) -> str:
         return f"SSIM (dr={_f32(config.pixel_range)}, w={config.kernel_size}, σ={_f32(config.sigma)})"
 
     def batch_value(self, item: Any, ctx: MetricContext) -> tuple[Number, Number]:
         cfg = self.config
-        x, y = self.images(item)
+        x, y = self._images(item)
         if min(x.shape[2:]) < cfg.kernel_size:
             raise ValueError(f"{self.name}: image size {tuple(x.shape[2:])} is smaller than kernel_size {cfg.kernel_size}")
         c1, c2 = (cfg.k1 * cfg.pixel_range) ** 2, (cfg.k2 * cfg.pixel_range) ** 2
@@ -220,7 +287,8 @@ class SsimMetric(_ImageMetric):
 class MsSsimMetricConfig(SsimMetricConfig):
     """SSIM's settings plus the channel count and one exponent per scale (Burn's defaults)."""
 
-    channels: int = 3
+    channels: int = 3  # the images' channels
+    # one exponent per scale, finest first; their count is the number of scales
     betas: tuple[float, ...] = field(default=(0.0448, 0.2856, 0.3001, 0.2363, 0.1333))
 
     def __post_init__(self) -> None:
@@ -231,27 +299,42 @@ class MsSsimMetricConfig(SsimMetricConfig):
         object.__setattr__(self, "betas", tuple(float(b) for b in self.betas))
 
     def with_channels(self, channels: int) -> MsSsimMetricConfig:
+        """A copy with `channels` set.
+
+        Args:
+            channels: The images' channels.
+        """
         return replace(self, channels=channels)
 
     def with_betas(self, betas: list[float]) -> MsSsimMetricConfig:
+        """A copy with `betas` set.
+
+        Args:
+            betas: One exponent per scale, each >= 0.
+        """
         return replace(self, betas=tuple(betas))
 
 
 class MsSsimMetric(_ImageMetric):
     """`MS-SSIM (pr=…, k=…, σ=…)`: Πⱼ csⱼ^βⱼ (SSIM at the last scale) per channel, reflection-padded
-    windows, 2×2 average pooling between scales; channel mean, then batch mean."""
+    windows, 2×2 average pooling between scales; channel mean, then batch mean.
+
+    Args:
+        config: Its settings.
+        device: Unused (Burn's signature).
+    """
 
     config: MsSsimMetricConfig
 
     def __init__(self, config: MsSsimMetricConfig, device: Any = None) -> None:  # device: Burn's signature
         super().__init__(config)
 
-    def label(self, config: MsSsimMetricConfig) -> str:
+    def _label(self, config: MsSsimMetricConfig) -> str:
         return f"MS-SSIM (pr={_f32(config.pixel_range)}, k={config.kernel_size}, σ={_f32(config.sigma)})"
 
     def batch_value(self, item: Any, ctx: MetricContext) -> tuple[Number, Number]:
         cfg = self.config
-        x, y = self.images(item)
+        x, y = self._images(item)
         if x.shape[1] != cfg.channels:
             raise ValueError(f"{self.name}: input has {x.shape[1]} channels but the metric was configured for "
                              f"{cfg.channels} (MsSsimMetricConfig.with_channels)")

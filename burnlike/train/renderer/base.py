@@ -43,15 +43,26 @@ class MetricState:
     (`epoch 91.25 % - batch 87.50 %`: the epoch's running mean, then the step's value) and its
     `numeric_entry` is the step's `NumericEntry.Aggregated(value, count)`."""
 
-    entry: MetricEntry
-    numeric_entry: NumericEntry | None = None
+    entry: MetricEntry  # the metric's name and its formatted and serialized values
+    numeric_entry: NumericEntry | None = None  # a numeric metric's step value (None: a generic state)
 
     @classmethod
     def Generic(cls, entry: MetricEntry) -> MetricState:  # noqa: N802 - Burn's variant name
+        """A metric's state as text only.
+
+        Args:
+            entry: The metric's entry.
+        """
         return cls(entry)
 
     @classmethod
     def Numeric(cls, entry: MetricEntry, numeric_entry: NumericEntry) -> MetricState:  # noqa: N802 - Burn's variant name
+        """A numeric metric's state: its entry and the step's value.
+
+        Args:
+            entry: The metric's entry.
+            numeric_entry: The step's value and how many items it covers.
+        """
         return cls(entry, numeric_entry)
 
 
@@ -62,9 +73,9 @@ class TrainingProgress:
     epochs (`Progress(epoch, num_epochs)`, from 1) and `iteration` the step within the epoch (from 1).
     Burn ≤ 0.20's fields `epoch` and `epoch_total` are there too, read from `global_progress`."""
 
-    progress: Progress | None
-    global_progress: Progress
-    iteration: int | None = None
+    progress: Progress | None  # the split's pass, in dataset items (None: not known)
+    global_progress: Progress  # the epochs: Progress(epoch, num_epochs), from 1
+    iteration: int | None = None  # the step within the epoch, from 1
 
     @classmethod
     def none(cls) -> TrainingProgress:
@@ -73,10 +84,12 @@ class TrainingProgress:
 
     @property
     def epoch(self) -> int:
+        """The epoch, from 1 (Burn ≤ 0.20's field)."""
         return self.global_progress.items_processed
 
     @property
     def epoch_total(self) -> int:
+        """The number of epochs (Burn ≤ 0.20's field)."""
         return self.global_progress.items_total
 
 
@@ -84,8 +97,8 @@ class TrainingProgress:
 class EvaluationProgress:
     """Burn's `EvaluationProgress { progress, iteration }`."""
 
-    progress: Progress
-    iteration: int | None = None
+    progress: Progress  # the test pass, in dataset items
+    iteration: int | None = None  # the step, from 1
 
 
 @dataclass(frozen=True)
@@ -94,16 +107,28 @@ class ProgressType:
     indicator has a `progress`, a value indicator a `value`. A fit renders `Epoch` (detailed),
     `Iteration` (value) and `Items` (detailed), as Burn's processor does."""
 
-    tag: str
-    progress: Progress | None = None
-    value: int | None = None
+    tag: str  # what the indicator counts ("Epoch", "Iteration", "Items")
+    progress: Progress | None = None  # a detailed indicator's progress
+    value: int | None = None  # a value indicator's value
 
     @classmethod
     def Detailed(cls, tag: str, progress: Progress) -> ProgressType:  # noqa: N802 - Burn's variant name
+        """An indicator with a done/total progress.
+
+        Args:
+            tag: What it counts.
+            progress: Done and total.
+        """
         return cls(tag, progress=progress)
 
     @classmethod
     def Value(cls, tag: str, value: int) -> ProgressType:  # noqa: N802 - Burn's variant name
+        """An indicator with one value.
+
+        Args:
+            tag: What it counts.
+            value: The count.
+        """
         return cls(tag, value=value)
 
 
@@ -111,9 +136,10 @@ class ProgressType:
 class EvaluationName:
     """Burn's `EvaluationName`: the name an evaluation's metrics are grouped under."""
 
-    name: str
+    name: str  # the name given to `eval(name, loader)`
 
     def as_str(self) -> str:
+        """The name."""
         return self.name
 
     def __str__(self) -> str:
@@ -125,22 +151,44 @@ class MetricsRendererTraining(ABC):
 
     @abstractmethod
     def update_train(self, state: MetricState) -> None:
-        """A train metric's state after a step."""
+        """A train metric's state after a step.
+
+        Args:
+            state: The metric's state.
+        """
 
     @abstractmethod
     def update_valid(self, state: MetricState) -> None:
-        """A valid metric's state after a step."""
+        """A valid metric's state after a step.
+
+        Args:
+            state: The metric's state.
+        """
 
     @abstractmethod
     def render_train(self, item: TrainingProgress, progress_indicators: list[ProgressType]) -> None:
-        """A train step is done: where the fit stands."""
+        """A train step is done: where the fit stands.
+
+        Args:
+            item: The fit's progress.
+            progress_indicators: `Epoch`, `Iteration` and `Items`, as Burn's processor renders them.
+        """
 
     @abstractmethod
     def render_valid(self, item: TrainingProgress, progress_indicators: list[ProgressType]) -> None:
-        """A valid step is done: where the validation stands."""
+        """A valid step is done: where the validation stands.
+
+        Args:
+            item: The validation's progress.
+            progress_indicators: `Epoch`, `Iteration` and `Items`.
+        """
 
     def on_train_end(self, summary: LearnerSummary | None) -> None:
-        """The fit ended (done or interrupted); Burn's default prints the summary when there is one."""
+        """The fit ended (done or interrupted); Burn's default prints the summary when there is one.
+
+        Args:
+            summary: The run's summary (None without `.summary()`).
+        """
         if summary is not None:
             print(summary, flush=True)
 
@@ -150,14 +198,28 @@ class MetricsRendererEvaluation(ABC):
 
     @abstractmethod
     def update_test(self, name: EvaluationName, state: MetricState) -> None:
-        """A test metric's state after a step of evaluation `name`."""
+        """A test metric's state after a step of evaluation `name`.
+
+        Args:
+            name: The evaluation.
+            state: The metric's state.
+        """
 
     @abstractmethod
     def render_test(self, item: EvaluationProgress, progress_indicators: list[ProgressType]) -> None:
-        """A test step is done."""
+        """A test step is done.
+
+        Args:
+            item: The evaluation's progress.
+            progress_indicators: `Iteration` and `Items`.
+        """
 
     def on_test_end(self, summary: LearnerSummary | None) -> None:
-        """The evaluation ended; Burn's default prints the summary when there is one."""
+        """The evaluation ended; Burn's default prints the summary when there is one.
+
+        Args:
+            summary: The summary (None without `.summary()`).
+        """
         if summary is not None:
             print(summary, flush=True)
 
@@ -171,4 +233,8 @@ class MetricsRenderer(MetricsRendererEvaluation, MetricsRendererTraining):
 
     @abstractmethod
     def register_metric(self, definition: MetricDefinition) -> None:
-        """A metric of the run, before its first step."""
+        """A metric of the run, before its first step.
+
+        Args:
+            definition: Its name, description, unit and whether higher is better.
+        """

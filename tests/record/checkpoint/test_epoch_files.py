@@ -38,6 +38,13 @@ def test_burns_epoch_files_are_each_fsynced_before_their_rename(tmp_path, monkey
         assert events.index(("fsync", inode)) < events.index(("replace", inode)), name
 
 
+def test_the_trainer_files_content_keeps_no_weights_they_are_in_model_n(tmp_path):
+    model = randomised_params(Tiny())
+    checkpoint = lightning_checkpoint(model)
+    save_parts(checkpoint, model, tmp_path, 1, DefaultRecorder())
+    assert checkpoint["state_dict"] == {}  # Lightning's key, empty: no weight is stored twice
+
+
 # --- joining the parts for a resume ---
 
 

@@ -54,6 +54,16 @@ def test_cuda_metrics_say_once_why_they_record_nothing(caplog):
     ]
 
 
+def test_cuda_metrics_record_what_torch_reads_where_a_gpu_answers(monkeypatch):
+    """On a GPU machine (torch's answers given here: 5 of 8 GB in use, 42 % busy), each step records
+    the reading as one value: memory in use (total - free) in GB, the utilisation in %."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (3e9, 8e9))
+    monkeypatch.setattr(torch.cuda, "utilization", lambda device=None: 42)
+    assert feed_epoch(CudaMetric(), None, None) == (5.0, [(5.0, 1.0), (5.0, 1.0)])
+    assert feed_epoch(CudaUtilization(), None) == (42.0, [(42.0, 1.0)])
+
+
 # --- CPU temperature ------------------------------------------------------------------------------
 def test_cpu_temperature_prefers_coretemp_then_a_cpu_thermal_zone(tmp_path):
     assert math.isnan(feed_epoch(CpuTemperature(tmp_path), None)[0])  # no sensor at all

@@ -328,6 +328,16 @@ def test_ms_ssim_is_computed_in_float32_whatever_torchs_default_dtype():
     assert wide.dtype == value.dtype == torch.float32 and torch.equal(wide, value)
 
 
+def test_ms_ssim_of_images_on_a_gpu_is_computed_there(fake_cuda):
+    """torch's fake CUDA tensors (no values; devices checked as on a GPU): every scale's product is
+    made on the images' device."""
+    metric = MsSsimMetric(MsSsimMetricConfig(1.0).with_kernel_size(3).with_channels(2).with_betas([0.3, 0.3, 0.4]))
+    with fake_cuda:
+        x, y = torch.rand(2, 2, 16, 16, device="cuda"), torch.rand(2, 2, 16, 16, device="cuda")
+        value, count = metric.batch_value(Images(x, y), CTX)
+    assert (value.device.type, value.shape, count) == ("cuda", (), 2)
+
+
 def test_ms_ssim_constants_scale_with_the_pixel_range():
     # dark images (values in [0, 0.1]) against a half as bright copy with noise: the stabilising
     # constants (k·range)² are of the order of the means and variances, so each one matters

@@ -13,7 +13,14 @@ __all__ = ["ComposedDataset"]
 
 
 class ComposedDataset(Dataset[T]):
-    """Index `i` falls in the first dataset whose cumulative length exceeds it; `len()` is the sum."""
+    """Index `i` falls in the first dataset whose cumulative length exceeds it; `len()` is the sum.
+
+    Args:
+        datasets: The datasets, in order.
+
+    Attributes:
+        datasets: The datasets, in order.
+    """
 
     def __init__(self, datasets: Iterable[Any]) -> None:
         self.datasets = [as_dataset(d) for d in datasets]

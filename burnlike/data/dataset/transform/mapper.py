@@ -18,11 +18,29 @@ __all__ = ["Mapper", "MapperDataset"]
 class Mapper(Protocol[I, O]):
     """Burn's `Mapper<I, O>` trait: `map(item) -> mapped`."""
 
-    def map(self, item: I) -> O: ...
+    def map(self, item: I) -> O:
+        """The mapped item.
+
+        Args:
+            item: The dataset's item.
+        """
+        ...
 
 
 class MapperDataset(Dataset[T], Generic[T]):
-    """`get(i)` is `mapper.map(dataset.get(i))` (`None` stays `None`); `mapper` may also be a plain callable."""
+    """`get(i)` is `mapper.map(dataset.get(i))` (`None` stays `None`); `mapper` may also be a plain callable.
+
+    Args:
+        dataset: The source dataset.
+        mapper: A `Mapper`, or a callable `item -> mapped`.
+
+    Attributes:
+        dataset: The source dataset.
+        mapper: The mapper as given.
+
+    Raises:
+        TypeError: `mapper` has no `map` and is not callable.
+    """
 
     def __init__(self, dataset: Any, mapper: Mapper[Any, T] | Callable[[Any], T]) -> None:
         self.dataset = as_dataset(dataset)

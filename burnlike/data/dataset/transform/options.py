@@ -27,6 +27,14 @@ __all__ = ["RngSource", "SizeConfig", "make_rng", "resolve_size", "shuffle"]
 
 
 def make_rng(source: RngSource) -> np.random.Generator:
+    """The generator `source` stands for.
+
+    Args:
+        source: A seed, a generator (returned as is) or None (fresh OS entropy).
+
+    Raises:
+        ValueError: A seed that is not an integer >= 0.
+    """
     if source is None:
         return np.random.default_rng()
     if isinstance(source, np.random.Generator):
@@ -37,6 +45,15 @@ def make_rng(source: RngSource) -> np.random.Generator:
 
 
 def resolve_size(config: SizeConfig, source_size: int) -> int:
+    """The number of items `config` asks for.
+
+    Args:
+        config: None (the source's size), an int (that size) or a float (a ratio of the source's size).
+        source_size: The source dataset's size.
+
+    Raises:
+        ValueError: A negative size or ratio, or another type.
+    """
     if config is None:
         return source_size
     if isinstance(config, bool):
@@ -53,7 +70,12 @@ def resolve_size(config: SizeConfig, source_size: int) -> int:
 
 
 def shuffle(values: np.ndarray, rng: np.random.Generator) -> None:
-    """Shuffle a 1-d array in place: rand's forward Fisher-Yates, with the draws described above."""
+    """Shuffle a 1-d array in place: rand's forward Fisher-Yates, with the draws described above.
+
+    Args:
+        values: The array.
+        rng: The random stream.
+    """
     n = len(values)
     if n <= 1:
         return  # rand returns before drawing anything

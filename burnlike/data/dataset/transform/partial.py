@@ -17,6 +17,19 @@ class PartialDataset(Dataset[T]):
 
     As in Burn, `len()` is `min(end - start, len(dataset))`, so a range past the end of the dataset
     reports a length whose last indices give `None`.
+
+    Args:
+        dataset: The source dataset.
+        start_index: The range's first index.
+        end_index: The index past its last.
+
+    Attributes:
+        dataset: The source dataset.
+        start_index: The range's first index.
+        end_index: The index past its last.
+
+    Raises:
+        ValueError: Not `0 <= start_index <= end_index`.
     """
 
     def __init__(self, dataset: Any, start_index: int, end_index: int) -> None:
@@ -44,7 +57,12 @@ class PartialDataset(Dataset[T]):
 
     @classmethod
     def split(cls, dataset: Any, num: int) -> list[PartialDataset[Any]]:
-        """`num` consecutive parts of `len // num` items; the last one takes the remainder."""
+        """`num` consecutive parts of `len // num` items; the last one takes the remainder.
+
+        Args:
+            dataset: The dataset to split.
+            num: The number of parts, >= 1.
+        """
         if num < 1:
             raise ValueError(f"num must be >= 1, got {num}")
         dataset = as_dataset(dataset)
@@ -54,7 +72,13 @@ class PartialDataset(Dataset[T]):
     @classmethod
     def split_chunks(cls, dataset: Any, num: int, batch_size: int) -> list[PartialDataset[Any]]:
         """Whole batches of `batch_size` spread over `num` parts, the extra ones to the first parts;
-        parts that would start past the end are left out (so there can be fewer than `num`)."""
+        parts that would start past the end are left out (so there can be fewer than `num`).
+
+        Args:
+            dataset: The dataset to split.
+            num: The number of parts, >= 1.
+            batch_size: The batch size the parts are whole multiples of (but the last), >= 1.
+        """
         if num < 1 or batch_size < 1:
             raise ValueError(f"num and batch_size must be >= 1, got {num} and {batch_size}")
         dataset = as_dataset(dataset)

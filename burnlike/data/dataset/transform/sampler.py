@@ -20,40 +20,75 @@ __all__ = ["SamplerDataset", "SamplerDatasetOptions"]
 
 @dataclasses.dataclass(frozen=True)
 class SamplerDatasetOptions:
-    """Burn's options: with replacement, the source's size, OS entropy by default."""
+    """Burn's options: with replacement, the source's size, OS entropy by default. Each `with_*`
+    returns a new options value."""
 
-    replace_samples: bool = True
-    size_config: SizeConfig = None
-    rng_source: RngSource = None
+    replace_samples: bool = True  # draw with replacement (else each index once per pass)
+    size_config: SizeConfig = None  # None: the source's size; an int: that size; a float: a ratio of it
+    rng_source: RngSource = None  # a seed, a numpy generator, or None (OS entropy)
 
     def with_replace_samples(self, replace_samples: bool) -> SamplerDatasetOptions:
+        """These options, sampling with or without replacement.
+
+        Args:
+            replace_samples: Whether to sample with replacement.
+        """
         return dataclasses.replace(self, replace_samples=replace_samples)
 
     def with_replacement(self) -> SamplerDatasetOptions:
+        """These options, sampling with replacement."""
         return self.with_replace_samples(True)
 
     def without_replacement(self) -> SamplerDatasetOptions:
+        """These options, sampling without replacement."""
         return self.with_replace_samples(False)
 
     def with_size(self, size: SizeConfig) -> SamplerDatasetOptions:
+        """These options with another size.
+
+        Args:
+            size: None (the source's size), an int (that size) or a float (a ratio of the source's).
+        """
         return dataclasses.replace(self, size_config=size)
 
     def with_source_size(self) -> SamplerDatasetOptions:
+        """These options, as many samples as the source has items."""
         return self.with_size(None)
 
     def with_fixed_size(self, size: int) -> SamplerDatasetOptions:
+        """These options, `size` samples.
+
+        Args:
+            size: The number of samples.
+        """
         return self.with_size(int(size))
 
     def with_size_ratio(self, ratio: float) -> SamplerDatasetOptions:
+        """These options, `ratio` times the source's size (truncated).
+
+        Args:
+            ratio: The ratio, >= 0.
+        """
         return self.with_size(float(ratio))
 
     def with_rng(self, rng: RngSource) -> SamplerDatasetOptions:
+        """These options with another random source.
+
+        Args:
+            rng: A seed, a numpy generator, or None (OS entropy).
+        """
         return dataclasses.replace(self, rng_source=rng)
 
     def with_system_rng(self) -> SamplerDatasetOptions:
+        """These options, drawing from OS entropy (a different stream each run)."""
         return self.with_rng(None)
 
     def with_seed(self, seed: int) -> SamplerDatasetOptions:
+        """These options, drawing from a seeded stream (the same samples each run).
+
+        Args:
+            seed: The seed, >= 0.
+        """
         return self.with_rng(seed)
 
 
@@ -67,6 +102,18 @@ class SamplerDataset(Dataset[T]):
 
     In DataLoader workers each worker draws from its own stream (the parent's stream jumped by the
     worker's id), so workers don't repeat each other's samples.
+
+    Args:
+        dataset: The source dataset.
+        options: The options, or a number of samples (with replacement); None: Burn's defaults.
+
+    Attributes:
+        dataset: The source dataset.
+        size: The number of samples per pass.
+        replace_samples: Whether samples are drawn with replacement.
+
+    Raises:
+        ValueError: A size > 0 over an empty dataset, or a bad size or seed.
     """
 
     def __init__(self, dataset: Any, options: SamplerDatasetOptions | int | None = None) -> None:
@@ -86,13 +133,26 @@ class SamplerDataset(Dataset[T]):
 
     @classmethod
     def with_replacement(cls, dataset: Any, size: int) -> SamplerDataset[Any]:
+        """`size` samples with replacement.
+
+        Args:
+            dataset: The source dataset.
+            size: The number of samples.
+        """
         return cls(dataset, SamplerDatasetOptions().with_replacement().with_fixed_size(size))
 
     @classmethod
     def without_replacement(cls, dataset: Any, size: int) -> SamplerDataset[Any]:
+        """`size` samples without replacement (each index once per pass over the source).
+
+        Args:
+            dataset: The source dataset.
+            size: The number of samples.
+        """
         return cls(dataset, SamplerDatasetOptions().without_replacement().with_fixed_size(size))
 
     def is_with_replacement(self) -> bool:
+        """Whether samples are drawn with replacement."""
         return self.replace_samples
 
     def __getstate__(self) -> dict[str, Any]:

@@ -17,14 +17,27 @@ __all__ = ["ShuffledDataset"]
 
 
 class ShuffledDataset(Dataset[T]):
-    """A thin wrapper over `SelectionDataset.new_shuffled`: the same seed gives the same order."""
+    """A thin wrapper over `SelectionDataset.new_shuffled`: the same seed gives the same order.
+
+    Args:
+        dataset: The source dataset.
+        rng_source: A seed, a numpy generator, or None (a fresh order each time).
+
+    Attributes:
+        wrapped: The shuffled selection.
+    """
 
     def __init__(self, dataset: Any, rng_source: RngSource) -> None:
         self.wrapped: SelectionDataset[T] = SelectionDataset.new_shuffled(dataset, rng_source)
 
     @classmethod
     def with_seed(cls, dataset: Any, seed: int) -> ShuffledDataset[Any]:
-        """Burn's deprecated spelling of `ShuffledDataset(dataset, seed)`."""
+        """Burn's deprecated spelling of `ShuffledDataset(dataset, seed)`.
+
+        Args:
+            dataset: The source dataset.
+            seed: The order's seed.
+        """
         return cls(dataset, seed)
 
     @property

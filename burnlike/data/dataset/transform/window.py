@@ -19,7 +19,16 @@ def _check_size(size: int) -> int:
 
 
 def window(dataset: Any, current: int, size: int) -> list[Any] | None:
-    """Items `current .. current + size`, or `None` if any of them is missing (Burn's `Window::window`)."""
+    """Items `current .. current + size`, or `None` if any of them is missing (Burn's `Window::window`).
+
+    Args:
+        dataset: The dataset.
+        current: The window's first index.
+        size: The window's length, >= 1.
+
+    Raises:
+        ValueError: `size` is 0.
+    """
     dataset = as_dataset(dataset)
     items = []
     for index in range(current, current + _check_size(size)):
@@ -31,7 +40,12 @@ def window(dataset: Any, current: int, size: int) -> list[Any] | None:
 
 
 def windows(dataset: Any, size: int) -> Iterator[list[Any]]:
-    """Every window of `size`, in order; empty if the dataset is shorter (Burn's `Windows::windows`)."""
+    """Every window of `size`, in order; empty if the dataset is shorter (Burn's `Windows::windows`).
+
+    Args:
+        dataset: The dataset.
+        size: The windows' length, >= 1.
+    """
     dataset, size = as_dataset(dataset), _check_size(size)
     current = 0
     while (items := window(dataset, current, size)) is not None:
@@ -40,7 +54,16 @@ def windows(dataset: Any, size: int) -> Iterator[list[Any]]:
 
 
 class WindowsDataset(Dataset[list[T]]):
-    """Window `i` is items `i .. i + size`; there are `max(len - size + 1, 0)` of them."""
+    """Window `i` is items `i .. i + size`; there are `max(len - size + 1, 0)` of them.
+
+    Args:
+        dataset: The source dataset.
+        size: The windows' length, >= 1.
+
+    Attributes:
+        size: The windows' length.
+        dataset: The source dataset.
+    """
 
     def __init__(self, dataset: Any, size: int) -> None:
         self.size = _check_size(size)
