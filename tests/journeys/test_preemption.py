@@ -108,10 +108,20 @@ def test_sigkill_mid_epoch_then_resume_matches_an_uninterrupted_run(tmp_path):
 DDP_ARGS = ["model=mlp", "model.hidden_sizes=[16]", "data.batch_size=16", "learner.recorder=default",
             "learner.num_epochs=50", "learner.summary=false", "trainer=ddp", "trainer.devices=2",
             "trainer.accelerator=cpu", "logger.kinds=[]"]
-# 20 SIGTERMs to the launcher; SIGUSR1 and a SIGTERM to every rank 4 times each (20 each with
-# BURNLIKE_SIGNAL_TRIES=20: 60 DDP jobs, about 12 minutes on 2 cores)
+# 8 SIGTERMs to the launcher; SIGUSR1 and a SIGTERM to every rank 4 times each: 16 DDP jobs (20 each
+# with BURNLIKE_SIGNAL_TRIES=20: 60 jobs, about 12 minutes on 2 cores). Each kind's moments are spread
+# over the whole window (one in each of its equal slices), so a few tries reach every part of it.
 _MORE = int(os.environ.get("BURNLIKE_SIGNAL_TRIES", "4"))
-TRIES = [("launcher", signal.SIGTERM)] * 20 + [("launcher", signal.SIGUSR1)] * _MORE + [("every rank", signal.SIGTERM)] * _MORE
+KINDS = {("launcher", signal.SIGTERM): max(8, _MORE), ("launcher", signal.SIGUSR1): _MORE,
+         ("every rank", signal.SIGTERM): _MORE}
+WINDOW = 1.5  # seconds after the first epoch's checkpoint: the epochs after the first
+
+
+def moments(rng, tries: int) -> list[float]:
+    """`tries` moments in [0, WINDOW), one at a random place in each of `tries` equal slices, shuffled."""
+    spread = [(k + rng.random()) * WINDOW / tries for k in range(tries)]
+    rng.shuffle(spread)
+    return spread
 
 
 def _live_rank(process) -> bool:
@@ -138,7 +148,8 @@ def test_signals_at_random_moments_of_a_ddp_job_always_stop_it_within_30_s_with_
 
     data = write_mnist_idx(tmp_path_factory.mktemp("mnist"), n_train=512, n_test=128)
     rng = random.Random(30)
-    for i, (whom, signum) in enumerate(TRIES):
+    tries = [(kind, moment) for kind, n in KINDS.items() for moment in moments(rng, n)]
+    for i, ((whom, signum), moment) in enumerate(tries):
         out = tmp_path_factory.mktemp(f"try{i}")
         proc = start_app(DDP_ARGS, out, data)
         try:
@@ -146,7 +157,7 @@ def test_signals_at_random_moments_of_a_ddp_job_always_stop_it_within_30_s_with_
             while not first.exists() and proc.poll() is None:  # bounded by the test's timeout
                 time.sleep(0.005)
             assert first.exists(), proc.communicate()[1][-3000:]
-            time.sleep(rng.uniform(0.0, 1.5))  # the moment: anywhere in the epochs after the first
+            time.sleep(moment)  # the moment: anywhere in the epochs after the first
             ranks = psutil.Process(proc.pid).children(recursive=True)
             for target in ([proc.pid] if whom == "launcher" else [proc.pid, *(r.pid for r in ranks)]):
                 os.kill(target, signum)
