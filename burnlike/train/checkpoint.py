@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import Any, ClassVar, cast
 
 import lightning as L
-from lightning.pytorch.callbacks import Checkpoint, EarlyStopping
+from lightning.pytorch.callbacks import Checkpoint
 from torch import nn
 
+from burnlike._lightning import DecidingEarlyStopping, state_key
 from burnlike.record.checkpoint.epoch_files import KINDS, epoch_file, epoch_of, save_parts
 from burnlike.record.checkpoint.lightning_dict import is_checkpoint
 from burnlike.record.checkpoint.shard_folder import is_sharded_checkpoint, read_training_state
@@ -441,7 +442,7 @@ class MetricEarlyStoppingStrategy:
         return MetricEarlyStopping(self)
 
 
-class MetricEarlyStopping(EarlyStopping):
+class MetricEarlyStopping(DecidingEarlyStopping):
     """Runs a `MetricEarlyStoppingStrategy` on the module's metric store after each epoch.
 
     A Lightning `EarlyStopping` for its place in the loop (Lightning runs it after the module's
@@ -459,9 +460,9 @@ class MetricEarlyStopping(EarlyStopping):
 
     @property
     def state_key(self) -> str:
-        return self._generate_state_key(monitor=self.monitor, strategy="burn")
+        return state_key(self, monitor=self.monitor, strategy="burn")
 
-    def _run_early_stopping_check(self, trainer: L.Trainer) -> None:
+    def decide(self, trainer: L.Trainer) -> None:
         if _fast_dev_run(trainer):
             return
         stop = self.strategy.should_stop(trainer.current_epoch + 1, store_of(trainer.lightning_module))

@@ -20,6 +20,7 @@ import torch
 from lightning.pytorch.utilities.types import OptimizerLRScheduler
 from torch import nn
 
+from burnlike._lightning import attached_trainer, start_method
 from burnlike.autodiff import Gradients
 from burnlike.optim.lbfgs import LBFGSConfig
 from burnlike.optim.lr_scheduler import LrScheduler
@@ -254,7 +255,7 @@ class StepModule(StepHost):
 
     def configure_model(self) -> None:
         """Under `ShardedStrategy`, shard the model over the processes (FSDP2), once."""
-        trainer = self._trainer  # None: built outside a fit (load_from_checkpoint): nothing to shard
+        trainer = attached_trainer(self)  # None: built outside a fit (load_from_checkpoint): nothing to shard
         strategy = trainer.strategy if trainer is not None else None
         if isinstance(strategy, ShardedStrategy) and not getattr(self, "_sharded", False):
             shard_model(self.model, strategy.data_parallel_mesh())
@@ -275,7 +276,7 @@ class StepModule(StepHost):
         # ddp_spawn sends the process that called fit the weights and `callback_metrics` only: the
         # store rides along (plain floats), so its summary and results hold the epochs (`Learner.fit`
         # takes it out again); a fit in this process leaves callback_metrics to Lightning's values
-        if getattr(self.trainer.strategy.launcher, "_start_method", None) is not None:
+        if start_method(self.trainer.strategy.launcher) is not None:
             self.trainer.callback_metrics[STORE_RESULT] = self.store.state_dict()  # type: ignore[assignment]
 
     # Epoch ends --------------------------------------------------------------------------------

@@ -128,7 +128,7 @@ def load_lightning_module(module_cls: type[LM], path: str | os.PathLike[str], ma
     """`LightningModule.load_from_checkpoint` for recorder checkpoints (Lightning's own bypasses
     plugins and would unpickle). Hyperparameters saved as `Unstorable` markers (an nn.Module or a
     partial in hparams) must be passed again as keyword arguments, which override saved ones."""
-    from lightning.pytorch.core.saving import _load_state
+    from burnlike._lightning import load_state
 
     checkpoint = load_checkpoint(path, recorder, map_location)
     hparams = checkpoint.get("hyper_parameters") or {}
@@ -138,7 +138,7 @@ def load_lightning_module(module_cls: type[LM], path: str | os.PathLike[str], ma
         raise RecordError(f"hyperparameters {missing} were not storable without pickle; pass them as keyword "
                           f"arguments: load_lightning_module({getattr(module_cls, '__name__', module_cls)}, path, "
                           f"{missing[0]}=...)", path, f"hyper_parameters.{missing[0]}")
-    return cast("LM", _load_state(module_cls, checkpoint, strict=strict, **kwargs))
+    return cast("LM", load_state(module_cls, checkpoint, strict, **kwargs))
 
 
 def load_from_checkpoint(module_cls: type[LM], checkpoint_path: str | os.PathLike[str],
