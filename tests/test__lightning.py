@@ -49,7 +49,7 @@ def defined_names(tree: ast.AST) -> set[str]:
 def lightning_names() -> frozenset[str]:
     """Every private name Lightning's sources (lightning.pytorch, lightning.fabric) define."""
     names: set[str] = set()
-    for path in LIGHTNING_DIR.rglob("*.py"):
+    for path in [*(LIGHTNING_DIR / "pytorch").rglob("*.py"), *(LIGHTNING_DIR / "fabric").rglob("*.py")]:
         names |= defined_names(ast.parse(path.read_text(), str(path)))
     return frozenset(names)
 
@@ -84,13 +84,14 @@ def _module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def private_uses(path: Path, allowed: frozenset[str] = frozenset()) -> Iterator[str]:
+def private_uses(path: Path, allowed: frozenset[str] = frozenset(), module: str | None = None) -> Iterator[str]:
     """`file:line: name` for each private name of Lightning's the source at `path` uses: imported from
     lightning, overridden or read or written as an attribute (on `self`/`super()`: the names its
     Lightning bases define; on any other object: every name Lightning defines, but `allowed`), named
     by getattr/setattr/hasattr, or spelt inside a dotted string (a `__qualname__` compared with)."""
     tree = ast.parse(path.read_text(), str(path))
-    where = f"{path.relative_to(PACKAGE_DIR.parent)}"
+    where = f"{path.relative_to(PACKAGE_DIR.parent)}" if module is None else path.name
+    module = module or _module_name(path)
     foreign = lightning_names()
 
     def on_lightning(name: str, receiver: ast.expr | None, inherited: frozenset[str]) -> bool:
@@ -102,7 +103,7 @@ def private_uses(path: Path, allowed: frozenset[str] = frozenset()) -> Iterator[
 
     def walk(node: ast.AST, inherited: frozenset[str]) -> Iterator[str]:
         if isinstance(node, ast.ClassDef):
-            inherited = inherited_names(_module_name(path), node.name)
+            inherited = inherited_names(module, node.name)
             overrides = [n.name for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
                          and n.name in inherited]
             yield from (f"{where}:{node.lineno}: overrides {name}" for name in overrides)
@@ -173,14 +174,11 @@ def test_the_check_finds_each_kind_of_private_use(tmp_path, monkeypatch):
         "    def g(self, x):\n"
         "        return self._trainer, self._mine, '_SignalConnector._sigterm_notifier_fn'\n"  # 15
     )
-    path = PACKAGE_DIR / "_compat_check_probe.py"
+    path = tmp_path / "compat_check_probe.py"
     path.write_text(source)
-    monkeypatch.syspath_prepend(str(PACKAGE_DIR.parent))
-    try:
-        found = list(private_uses(path))
-    finally:
-        path.unlink()
-        sys.modules.pop("burnlike._compat_check_probe", None)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "compat_check_probe", raising=False)
+    found = list(private_uses(path, module="compat_check_probe"))
     lines = sorted((int(use.split(":")[1]), use.split(": ", 1)[1]) for use in found)
     assert lines == [(2, "imports _load_state"), (3, "imports _MultiProcessingLauncher"), (6, "._trainer"),
                      (7, "overrides _run_early_stopping_check"), (9, "._teardown"),
