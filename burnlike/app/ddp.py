@@ -52,15 +52,17 @@ def patch_for_multirun() -> str | None:
     Returns why it can't (the caller then falls back to ddp_spawn), None once patched. Lightning
     calls the hook only where package metadata says hydra-core is installed: a Hydra on PYTHONPATH
     alone (vendored, copied) gets its plain command, the sweep's argv (seen on a GPU machine)."""
+    from burnlike._lightning import hydra_seen_by_launcher, rank_command_hook, set_rank_command_hook
+
     try:
-        from lightning.pytorch.strategies.launchers import subprocess_script
+        hook = rank_command_hook()
     except ImportError:  # pragma: no cover - a Lightning without the module
         return NO_HOOK
-    if not callable(getattr(subprocess_script, "_hydra_subprocess_cmd", None)):
+    if hook is None:
         return NO_HOOK
-    if not getattr(subprocess_script, "_HYDRA_AVAILABLE", True):
+    if not hydra_seen_by_launcher():
         return HYDRA_UNSEEN
-    if getattr(subprocess_script, "_hydra_subprocess_cmd") is not job_subprocess_cmd:  # noqa: B009 - private
-        setattr(subprocess_script, "_hydra_subprocess_cmd", job_subprocess_cmd)  # noqa: B010
+    if hook is not job_subprocess_cmd:
+        set_rank_command_hook(job_subprocess_cmd)
         log.debug("multirun: DDP ranks are launched for this job only (not the whole sweep)")
     return None

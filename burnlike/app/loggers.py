@@ -87,11 +87,13 @@ def _mlflow(run_dir: Path, name: str, uri: str | None) -> Logger:
 def _wandb(run_dir: Path, name: str, offline: bool | None) -> Logger:
     from lightning.pytorch.loggers import WandbLogger
 
+    from burnlike._lightning import wandb_init
+
     if offline is None:
         offline = not os.environ.get("WANDB_API_KEY")
     logger = WandbLogger(project=name, save_dir=str(run_dir), offline=offline)
-    if logger._wandb_init.get("anonymous") is None:  # Lightning passes None, which wandb warns is moot
-        logger._wandb_init.pop("anonymous", None)
+    if wandb_init(logger).get("anonymous") is None:  # Lightning passes None, which wandb warns is moot
+        wandb_init(logger).pop("anonymous", None)
     return logger
 
 

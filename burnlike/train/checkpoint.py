@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import Any, ClassVar, cast
 
 import lightning as L
-from lightning.pytorch.callbacks import Checkpoint, EarlyStopping
+from lightning.pytorch.callbacks import Checkpoint
 from torch import nn
 
+from burnlike._lightning import DecidingEarlyStopping, state_key
 from burnlike.checks import positive_int
 from burnlike.record.checkpoint.epoch_files import KINDS, epoch_file, epoch_of, save_parts
 from burnlike.record.checkpoint.lightning_dict import is_checkpoint
@@ -603,7 +604,7 @@ class MetricEarlyStoppingStrategy:
         return MetricEarlyStopping(self)
 
 
-class MetricEarlyStopping(EarlyStopping):
+class MetricEarlyStopping(DecidingEarlyStopping):
     """Runs a `MetricEarlyStoppingStrategy` on the module's metric store after each epoch.
 
     A Lightning `EarlyStopping` for its place in the loop (Lightning runs it after the module's
@@ -628,9 +629,14 @@ class MetricEarlyStopping(EarlyStopping):
     @property
     def state_key(self) -> str:
         """The key of its state in Lightning's checkpoint (apart from Lightning's own EarlyStopping's)."""
-        return self._generate_state_key(monitor=self.monitor, strategy="burn")
+        return state_key(self, monitor=self.monitor, strategy="burn")
 
-    def _run_early_stopping_check(self, trainer: L.Trainer) -> None:
+    def decide(self, trainer: L.Trainer) -> None:
+        """Ask the strategy whether to stop after this epoch; any rank's yes stops every rank.
+
+        Args:
+            trainer: The Trainer of the fit.
+        """
         if _fast_dev_run(trainer):
             return
         stop = self.strategy.should_stop(trainer.current_epoch + 1, store_of(trainer.lightning_module))

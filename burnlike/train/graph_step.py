@@ -29,7 +29,7 @@ import contextlib
 import logging
 import warnings
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +38,7 @@ import torch
 from lightning.pytorch import Callback
 from torch import Tensor
 
+from burnlike._lightning import optimizer_step_hooks
 from burnlike.data.tensor_tree import map_tensors, tensors
 from burnlike.train.output import NONE
 
@@ -258,8 +259,7 @@ class GraphStep(ManualStep):
             opt = m.optimizers()
             assert not isinstance(opt, list)
             # Lightning counts optimizer steps (global_step) in these hooks of its manual loop.
-            before: Callable[[], None] = getattr(opt, "_on_before_step", _nothing)
-            after: Callable[[], None] = getattr(opt, "_on_after_step", _nothing)
+            before, after = optimizer_step_hooks(opt)
             before()
             graph.optimizer.replay()
             after()
@@ -400,9 +400,6 @@ def _record(metric: Metric, value: Any, count: Any) -> None:
 def _copy(value: Any) -> Any:
     return value.clone() if isinstance(value, Tensor) else value
 
-
-def _nothing() -> None:
-    return None
 
 
 @contextlib.contextmanager

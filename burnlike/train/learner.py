@@ -13,9 +13,15 @@ from typing import Any, cast
 
 import lightning as L
 from lightning.pytorch.strategies import Strategy
-from lightning.pytorch.strategies.launchers.multiprocessing import _MultiProcessingLauncher
 from torch import nn
 
+from burnlike._lightning import (
+    MultiProcessingLauncher,
+    RankWrappingLauncher,
+    interrupt_and_tear_down,
+    replace_launcher,
+    start_method,
+)
 from burnlike.data.dataloader import epochs_of
 from burnlike.record.checkpoint.lightning_dict import is_checkpoint
 from burnlike.record.checkpoint.protocol import EpochCheckpoint
@@ -292,9 +298,9 @@ def spawned_ranks_tear_down(trainer: L.Trainer) -> None:
     DDP wrapper, then now and then aborts the process at interpreter exit ("terminate called
     without an active exception", status -6 instead of the preemption's 143)."""
     strategy = trainer.strategy
-    launcher = getattr(strategy, "_launcher", None)
-    if type(launcher) is _MultiProcessingLauncher:
-        strategy._launcher = TearDownSpawnedRanks(strategy, launcher._start_method)  # type: ignore[arg-type]
+    launcher = strategy.launcher
+    if type(launcher) is MultiProcessingLauncher:
+        replace_launcher(strategy, TearDownSpawnedRanks(strategy, start_method(launcher)))  # type: ignore[arg-type]
 
 
 class _TornDownOnError:
@@ -305,13 +311,10 @@ class _TornDownOnError:
         self.function, self.trainer = function, trainer
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        from lightning.pytorch.trainer.call import _interrupt
-
         try:
             return self.function(*args, **kwargs)
         except BaseException as e:
-            _interrupt(self.trainer, e)
-            self.trainer._teardown()
+            interrupt_and_tear_down(self.trainer, e)
             raise
 
 
@@ -324,7 +327,7 @@ class SpawnedResult:
     metric_store: dict[str, Any]
 
 
-class TearDownSpawnedRanks(_MultiProcessingLauncher):
+class TearDownSpawnedRanks(RankWrappingLauncher):
     """Lightning's ddp_spawn launcher whose ranks end their fit as `_TornDownOnError` does, and
     whose rank 0 sends the metric store back (`SpawnedResult`)."""
 
@@ -343,11 +346,8 @@ class TearDownSpawnedRanks(_MultiProcessingLauncher):
         if isinstance(result, SpawnedResult) and isinstance(module, StepModule) and not module.store.epochs_stored():
             module.store.load_state_dict(result.metric_store)
 
-    def _wrapping_function(self, process_idx: int, trainer: L.Trainer | None, function: Callable[..., Any],
-                           *rest: Any) -> None:
-        if trainer is not None:
-            function = _TornDownOnError(function, trainer)
-        super()._wrapping_function(process_idx, trainer, function, *rest)
+    def wrap_rank(self, function: Callable[..., Any], trainer: L.Trainer) -> Callable[..., Any]:
+        return _TornDownOnError(function, trainer)
 
 
 @contextlib.contextmanager
@@ -361,7 +361,7 @@ def _spawned_ranks(trainer: L.Trainer) -> Iterator[None]:
       strategy passes one descriptor twice when two tensors share a storage, which spawn refuses
       ("bad value(s) in fds_to_keep")."""
     launcher = getattr(trainer.strategy, "launcher", None)
-    if not isinstance(launcher, _MultiProcessingLauncher):
+    if not isinstance(launcher, MultiProcessingLauncher):
         yield
         return
     with contextlib.ExitStack() as stack:
@@ -369,7 +369,7 @@ def _spawned_ranks(trainer: L.Trainer) -> Iterator[None]:
             for signum in SIGNALS:
                 previous = signal.signal(signum, lambda signum, frame: launcher.kill(signum))
                 stack.callback(signal.signal, signum, previous)
-        if launcher._start_method in ("spawn", "forkserver"):
+        if start_method(launcher) in ("spawn", "forkserver"):
             import torch.multiprocessing as mp
 
             stack.callback(mp.set_sharing_strategy, mp.get_sharing_strategy())  # type: ignore[no-untyped-call]

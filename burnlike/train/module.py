@@ -20,6 +20,7 @@ import torch
 from lightning.pytorch.utilities.types import OptimizerLRScheduler
 from torch import nn
 
+from burnlike._lightning import attached_trainer
 from burnlike.autodiff import Gradients
 from burnlike.checks import positive_int
 from burnlike.optim.lbfgs import LBFGSConfig
@@ -311,7 +312,7 @@ class StepModule(StepHost):
 
     def configure_model(self) -> None:
         """Under `ShardedStrategy`, shard the model over the processes (FSDP2), once."""
-        trainer = self._trainer  # None: built outside a fit (load_from_checkpoint): nothing to shard
+        trainer = attached_trainer(self)  # None: built outside a fit (load_from_checkpoint): nothing to shard
         strategy = trainer.strategy if trainer is not None else None
         if isinstance(strategy, ShardedStrategy) and not getattr(self, "_sharded", False):
             shard_model(self.model, strategy.data_parallel_mesh())

@@ -25,6 +25,7 @@ from typing import Any
 import lightning as L
 import torch
 
+from burnlike._lightning import is_sigterm_notifier, lower_sigterm_flag
 from burnlike.record.checkpoint.protocol import EpochCheckpoint
 from burnlike.record.format.location import AnyPath
 
@@ -64,15 +65,14 @@ class Preemption(L.Callback):
         with exit status 0 and no checkpoint; the next step's decision below saves instead."""
         self.received = signum
         for handler in _handlers(self._previous.get(signum)):
-            if _is_lightning_sigterm_notifier(handler):
+            if is_sigterm_notifier(handler):
                 launcher = getattr(getattr(self._trainer, "strategy", None), "launcher", None)
                 if launcher is not None:
                     launcher.kill(signum)
             elif callable(handler):
                 handler(signum, frame)
-        connector = getattr(self._trainer, "_signal_connector", None)
-        if signum == signal.SIGTERM and getattr(connector, "received_sigterm", False):
-            connector.received_sigterm = False  # type: ignore[union-attr]
+        if signum == signal.SIGTERM:
+            lower_sigterm_flag(self._trainer)
 
     def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, outputs: Any, batch: Any,
                            batch_idx: int) -> None:
@@ -173,10 +173,6 @@ def _handlers(handler: Handler) -> list[Handler]:
     """The handlers one installed handler stands for (Lightning composes several into one)."""
     composed = getattr(handler, "signal_handlers", None)
     return list(composed) if isinstance(composed, list) else [handler]
-
-
-def _is_lightning_sigterm_notifier(handler: Handler) -> bool:
-    return getattr(getattr(handler, "__func__", None), "__qualname__", "") == "_SignalConnector._sigterm_notifier_fn"
 
 
 class RandomState(L.Callback):

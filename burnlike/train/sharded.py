@@ -32,6 +32,15 @@ from lightning.pytorch.strategies import FSDPStrategy, ModelParallelStrategy
 from lightning.pytorch.trainer.states import TrainerFn
 from torch import nn
 
+from burnlike._lightning import (
+    data_parallel_size,
+    full_state_dict_context,
+    load_raw_module_state,
+    rekey_optimizer_state,
+    saves_distributed_checkpoint,
+    set_data_parallel_size,
+    state_dict_type,
+)
 from burnlike.record.checkpoint.dcp import (
     CompactLoadPlanner,
     CompactSavePlanner,
@@ -195,19 +204,18 @@ class ShardedStrategy(CompactShards, ModelParallelStrategy):
         super().__init__(save_distributed_checkpoint=sharded, **kwargs)
 
     def setup_environment(self) -> None:
-        if self._data_parallel_size == "auto":  # every process shards the same model (FSDP), none splits it
-            self._data_parallel_size = self.num_nodes * self.num_processes
+        if data_parallel_size(self) == "auto":  # every process shards the same model (FSDP), none splits it
+            set_data_parallel_size(self, self.num_nodes * self.num_processes)
         super().setup_environment()
 
     @property
     def sharded(self) -> bool:
-        return bool(self._save_distributed_checkpoint)
+        return saves_distributed_checkpoint(self)
 
     def data_parallel_mesh(self) -> Any:
         return self.device_mesh["data_parallel"]
 
     def load_full(self, checkpoint: dict[str, Any], path: str) -> dict[str, Any]:
-        from lightning.fabric.strategies.model_parallel import _rekey_optimizer_state_if_needed
         from torch.distributed.checkpoint.state_dict import (
             StateDictOptions,
             set_model_state_dict,
@@ -219,7 +227,7 @@ class ShardedStrategy(CompactShards, ModelParallelStrategy):
         set_model_state_dict(self.model, self.whole_weights(checkpoint, path), options=full)
         for optimizer, state in zip(self.optimizers, self._optimizer_states(checkpoint, path)):
             set_optimizer_state_dict(self.model, optimizer, options=full,
-                                     optim_state_dict=_rekey_optimizer_state_if_needed(state, self.model))
+                                     optim_state_dict=rekey_optimizer_state(state, self.model))
         return checkpoint
 
 
@@ -237,18 +245,16 @@ class CompactFSDPStrategy(CompactShards, FSDPStrategy):
 
     @property
     def sharded(self) -> bool:
-        return bool(self._state_dict_type == "sharded")
+        return state_dict_type(self) == "sharded"
 
     def load_full(self, checkpoint: dict[str, Any], path: str) -> dict[str, Any]:
-        from lightning.fabric.strategies.fsdp import _get_full_state_dict_context
-        from lightning.fabric.strategies.model_parallel import _load_raw_module_state
         from torch.distributed.fsdp import FullyShardedDataParallel, OptimStateKeyType
 
         assert self.model is not None and self.lightning_module is not None
-        _load_raw_module_state(self.whole_weights(checkpoint, path), module=self.model, world_size=self.world_size,
-                               strict=self.lightning_module.strict_loading)
+        load_raw_module_state(self.whole_weights(checkpoint, path), self.model, self.world_size,
+                              self.lightning_module.strict_loading)
         states = self._optimizer_states(checkpoint, path)
-        gathered = _get_full_state_dict_context(self.model, world_size=self.world_size, rank0_only=False)
+        gathered = full_state_dict_context(self.model, self.world_size, rank0_only=False)
         with cast(AbstractContextManager[None], gathered):  # typed as its generator
             for optimizer, state in zip(self.optimizers, states):
                 if state.get("state") and isinstance(next(iter(state["state"])), int):  # saved by parameter index

@@ -452,7 +452,9 @@ def set_process_group_timeout(strategy: Any, seconds: float) -> bool:
     """
     from lightning.pytorch.strategies import DDPStrategy, FSDPStrategy, ModelParallelStrategy
 
+    from burnlike._lightning import set_strategy_timeout
+
     if not isinstance(strategy, (DDPStrategy, FSDPStrategy, ModelParallelStrategy)):
         return False
-    strategy._timeout = timedelta(seconds=seconds)  # what their constructors' `timeout` sets
+    set_strategy_timeout(strategy, timedelta(seconds=seconds))  # what their constructors' `timeout` sets
     return True

@@ -26,6 +26,13 @@ from typing import Any, cast
 import lightning as L
 from lightning.pytorch.loggers import Logger
 
+from burnlike._lightning import (
+    set_logger_version,
+    set_mlflow_run_id,
+    set_wandb_id,
+    started_experiment,
+    wandb_init,
+)
 from burnlike.record.checkpoint.shard_folder import read_training_state
 from burnlike.record.format.location import RemotePath, as_path
 from burnlike.train.metric.store import EpochEntry, Split
@@ -100,7 +107,7 @@ class MetricLoggerBridge(L.Callback):
         for logger in trainer.loggers:
             try:
                 logger.save()
-                if type(logger).__name__ == "WandbLogger" and getattr(logger, "_experiment", None) is not None:
+                if type(logger).__name__ == "WandbLogger" and started_experiment(logger) is not None:
                     # else the next fit in this process (or the requeued job) reuses a run still open
                     cast(Any, logger).experiment.finish(exit_code=exit_code)
             except Exception as error:
@@ -153,19 +160,19 @@ def continue_run(logger: Logger, run: Mapping[str, Any]) -> None:
     if kind != type(logger).__name__ or version is None:
         log.warning("resume: logger %s is not the checkpoint's (%s); it starts a new run", type(logger).__name__, kind)
         return
-    if getattr(logger, "_experiment", None) is not None:
+    if started_experiment(logger) is not None:
         log.warning("resume: %s already started a run; it can't continue run %s", kind, version)
         return
     if kind in ("TensorBoardLogger", "CSVLogger"):
-        logger._version = version  # type: ignore[attr-defined]
+        set_logger_version(logger, version)
         if kind == "CSVLogger":  # its writer deletes an existing metrics.csv: keep the rows to write back
             _PREVIOUS_ROWS[logger] = _csv_rows(logger)
             warnings.filterwarnings("ignore", message=re.escape(f"Experiment logs directory {logger.log_dir} exists"))
     elif kind == "MLFlowLogger":
-        logger._run_id = version  # type: ignore[attr-defined]
+        set_mlflow_run_id(logger, version)
     elif kind == "WandbLogger":
-        logger._id = version  # type: ignore[attr-defined]
-        logger._wandb_init.update(id=version, resume="allow")  # type: ignore[attr-defined]
+        set_wandb_id(logger, version)
+        wandb_init(logger).update(id=version, resume="allow")
     else:
         log.warning("resume: burnlike can't continue a %s run; it starts a new one", kind)
         return

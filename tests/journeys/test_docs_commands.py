@@ -29,6 +29,7 @@ import ast
 import dataclasses
 import functools
 import importlib
+import importlib.metadata
 import importlib.util
 import inspect
 import os
@@ -42,6 +43,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import tomllib
+from packaging.requirements import Requirement
+from packaging.version import Version
 
 from tests.helpers.idx import write_mnist_idx
 from tests.helpers.paths import REPO
@@ -595,6 +599,92 @@ def test_the_extras_lists_agree_with_pyproject():
     table = (REPO / "docs" / "installation.md").read_text().split("## Extras")[1]
     listed = set(re.findall(r"^\| `([\w-]+)` \|", table, re.MULTILINE))
     assert listed == pyproject_extras(), f"installation.md's table: {sorted(listed ^ pyproject_extras())}"
+
+
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def pyproject_requirements() -> tuple[list[Requirement], dict[str, list[Requirement]]]:
+    """pyproject.toml's dependencies and its extras' requirements."""
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    extras = {extra: [Requirement(r) for r in reqs] for extra, reqs in project["optional-dependencies"].items()}
+    return [Requirement(r) for r in project["dependencies"]], extras
+
+
+def test_make_test_lowest_installs_pyprojects_lower_bounds():
+    """`make test-lowest` tests the versions pyproject.toml admits as lowest, and the installation
+    page's table says the same."""
+    makefile = (REPO / "Makefile").read_text().replace("\\\n", " ")
+    pins = dict(pin.split("==") for pin in re.search(r"^LOWEST := (.+)$", makefile, re.MULTILINE).group(1).split())
+    core, _ = pyproject_requirements()
+    lower = {_canonical(r.name): s.version for r in core for s in r.specifier if s.operator == ">="}
+    assert pins, "the Makefile's LOWEST line"
+    for name, version in pins.items():
+        assert lower.get(_canonical(name)) is not None and Version(lower[_canonical(name)]) == Version(version), (
+            f"make test-lowest installs {name}=={version}; pyproject.toml's lower bound is {lower.get(_canonical(name))}")
+    table = (REPO / "docs" / "installation.md").read_text().split("## Tested versions")[1].split("\n## ")[0]
+    for name, version in pins.items():
+        assert re.search(rf"^\| {re.escape(name)} \| {re.escape(version)} \|", table, re.MULTILINE | re.IGNORECASE), (
+            f"installation.md's tested-versions table: {name} {version}")
+
+
+def _imported_distributions(root: Path) -> dict[str, str]:
+    """Distribution -> a file importing it, for every third-party import under `root` (and every
+    `pytest.importorskip("...")`)."""
+    owners = importlib.metadata.packages_distributions()
+    found: dict[str, str] = {}
+    for path in sorted(root.rglob("*.py")):
+        names: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                names |= {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                names.add(node.module.split(".")[0])
+            elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                  and node.func.attr == "importorskip" and node.args and isinstance(node.args[0], ast.Constant)):
+                names.add(str(node.args[0].value).split(".")[0])
+        for name in names - set(sys.stdlib_module_names) - {"burnlike", "tests", "__main__"}:
+            for dist in owners.get(name, [f"<no installed distribution has {name}>"]):
+                found.setdefault(_canonical(dist), str(path.relative_to(REPO)))
+    return found
+
+
+def _closure(requirements: list[Requirement], extras: dict[str, list[Requirement]]) -> set[str]:
+    """The distributions `requirements` bring, transitively, as installed here (burnlike's own
+    extras taken from pyproject.toml)."""
+    seen: set[str] = set()
+    todo = [(r, "") for r in requirements]
+    while todo:
+        requirement, extra = todo.pop()
+        name = _canonical(requirement.name)
+        if requirement.marker is not None and not requirement.marker.evaluate({"extra": extra}):
+            continue
+        if name == "burnlike":
+            todo += [(r, "") for e in requirement.extras for r in extras[e]]
+            continue
+        wanted = {(name, e) for e in requirement.extras} | {(name, "")}
+        if all(f"{n}[{e}]" in seen for n, e in wanted):
+            continue
+        seen |= {f"{n}[{e}]" for n, e in wanted}
+        try:
+            requires = importlib.metadata.requires(requirement.name) or []
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        for e in ("", *requirement.extras):
+            todo += [(Requirement(r), e) for r in requires]
+    return {key.split("[")[0] for key in seen}
+
+
+def test_every_package_burnlike_imports_is_declared_and_the_test_extra_brings_what_the_suite_imports():
+    core, extras = pyproject_requirements()
+    declared = {_canonical(r.name) for r in [*core, *(r for reqs in extras.values() for r in reqs)]}
+    undeclared = {dist: path for dist, path in _imported_distributions(REPO / "burnlike").items()
+                  if dist not in declared}
+    assert not undeclared, f"imported by burnlike but not in pyproject.toml: {undeclared}"
+    brought = _closure([*core, *extras["test"]], extras)
+    missing = {dist: path for dist, path in _imported_distributions(REPO / "tests").items() if dist not in brought}
+    assert not missing, f"imported by the tests but not brought by burnlike[test]: {missing}"
 
 
 def conf_groups() -> dict[str, set[str]]:

@@ -175,7 +175,7 @@ def load_lightning_module(module_cls: type[LM], path: str | os.PathLike[str], ma
     Raises:
         RecordError: The file can't be read, or a hyperparameter saved as `Unstorable` is not passed.
     """
-    from lightning.pytorch.core.saving import _load_state
+    from burnlike._lightning import load_state
 
     checkpoint = load_checkpoint(path, recorder, map_location)
     hparams = checkpoint.get("hyper_parameters") or {}
@@ -185,7 +185,7 @@ def load_lightning_module(module_cls: type[LM], path: str | os.PathLike[str], ma
         raise RecordError(f"hyperparameters {missing} were not storable without pickle; pass them as keyword "
                           f"arguments: load_lightning_module({getattr(module_cls, '__name__', module_cls)}, path, "
                           f"{missing[0]}=...)", path, f"hyper_parameters.{missing[0]}")
-    return cast("LM", _load_state(module_cls, checkpoint, strict=strict, **kwargs))
+    return cast("LM", load_state(module_cls, checkpoint, strict, **kwargs))
 
 
 def load_from_checkpoint(module_cls: type[LM], checkpoint_path: str | os.PathLike[str],

@@ -78,7 +78,7 @@ class PlainProgress(ProgressBar):
         self._enabled = True
         self.paces = {"train": Pace(), "valid": Pace()}
         self.split = "train"  # the pass under way
-        self._trainer: L.Trainer | None = None
+        self._fit_trainer: L.Trainer | None = None
         self._listening: set[int] = set()
 
     def disable(self) -> None:
@@ -122,7 +122,7 @@ class PlainProgress(ProgressBar):
             stage: Lightning's stage ("fit", "validate" ...).
         """
         super().setup(trainer, pl_module, stage)
-        self._trainer = trainer
+        self._fit_trainer = trainer
         if isinstance(pl_module, StepModule) and id(pl_module) not in self._listening:
             self._listening.add(id(pl_module))
             self._module = pl_module
@@ -134,11 +134,11 @@ class PlainProgress(ProgressBar):
         """A split's epoch is in the store: its line, with the stored values."""
         name = Split(split).value
         pl_module = self._module
-        if self._trainer is None or pl_module is None or name not in self.paces or not self.paces[name].done:
+        if self._fit_trainer is None or pl_module is None or name not in self.paces or not self.paces[name].done:
             return
         numeric = {m.name: m.unit for m in pl_module.metrics(name) if m.numeric}
         values = {k: f"{e.value:.4g}{numeric[k]}" for k, e in entries.items() if k in numeric and not math.isnan(e.value)}
-        self._write(self._line(self._trainer, name, values, position=False))
+        self._write(self._line(self._fit_trainer, name, values, position=False))
 
     def on_train_epoch_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         """The train pass starts.
@@ -218,7 +218,7 @@ class PlainProgress(ProgressBar):
             pl_module: The LightningModule being fitted.
             stage: Lightning's stage ("fit", "validate" ...).
         """
-        self._trainer = None
+        self._fit_trainer = None
 
 
 def progress_display(stream: IO[str] | None = None) -> ProgressBar:
