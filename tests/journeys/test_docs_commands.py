@@ -629,6 +629,12 @@ def test_make_test_lowest_installs_pyprojects_lower_bounds():
             f"installation.md's tested-versions table: {name} {version}")
 
 
+def _repo_modules() -> set[str]:
+    """Modules the repository itself holds outside the package (the docs' build hooks, which the
+    docstring test imports from docs/hooks)."""
+    return {p.stem for p in (REPO / "docs" / "hooks").glob("*.py")}
+
+
 def _imported_distributions(root: Path) -> dict[str, str]:
     """Distribution -> a file importing it, for every third-party import under `root` (and every
     `pytest.importorskip("...")`)."""
@@ -644,7 +650,7 @@ def _imported_distributions(root: Path) -> dict[str, str]:
             elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                   and node.func.attr == "importorskip" and node.args and isinstance(node.args[0], ast.Constant)):
                 names.add(str(node.args[0].value).split(".")[0])
-        for name in names - set(sys.stdlib_module_names) - {"burnlike", "tests", "__main__"}:
+        for name in names - set(sys.stdlib_module_names) - {"burnlike", "tests", "__main__"} - _repo_modules():
             for dist in owners.get(name, [f"<no installed distribution has {name}>"]):
                 found.setdefault(_canonical(dist), str(path.relative_to(REPO)))
     return found
