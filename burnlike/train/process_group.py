@@ -17,6 +17,7 @@ one that stopped instead of printing a transport's traceback.
 from __future__ import annotations
 
 import atexit
+import gc
 import os
 
 import lightning as L
@@ -28,13 +29,16 @@ _registered = False
 
 def end_process_group(barrier: bool = False) -> None:
     """Ends this process's group if one is up; first a `barrier` when every rank is known to reach
-    it (after a fit), none otherwise (after an error, or at exit, other ranks may be gone)."""
+    it (after a fit), none otherwise (after an error, or at exit, other ranks may be gone). A group
+    still referenced (FSDP2's device mesh holds its own) is then collected at once: left to the
+    interpreter's last teardown, gloo's threads can abort the process as it exits."""
     import torch.distributed as dist
 
     if dist.is_available() and dist.is_initialized():
         if barrier:
             dist.barrier()
         dist.destroy_process_group()
+        gc.collect()  # the groups FSDP2's device mesh still holds are freed now, their threads joined
 
 
 def end_at_exit() -> None:
