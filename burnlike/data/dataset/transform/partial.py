@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
+from burnlike.checks import positive_int
 from burnlike.data.dataset.base import Dataset, as_dataset, fetch_many
 
 T = TypeVar("T")
@@ -63,8 +64,7 @@ class PartialDataset(Dataset[T]):
             dataset: The dataset to split.
             num: The number of parts, >= 1.
         """
-        if num < 1:
-            raise ValueError(f"num must be >= 1, got {num}")
+        positive_int(num, "num")
         dataset = as_dataset(dataset)
         size, step = dataset.len(), dataset.len() // num
         return [cls(dataset, i * step, size if i == num - 1 else (i + 1) * step) for i in range(num)]
@@ -79,8 +79,8 @@ class PartialDataset(Dataset[T]):
             num: The number of parts, >= 1.
             batch_size: The batch size the parts are whole multiples of (but the last), >= 1.
         """
-        if num < 1 or batch_size < 1:
-            raise ValueError(f"num and batch_size must be >= 1, got {num} and {batch_size}")
+        positive_int(num, "num")
+        positive_int(batch_size, "batch_size")
         dataset = as_dataset(dataset)
         total = dataset.len()
         batches = -(-total // batch_size)

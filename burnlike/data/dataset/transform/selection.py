@@ -7,6 +7,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from burnlike.checks import positive_int
 from burnlike.data.dataset.base import Dataset, as_dataset, fetch_many
 from burnlike.data.dataset.transform.options import RngSource, make_rng, shuffle
 
@@ -134,8 +135,7 @@ class SelectionDataset(Dataset[T]):
         Args:
             num: The number of slices, >= 1.
         """
-        if num < 1:
-            raise ValueError(f"num must be >= 1, got {num}")
+        positive_int(num, "num")
         n, step = len(self.indices), len(self.indices) // num
         return [self.slice(i * step, n if i == num - 1 else (i + 1) * step) for i in range(num)]
 

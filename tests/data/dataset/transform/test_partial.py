@@ -60,13 +60,14 @@ def test_partial_split_sizes_match_burns_tests():
 def test_partial_split_and_split_chunks_parts_and_refusals():
     data = InMemDataset(range(4))
     assert [list(p.iter()) for p in PartialDataset.split(data, 1)] == [[0, 1, 2, 3]]
-    with raises_exactly(ValueError, "num must be >= 1, got 0"):
+    with raises_exactly(ValueError, "num must be an integer >= 1, got 0"):
         PartialDataset.split(data, 0)
     assert [list(p.iter()) for p in PartialDataset.split_chunks(data, 1, 1)] == [[0, 1, 2, 3]]
     # 2 batches of 2 over 3 parts: the third would start at the end, so it is left out
     assert [list(p.iter()) for p in PartialDataset.split_chunks(data, 3, 2)] == [[0, 1], [2, 3]]
-    for num, size in ((0, 2), (2, 0)):
-        with raises_exactly(ValueError, f"num and batch_size must be >= 1, got {num} and {size}"):
+    for num, size, message in ((0, 2, "num must be an integer >= 1, got 0"),
+                               (2, 0, "batch_size must be an integer >= 1, got 0")):
+        with raises_exactly(ValueError, message):
             PartialDataset.split_chunks(data, num, size)
 
 

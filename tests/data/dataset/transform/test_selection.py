@@ -40,7 +40,7 @@ def test_selection_split_slice_bounds_and_unchecked_indices():
     data = InMemDataset("abcd")
     selection = SelectionDataset(data, [3, 1, 0])
     assert [list(s.iter()) for s in selection.split(1)] == [["d", "b", "a"]]
-    with raises_exactly(ValueError, "num must be >= 1, got 0"):
+    with raises_exactly(ValueError, "num must be an integer >= 1, got 0"):
         selection.split(0)
     assert selection.slice(1, 1).len() == 0  # an empty slice is allowed
     with raises_exactly(IndexError, "slice 2..1 is out of range for 3 indices"):
